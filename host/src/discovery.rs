@@ -1,0 +1,162 @@
+//! Finding extensions: `--ext` paths, then `./.zot/extensions`, then `$ZOT_HOME/extensions`.
+
+use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
+use crate::paths::{project_extensions_dir, ZotHome};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// Where an extension was found. The order of the variants is the load order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Given with `--ext PATH`.
+    Explicit,
+    /// `./.zot/extensions/<name>`.
+    Project,
+    /// `$ZOT_HOME/extensions/<name>`.
+    Global,
+}
+
+/// One extension directory found during discovery.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The extension's directory (the manifest's folder).
+    pub dir: PathBuf,
+    pub source: Source,
+    /// The manifest, or why it could not be used.
+    pub manifest: Result<Manifest, ManifestError>,
+}
+
+impl Found {
+    /// The manifest's name, or the directory's name when the manifest is unusable.
+    pub fn name(&self) -> String {
+        match &self.manifest {
+            Ok(m) => m.name.clone(),
+            Err(_) => self
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| self.dir.display().to_string()),
+        }
+    }
+}
+
+/// Where to look.
+#[derive(Debug, Clone)]
+pub struct SearchPath {
+    /// `--ext` paths: an extension directory or its `extension.json`.
+    pub explicit: Vec<PathBuf>,
+    /// The project directory whose `.zot/extensions` is searched.
+    pub cwd: PathBuf,
+    pub home: ZotHome,
+}
+
+/// Discovers extensions in load order: explicit paths as given, then project-local and
+/// global folders each sorted by directory name. The first of a name wins; later ones
+/// of the same name are returned in `shadowed`.
+pub fn discover(search: &SearchPath) -> Discovery {
+    let mut candidates = Vec::new();
+    for path in &search.explicit {
+        let dir = if path.file_name().is_some_and(|n| n == MANIFEST_FILE) {
+            path.parent().map(Path::to_path_buf).unwrap_or_default()
+        } else {
+            path.clone()
+        };
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        candidates.push((dir, Source::Explicit));
+    }
+    for (root, source) in [
+        (project_extensions_dir(&search.cwd), Source::Project),
+        (search.home.extensions_dir(), Source::Global),
+    ] {
+        candidates.extend(list_dir(&root).into_iter().map(|dir| (dir, source)));
+    }
+    let mut seen = HashSet::new();
+    let mut out = Discovery::default();
+    for (dir, source) in candidates {
+        let found = Found {
+            manifest: Manifest::read(&dir),
+            dir,
+            source,
+        };
+        if seen.insert(found.name()) {
+            out.found.push(found);
+        } else {
+            out.shadowed.push(found);
+        }
+    }
+    out
+}
+
+/// The result of [`discover`].
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Extensions to consider, in load order, one per name.
+    pub found: Vec<Found>,
+    /// Later extensions whose name an earlier one already had.
+    pub shadowed: Vec<Found>,
+}
+
+/// Sub-directories of `root` that hold a manifest, sorted by name.
+fn list_dir(root: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join(MANIFEST_FILE).is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(MANIFEST_FILE), body).unwrap();
+        d
+    }
+
+    #[test]
+    fn explicit_then_project_then_global_first_name_wins() {
+        let tmp = std::env::temp_dir().join(format!("zot-disc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let cwd = tmp.join("proj");
+        let home = ZotHome::new(tmp.join("home"));
+        let proj = project_extensions_dir(&cwd);
+        write(&proj, "b", r#"{"name":"b","exec":"x"}"#);
+        write(&proj, "a", r#"{"name":"shared","exec":"x"}"#);
+        write(
+            &home.extensions_dir(),
+            "shared",
+            r#"{"name":"shared","exec":"y"}"#,
+        );
+        write(&home.extensions_dir(), "broken", r#"{"exec":"y"}"#);
+        let explicit = write(&tmp, "explicit", r#"{"name":"e","exec":"x"}"#);
+        let d = discover(&SearchPath {
+            explicit: vec![explicit.join(MANIFEST_FILE)],
+            cwd,
+            home,
+        });
+        let names: Vec<_> = d.found.iter().map(|f| (f.name(), f.source)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("e".into(), Source::Explicit),
+                ("shared".into(), Source::Project),
+                ("b".into(), Source::Project),
+                ("broken".into(), Source::Global),
+            ]
+        );
+        assert!(d.found[3].manifest.is_err());
+        assert_eq!(d.shadowed.len(), 1);
+        assert_eq!(d.shadowed[0].source, Source::Global);
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}

@@ -1,0 +1,59 @@
+//! Where zot keeps things: `$ZOT_HOME` and the folders below it.
+
+use std::path::{Path, PathBuf};
+
+/// The root of zot's state: extensions, logs, per-extension data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZotHome {
+    root: PathBuf,
+}
+
+impl ZotHome {
+    /// A home rooted at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ZotHome { root: root.into() }
+    }
+
+    /// `$ZOT_HOME` if set, else the platform default: Linux `$XDG_STATE_HOME/zot` or
+    /// `~/.local/state/zot`, macOS `~/Library/Application Support/zot`.
+    pub fn from_env() -> Result<Self, String> {
+        if let Some(dir) = std::env::var_os("ZOT_HOME").filter(|v| !v.is_empty()) {
+            return Ok(ZotHome::new(dir));
+        }
+        let base = directories::BaseDirs::new().ok_or(
+            "cannot find your home directory: set ZOT_HOME to choose where zot keeps its state",
+        )?;
+        let dir = base.state_dir().unwrap_or_else(|| base.data_dir());
+        Ok(ZotHome::new(dir.join("zot")))
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Global extensions: `$ZOT_HOME/extensions`.
+    pub fn extensions_dir(&self) -> PathBuf {
+        self.root.join("extensions")
+    }
+
+    /// Log folder: `$ZOT_HOME/logs`.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    /// One extension's log: `$ZOT_HOME/logs/ext-<name>.log`.
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        self.logs_dir().join(format!("ext-{name}.log"))
+    }
+
+    /// One extension's private data folder: `$ZOT_HOME/data/<name>`.
+    pub fn data_dir(&self, name: &str) -> PathBuf {
+        self.root.join("data").join(name)
+    }
+}
+
+/// Project-local extensions below `cwd`: `./.zot/extensions`.
+pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
+    cwd.join(".zot").join("extensions")
+}
