@@ -1,0 +1,86 @@
+//! Command-line parsing; each subcommand lives in its own module.
+
+mod check;
+mod ext;
+mod sidecar;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "zot", version, about = "The zot extension host")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Manage, check and run extensions.
+    #[command(subcommand)]
+    Ext(ExtCommand),
+    /// Run the host as a JSON-lines sidecar on stdin/stdout (see docs/sidecar.md).
+    Host(sidecar::HostArgs),
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ExtCommand {
+    /// List installed extensions (project-local and global) and their state.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install an extension from a directory or a git URL into $ZOT_HOME/extensions.
+    Install {
+        /// A directory holding extension.json, or a git URL (https://, git@, ssh://, file://, *.git).
+        source: String,
+    },
+    /// Delete an installed extension.
+    #[command(alias = "rm")]
+    Remove {
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Set `enabled: true` in an extension's manifest.
+    Enable { name: String },
+    /// Set `enabled: false` in an extension's manifest.
+    Disable { name: String },
+    /// Print an extension's log.
+    Logs {
+        name: String,
+        /// Keep printing as the log grows.
+        #[arg(long, short)]
+        follow: bool,
+    },
+    /// Load one extension, print its hello, registrations and timings; non-zero exit on a
+    /// protocol violation.
+    Check(check::CheckArgs),
+}
+
+/// Parses the command line and runs it.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::WARN)
+        .with_target(false)
+        .without_time()
+        .init();
+    match cli.command {
+        Command::Ext(ExtCommand::Check(args)) => check::run(args),
+        Command::Ext(cmd) => ext::run(cmd),
+        Command::Host(args) => sidecar::run(args),
+    }
+}
+
+/// `--zot-home` if given, else `$ZOT_HOME` or the platform default.
+pub(crate) fn zot_home(flag: Option<PathBuf>) -> Result<zot_host::paths::ZotHome, String> {
+    match flag {
+        Some(dir) => Ok(zot_host::paths::ZotHome::new(dir)),
+        None => zot_host::paths::ZotHome::from_env(),
+    }
+}
