@@ -50,6 +50,8 @@ pub struct SearchPath {
     /// The project directory whose `.zot/extensions` is searched.
     pub cwd: PathBuf,
     pub home: ZotHome,
+    /// Also search the project-local and global folders (false: only `explicit`).
+    pub installed: bool,
 }
 
 /// Discovers extensions in load order: explicit paths as given, then project-local and
@@ -66,11 +68,13 @@ pub fn discover(search: &SearchPath) -> Discovery {
         let dir = std::path::absolute(&dir).unwrap_or(dir);
         candidates.push((dir, Source::Explicit));
     }
-    for (root, source) in [
-        (project_extensions_dir(&search.cwd), Source::Project),
-        (search.home.extensions_dir(), Source::Global),
-    ] {
-        candidates.extend(list_dir(&root).into_iter().map(|dir| (dir, source)));
+    if search.installed {
+        for (root, source) in [
+            (project_extensions_dir(&search.cwd), Source::Project),
+            (search.home.extensions_dir(), Source::Global),
+        ] {
+            candidates.extend(list_dir(&root).into_iter().map(|dir| (dir, source)));
+        }
     }
     let mut seen = HashSet::new();
     let mut out = Discovery::default();
@@ -143,6 +147,7 @@ mod tests {
             explicit: vec![explicit.join(MANIFEST_FILE)],
             cwd,
             home,
+            installed: true,
         });
         let names: Vec<_> = d.found.iter().map(|f| (f.name(), f.source)).collect();
         assert_eq!(

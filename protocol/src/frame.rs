@@ -404,6 +404,29 @@ fn decode<T: for<'de> Deserialize<'de>>(line: &[u8], known: &[&str]) -> Result<T
 }
 
 impl ExtFrame {
+    /// The frame's `type`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ExtFrame::Hello(_) => "hello",
+            ExtFrame::RegisterCommand(_) => "register_command",
+            ExtFrame::RegisterTool(_) => "register_tool",
+            ExtFrame::Subscribe(_) => "subscribe",
+            ExtFrame::Ready(_) => "ready",
+            ExtFrame::CommandResponse(_) => "command_response",
+            ExtFrame::ToolResult(_) => "tool_result",
+            ExtFrame::EventInterceptResponse(_) => "event_intercept_response",
+            ExtFrame::Notify(_) => "notify",
+            ExtFrame::PanelRender(_) => "panel_render",
+            ExtFrame::PanelClose(_) => "panel_close",
+            ExtFrame::ShutdownAck(_) => "shutdown_ack",
+            ExtFrame::OpenPanel(_) => "open_panel",
+            ExtFrame::ClearNotes(_) => "clear_notes",
+            ExtFrame::Submit(_) => "submit",
+            ExtFrame::SubmitSlash(_) => "submit_slash",
+            ExtFrame::CallTool(_) => "call_tool",
+        }
+    }
+
     /// Decodes one line an extension sent.
     pub fn decode(line: &[u8]) -> Result<Self, DecodeError> {
         decode(line, EXT_FRAME_TYPES)
@@ -411,6 +434,23 @@ impl ExtFrame {
 }
 
 impl HostFrame {
+    /// The frame's `type`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            HostFrame::HelloAck(_) => "hello_ack",
+            HostFrame::CommandInvoked(_) => "command_invoked",
+            HostFrame::ToolCall(_) => "tool_call",
+            HostFrame::Event(_) => "event",
+            HostFrame::EventIntercept(_) => "event_intercept",
+            HostFrame::PanelKey(_) => "panel_key",
+            HostFrame::PanelResize(_) => "panel_resize",
+            HostFrame::PanelClose(_) => "panel_close",
+            HostFrame::Shutdown(_) => "shutdown",
+            HostFrame::ToolCancel(_) => "tool_cancel",
+            HostFrame::ToolResult(_) => "tool_result",
+        }
+    }
+
     /// Decodes one line the host sent (used by guests and tests).
     pub fn decode(line: &[u8]) -> Result<Self, DecodeError> {
         decode(line, HOST_FRAME_TYPES)
@@ -511,8 +551,20 @@ mod tests {
     }
 
     #[test]
-    fn frame_type_lists_match_the_enums() {
-        assert_eq!(EXT_FRAME_TYPES.len(), 17);
-        assert_eq!(HOST_FRAME_TYPES.len(), 11);
+    fn type_names_match_the_wire() {
+        for t in EXT_FRAME_TYPES {
+            let line =
+                format!(r#"{{"type":"{t}","id":"1","name":"n","panel_id":"p","panel":{{}}}}"#);
+            let frame = ExtFrame::decode(line.as_bytes()).unwrap();
+            assert_eq!(frame.type_name(), *t);
+            assert_eq!(serde_json::to_value(&frame).unwrap()["type"], *t);
+        }
+        for t in HOST_FRAME_TYPES {
+            let line = format!(
+                r#"{{"type":"{t}","id":"1","name":"n","panel_id":"p","event":"e","protocol_version":1}}"#
+            );
+            let frame = HostFrame::decode(line.as_bytes()).unwrap();
+            assert_eq!(frame.type_name(), *t);
+        }
     }
 }

@@ -1,7 +1,11 @@
-//! `zot ext check <path>`.
+//! `zot ext check <path>`: load one extension alone, show what it registered and how long
+//! each step took, and fail on any protocol violation.
 
+use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use zot_host::{Host, HostConfig};
 
 #[derive(clap::Args)]
 pub(crate) struct CheckArgs {
@@ -12,7 +16,173 @@ pub(crate) struct CheckArgs {
     json: bool,
 }
 
-pub(crate) fn run(_args: CheckArgs) -> ExitCode {
-    eprintln!("zot: not implemented yet");
-    ExitCode::FAILURE
+/// Runs the check; exit 0 only without violations.
+pub(crate) fn run(args: CheckArgs) -> ExitCode {
+    let home = match super::zot_home(None) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("zot: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut config = HostConfig::new(home, cwd);
+    config.explicit = vec![args.path.clone()];
+    config.installed = false;
+    let runtime = tokio::runtime::Runtime::new().expect("the async runtime starts");
+    let report = runtime.block_on(check(config));
+    let ok = report["violations"].as_array().is_some_and(Vec::is_empty);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("JSON serialises")
+        );
+    } else {
+        print_text(&report);
+    }
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn ms(d: Option<Duration>) -> Value {
+    d.map_or(Value::Null, |d| json!(d.as_secs_f64() * 1000.0))
+}
+
+async fn check(config: HostConfig) -> Value {
+    let ready_wait = config.timeouts.ready;
+    let (host, _notes) = Host::new(config);
+    let report = host.load().await;
+    let Some(info) = host.extensions().into_iter().next() else {
+        return json!({"violations": ["no extension found at that path (it needs an extension.json)"]});
+    };
+    let mut violations: Vec<String> = report.errors.iter().map(|e| e.error.clone()).collect();
+    if info.state == "disabled" {
+        violations.push("the manifest says \"enabled\": false".into());
+    }
+    let status = host.status(&info.name).unwrap_or_default();
+    if status.hello.is_none() && info.state != "disabled" && info.state != "error" {
+        violations.push(format!("no hello within the ready wait ({ready_wait:?})"));
+    } else if info.state == "starting" {
+        violations.push(format!(
+            "not ready within the ready wait ({ready_wait:?}): it kept sending frames"
+        ));
+    }
+    let exited_early = info.state == "exited";
+    if exited_early {
+        violations.push(format!(
+            "exited during the check: {}",
+            info.error.clone().unwrap_or_default()
+        ));
+    }
+    violations.extend(status.violations.iter().cloned());
+    let commands: Vec<Value> = host
+        .commands()
+        .into_iter()
+        .map(|(_, c)| json!({"name": c.name, "description": c.description}))
+        .collect();
+    let tools: Vec<Value> = host
+        .tools()
+        .into_iter()
+        .map(|(_, t)| json!({"name": t.name, "description": t.description, "schema": t.schema}))
+        .collect();
+    for name in &info.shadowed {
+        violations.push(format!("{name:?} is a built-in name: shadowed"));
+    }
+    let started = Instant::now();
+    host.shutdown().await;
+    let shutdown = started.elapsed();
+    let after = host.status(&info.name).unwrap_or_default();
+    let exit = after.exit.map(|e| e.reason);
+    if !exited_early && shutdown > Duration::from_millis(2100) {
+        violations.push(format!(
+            "did not exit within 2 s of shutdown (took {} ms; {})",
+            shutdown.as_millis(),
+            exit.clone().unwrap_or_default()
+        ));
+    }
+    json!({
+        "name": info.name,
+        "version": info.version,
+        "transport": info.transport,
+        "dir": info.dir,
+        "log": info.log,
+        "hello": status.hello,
+        "hello_ms": ms(status.hello_after),
+        "ready_ms": ms(status.ready_after),
+        "ready_by": status.ready_by,
+        "commands": commands,
+        "tools": tools,
+        "events": info.events,
+        "intercept": info.intercept,
+        "shutdown_ms": ms(Some(shutdown)),
+        "exit": exit,
+        "violations": violations,
+    })
+}
+
+fn print_text(r: &Value) {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let ms = |v: &Value| v.as_f64().map_or("-".into(), |m| format!("{m:.1} ms"));
+    if r.get("name").is_some() {
+        println!(
+            "{} {} ({}) at {}",
+            s(&r["name"]),
+            s(&r["version"]),
+            s(&r["transport"]),
+            s(&r["dir"])
+        );
+        let hello = &r["hello"];
+        if hello.is_object() {
+            println!(
+                "  hello      {:>10}  name {:?}, version {:?}, capabilities {}",
+                ms(&r["hello_ms"]),
+                s(&hello["name"]),
+                s(&hello["version"]),
+                hello["capabilities"]
+            );
+        } else {
+            println!("  hello      never");
+        }
+        let how = match r["ready_by"].as_str() {
+            Some("frame") => "sent ready",
+            Some(_) => "silent for 250 ms, no ready frame",
+            None => "never",
+        };
+        println!("  ready      {:>10}  {how}", ms(&r["ready_ms"]));
+        for (label, key) in [("commands", "commands"), ("tools", "tools")] {
+            let list = r[key].as_array().cloned().unwrap_or_default();
+            if list.is_empty() {
+                println!("  {label:<10} (none)");
+            }
+            for item in list {
+                let prefix = if key == "commands" { "/" } else { "" };
+                println!(
+                    "  {label:<10} {prefix}{} - {}",
+                    s(&item["name"]),
+                    s(&item["description"])
+                );
+            }
+        }
+        println!("  events     {}", r["events"]);
+        println!("  intercept  {}", r["intercept"]);
+        println!(
+            "  shutdown   {:>10}  {}",
+            ms(&r["shutdown_ms"]),
+            s(&r["exit"])
+        );
+        println!("  log        {}", s(&r["log"]));
+    }
+    let violations = r["violations"].as_array().cloned().unwrap_or_default();
+    if violations.is_empty() {
+        println!("ok: no protocol violations");
+    } else {
+        println!("{} protocol violation(s):", violations.len());
+        for v in violations {
+            println!("  - {}", s(&v));
+        }
+    }
 }

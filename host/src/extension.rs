@@ -1,0 +1,831 @@
+//! One connection's protocol state: handshake, registrations, subscriptions, pending
+//! calls with deadlines, the event queue, and the exit. Transport-agnostic: it only sees
+//! a [`Connection`].
+
+use crate::events::HostEvent;
+use crate::log::{preview, ExtLog};
+use crate::transport::{Connection, Control, Exit, Inbound};
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
+use zot_protocol::{
+    encode, CommandInvoked, CommandResponse, Empty, Event, EventInterceptResponse, ExtFrame,
+    HelloAck, HostFrame, RegisterCommand, RegisterTool, ToolCall, ToolCancel, ToolResult, EVENTS,
+    INTERCEPTABLE,
+};
+
+/// Events waiting for one extension beyond this are dropped, oldest first.
+pub const EVENT_QUEUE: usize = 1024;
+/// Silence after the last frame that counts as `ready` for extensions that never send it.
+pub const READY_SILENCE: Duration = Duration::from_millis(250);
+/// How long an extension whose output closed may take to exit before it is killed.
+const EXIT_AFTER_EOF: Duration = Duration::from_millis(100);
+
+/// Where an extension is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Spawned, not yet ready.
+    Starting,
+    /// Sent `ready`, or was silent for 250 ms after its last frame.
+    Ready,
+    /// Gone: its transport closed.
+    Exited,
+}
+
+/// A call the host could not complete. Its `Display` names the extension and the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// No extension provides it.
+    NotFound(String),
+    /// The extension exited before answering.
+    Exited {
+        extension: String,
+        target: String,
+        reason: String,
+    },
+    /// No answer within the deadline.
+    Timeout {
+        extension: String,
+        target: String,
+        after: Duration,
+    },
+    /// The extension is not reading its input fast enough.
+    QueueFull { extension: String, target: String },
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::NotFound(what) => write!(f, "no {what}"),
+            CallError::Exited {
+                extension,
+                target,
+                reason,
+            } => write!(
+                f,
+                "{target} failed: extension {extension:?} exited ({reason})"
+            ),
+            CallError::Timeout {
+                extension,
+                target,
+                after,
+            } => write!(
+                f,
+                "{target} failed: extension {extension:?} did not answer within {} ms",
+                after.as_millis()
+            ),
+            CallError::QueueFull { extension, target } => write!(
+                f,
+                "{target} failed: extension {extension:?} is not reading its input (queue full)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// How an extension became ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyBy {
+    /// It sent `ready`.
+    Frame,
+    /// It was silent for 250 ms after its last frame.
+    Silence,
+}
+
+/// What is known about an extension, for listings and `zot ext check`.
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    pub hello: Option<zot_protocol::Hello>,
+    pub events: BTreeSet<String>,
+    pub intercept: BTreeSet<String>,
+    /// Time from spawn to `hello`.
+    pub hello_after: Option<Duration>,
+    /// Time from spawn to ready.
+    pub ready_after: Option<Duration>,
+    pub ready_by: Option<ReadyBy>,
+    /// Protocol violations seen (also in the log).
+    pub violations: Vec<String>,
+    pub exit: Option<Exit>,
+    /// Events dropped because the extension's queue was full.
+    pub events_dropped: u64,
+}
+
+/// The host side that an extension reports to.
+pub(crate) trait Hub: Send + Sync + 'static {
+    /// A command or tool registration arrived.
+    fn register(&self, ext: &Extension, registration: Registration);
+    /// The extension is gone: drop its registrations.
+    fn exited(&self, ext: &Extension);
+    /// The extension asked the host to run a tool (`call_tool`).
+    fn call_tool(
+        &self,
+        from: &Extension,
+        name: String,
+        args: Value,
+    ) -> Pin<Box<dyn Future<Output = Result<ToolResult, CallError>> + Send>>;
+}
+
+/// A registration frame, as the hub receives it.
+pub(crate) enum Registration {
+    Command(RegisterCommand),
+    Tool(RegisterTool),
+}
+
+/// A running extension. Cheap to clone; every clone is the same connection.
+#[derive(Clone)]
+pub struct Extension {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    rank: usize,
+    log: ExtLog,
+    outbound: mpsc::Sender<Vec<u8>>,
+    control: Box<dyn Control>,
+    next_id: AtomicU64,
+    pending: Mutex<HashMap<String, Pending>>,
+    phase: watch::Sender<Phase>,
+    status: Mutex<Status>,
+    events: Mutex<VecDeque<Vec<u8>>>,
+    events_ready: Notify,
+    closed: AtomicBool,
+    notes: mpsc::Sender<HostEvent>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Command,
+    Tool,
+    Intercept,
+}
+
+struct Pending {
+    kind: Kind,
+    reply: oneshot::Sender<ExtFrame>,
+}
+
+/// Removes a pending call when its caller stops waiting, whatever the reason.
+struct PendingGuard<'a> {
+    ext: &'a Inner,
+    id: String,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.ext.pending.lock().unwrap().remove(&self.id);
+    }
+}
+
+impl Extension {
+    /// Takes over `conn` and runs the protocol for it until it closes. `rank` is the load
+    /// order (lower wins name conflicts); host notifications go to `notes`.
+    pub(crate) fn start(
+        name: String,
+        rank: usize,
+        log: ExtLog,
+        conn: Connection,
+        hello_ack: HelloAck,
+        hub: Arc<dyn Hub>,
+        notes: mpsc::Sender<HostEvent>,
+    ) -> Extension {
+        let Connection {
+            outbound,
+            inbound,
+            exit,
+            control,
+        } = conn;
+        let ext = Extension {
+            inner: Arc::new(Inner {
+                name,
+                rank,
+                log,
+                outbound,
+                control,
+                next_id: AtomicU64::new(1),
+                pending: Mutex::new(HashMap::new()),
+                phase: watch::channel(Phase::Starting).0,
+                status: Mutex::new(Status::default()),
+                events: Mutex::new(VecDeque::new()),
+                events_ready: Notify::new(),
+                closed: AtomicBool::new(false),
+                notes,
+            }),
+        };
+        tokio::spawn(ext.clone().pump_events());
+        tokio::spawn(ext.clone().run(inbound, exit, hello_ack, hub));
+        ext
+    }
+
+    /// The manifest's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Whether `other` is this same connection.
+    pub fn is(&self, other: &Extension) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Load order; lower wins name conflicts.
+    pub fn rank(&self) -> usize {
+        self.inner.rank
+    }
+
+    /// The extension's log.
+    pub fn log(&self) -> &ExtLog {
+        &self.inner.log
+    }
+
+    /// Where it is in its life.
+    pub fn phase(&self) -> Phase {
+        *self.inner.phase.borrow()
+    }
+
+    /// A snapshot of what is known about it.
+    pub fn status(&self) -> Status {
+        self.inner.status.lock().unwrap().clone()
+    }
+
+    /// Whether it subscribed to `event`.
+    pub fn subscribes(&self, event: &str) -> bool {
+        self.inner.status.lock().unwrap().events.contains(event)
+    }
+
+    /// Whether it intercepts `event`.
+    pub fn intercepts(&self, event: &str) -> bool {
+        self.inner.status.lock().unwrap().intercept.contains(event)
+    }
+
+    /// Waits until it is ready or gone, at most until `deadline`.
+    pub async fn wait_ready(&self, deadline: tokio::time::Instant) -> Phase {
+        let mut rx = self.inner.phase.subscribe();
+        let _ = tokio::time::timeout_at(deadline, rx.wait_for(|p| *p != Phase::Starting)).await;
+        self.phase()
+    }
+
+    /// Waits until it is gone, at most `limit`; true if it is.
+    async fn wait_exited(&self, limit: Duration) -> bool {
+        let mut rx = self.inner.phase.subscribe();
+        let exited = tokio::time::timeout(limit, rx.wait_for(|p| *p == Phase::Exited)).await;
+        exited.is_ok()
+    }
+
+    /// Runs `/name args`; waits at most `timeout` for the `command_response`.
+    pub async fn invoke_command(
+        &self,
+        name: &str,
+        args: &str,
+        timeout: Duration,
+    ) -> Result<CommandResponse, CallError> {
+        let target = format!("command \"/{name}\"");
+        let frame = |id| {
+            HostFrame::CommandInvoked(CommandInvoked {
+                id,
+                name: name.to_string(),
+                args: args.trim().to_string(),
+                extra: Default::default(),
+            })
+        };
+        match self.request(Kind::Command, frame, timeout, &target).await? {
+            ExtFrame::CommandResponse(r) => Ok(r),
+            _ => unreachable!("replies are matched by kind"),
+        }
+    }
+
+    /// Calls one of its tools; waits at most `timeout` for the `tool_result`, and sends
+    /// `tool_cancel` if none came.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Duration,
+    ) -> Result<ToolResult, CallError> {
+        let target = format!("tool \"{name}\"");
+        let frame = |id| {
+            HostFrame::ToolCall(ToolCall {
+                id,
+                name: name.to_string(),
+                args,
+                extra: Default::default(),
+            })
+        };
+        match self.request(Kind::Tool, frame, timeout, &target).await? {
+            ExtFrame::ToolResult(r) => Ok(r),
+            _ => unreachable!("replies are matched by kind"),
+        }
+    }
+
+    /// Asks it to intercept `event`; `None` (allow) if it does not answer in `timeout`
+    /// or cannot be asked.
+    pub async fn intercept(
+        &self,
+        event: Event,
+        timeout: Duration,
+    ) -> Option<EventInterceptResponse> {
+        let target = format!("intercept of \"{}\"", event.event);
+        let frame = |id| {
+            HostFrame::EventIntercept(Event {
+                id: Some(id),
+                ..event
+            })
+        };
+        match self.request(Kind::Intercept, frame, timeout, &target).await {
+            Ok(ExtFrame::EventInterceptResponse(r)) => Some(r),
+            Ok(_) => unreachable!("replies are matched by kind"),
+            Err(e) => {
+                self.inner.log.warn(&format!("{e}; allowing"));
+                None
+            }
+        }
+    }
+
+    /// Queues a one-way frame (panel key, panel close, …); fails if its queue is full.
+    pub fn send(&self, frame: &HostFrame) -> Result<(), CallError> {
+        let target = frame.type_name();
+        self.inner
+            .outbound
+            .try_send(encode(frame))
+            .map_err(|e| self.send_error(e, target))
+    }
+
+    /// Queues `event` for delivery without waiting. When the queue is full the oldest
+    /// event is dropped and counted in the log.
+    pub fn deliver_event(&self, event: &Event) {
+        let bytes = encode(&HostFrame::Event(event.clone()));
+        let dropped = {
+            let mut q = self.inner.events.lock().unwrap();
+            let dropped = q.len() >= EVENT_QUEUE && q.pop_front().is_some();
+            q.push_back(bytes);
+            dropped
+        };
+        if dropped {
+            let n = {
+                let mut st = self.inner.status.lock().unwrap();
+                st.events_dropped += 1;
+                st.events_dropped
+            };
+            if n.is_power_of_two() {
+                self.inner.log.warn(&format!(
+                    "event queue full ({EVENT_QUEUE}): dropped the oldest event ({n} dropped so far)"
+                ));
+            }
+        }
+        self.inner.events_ready.notify_one();
+    }
+
+    /// Stops it: `shutdown`, input closed, `grace` to exit; then SIGTERM, `term_grace`;
+    /// then SIGKILL. Returns once it is gone (or a last bounded wait ran out).
+    pub async fn shutdown(&self, grace: Duration, term_grace: Duration) {
+        if self.phase() == Phase::Exited {
+            return;
+        }
+        let _ = self
+            .inner
+            .outbound
+            .try_send(encode(&HostFrame::Shutdown(Empty::default())));
+        self.inner.control.close_input();
+        if self.wait_exited(grace).await {
+            return;
+        }
+        self.inner.log.warn(&format!(
+            "did not exit within {grace:?} of shutdown: SIGTERM"
+        ));
+        self.inner.control.terminate();
+        if self.wait_exited(term_grace).await {
+            return;
+        }
+        self.inner.log.warn(&format!(
+            "did not exit within {term_grace:?} of SIGTERM: SIGKILL"
+        ));
+        self.inner.control.kill();
+        self.wait_exited(Duration::from_secs(2)).await;
+    }
+
+    fn send_error<T>(&self, e: mpsc::error::TrySendError<T>, target: &str) -> CallError {
+        match e {
+            mpsc::error::TrySendError::Full(_) => CallError::QueueFull {
+                extension: self.inner.name.clone(),
+                target: target.to_string(),
+            },
+            mpsc::error::TrySendError::Closed(_) => self.exited_error(target),
+        }
+    }
+
+    fn exited_error(&self, target: &str) -> CallError {
+        let reason = self
+            .inner
+            .status
+            .lock()
+            .unwrap()
+            .exit
+            .as_ref()
+            .map_or_else(|| "its input is closed".to_string(), |e| e.reason.clone());
+        CallError::Exited {
+            extension: self.inner.name.clone(),
+            target: target.to_string(),
+            reason,
+        }
+    }
+
+    async fn request(
+        &self,
+        kind: Kind,
+        frame: impl FnOnce(String) -> HostFrame,
+        timeout: Duration,
+        target: &str,
+    ) -> Result<ExtFrame, CallError> {
+        let inner = &*self.inner;
+        if inner.closed.load(Ordering::SeqCst) {
+            return Err(self.exited_error(target));
+        }
+        let id = inner.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        let (tx, rx) = oneshot::channel();
+        inner
+            .pending
+            .lock()
+            .unwrap()
+            .insert(id.clone(), Pending { kind, reply: tx });
+        let guard = PendingGuard {
+            ext: inner,
+            id: id.clone(),
+        };
+        // The exit path clears `pending` after setting `closed`; re-check so a call
+        // registered in between cannot wait for its timeout.
+        if inner.closed.load(Ordering::SeqCst) {
+            return Err(self.exited_error(target));
+        }
+        inner
+            .outbound
+            .try_send(encode(&frame(id.clone())))
+            .map_err(|e| self.send_error(e, target))?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(_)) => Err(self.exited_error(target)),
+            Err(_) => {
+                drop(guard);
+                if kind == Kind::Tool {
+                    let cancel = HostFrame::ToolCancel(ToolCancel {
+                        id,
+                        extra: Default::default(),
+                    });
+                    let _ = inner.outbound.try_send(encode(&cancel));
+                }
+                Err(CallError::Timeout {
+                    extension: inner.name.clone(),
+                    target: target.to_string(),
+                    after: timeout,
+                })
+            }
+        }
+    }
+
+    /// Feeds queued events to the transport, in order, one at a time.
+    async fn pump_events(self) {
+        loop {
+            let next = self.inner.events.lock().unwrap().pop_front();
+            match next {
+                Some(bytes) => {
+                    if self.inner.outbound.send(bytes).await.is_err() {
+                        return;
+                    }
+                }
+                None if self.inner.closed.load(Ordering::SeqCst) => return,
+                None => self.inner.events_ready.notified().await,
+            }
+        }
+    }
+
+    /// The connection's main loop: decode and handle frames until the transport closes.
+    async fn run(
+        self,
+        mut inbound: mpsc::Receiver<Inbound>,
+        mut exit: oneshot::Receiver<Exit>,
+        hello_ack: HelloAck,
+        hub: Arc<dyn Hub>,
+    ) {
+        let spawned = Instant::now();
+        let mut hello_ack = Some(hello_ack);
+        let silence = tokio::time::sleep(Duration::MAX);
+        tokio::pin!(silence);
+        loop {
+            let waiting_silently = self.phase() == Phase::Starting && hello_ack.is_none();
+            let item = tokio::select! {
+                item = inbound.recv() => item,
+                () = &mut silence, if waiting_silently => {
+                    self.become_ready(spawned, ReadyBy::Silence);
+                    continue;
+                }
+            };
+            match item {
+                Some(Inbound::Line(bytes)) => {
+                    self.handle_line(&bytes, spawned, &mut hello_ack, &hub)
+                        .await;
+                    silence
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + READY_SILENCE);
+                }
+                Some(Inbound::Oversize(len)) => {
+                    self.violation(format!(
+                        "skipped a {len}-byte line: longer than the frame size limit"
+                    ));
+                }
+                None => break,
+            }
+        }
+        let exit = match tokio::time::timeout(EXIT_AFTER_EOF, &mut exit).await {
+            Ok(Ok(exit)) => exit,
+            _ => {
+                self.inner
+                    .log
+                    .warn("closed its output but kept running: killing it");
+                self.inner.control.kill();
+                match tokio::time::timeout(Duration::from_secs(5), exit).await {
+                    Ok(Ok(e)) => Exit {
+                        reason: format!("closed its output; {}", e.reason),
+                        ..e
+                    },
+                    _ => Exit {
+                        reason: "closed its output".into(),
+                        code: None,
+                        signal: None,
+                    },
+                }
+            }
+        };
+        self.close(exit, &hub).await;
+    }
+
+    /// Marks it gone: pending calls fail now, registrations go, the app is told.
+    async fn close(&self, exit: Exit, hub: &Arc<dyn Hub>) {
+        let inner = &*self.inner;
+        inner.log.info(&format!("extension gone: {}", exit.reason));
+        let dropped = {
+            let mut st = inner.status.lock().unwrap();
+            st.exit = Some(exit.clone());
+            st.events_dropped
+        };
+        if dropped > 0 {
+            inner.log.warn(&format!(
+                "{dropped} events were dropped in total (queue full)"
+            ));
+        }
+        inner.closed.store(true, Ordering::SeqCst);
+        inner.pending.lock().unwrap().clear();
+        hub.exited(self);
+        let _ = inner
+            .notes
+            .send(HostEvent::ExtensionExited {
+                extension: inner.name.clone(),
+                reason: exit.reason,
+                code: exit.code,
+                signal: exit.signal,
+            })
+            .await;
+        inner.phase.send_replace(Phase::Exited);
+        inner.events_ready.notify_one();
+    }
+
+    fn become_ready(&self, spawned: Instant, by: ReadyBy) {
+        if self.phase() != Phase::Starting {
+            return;
+        }
+        {
+            let mut st = self.inner.status.lock().unwrap();
+            st.ready_after = Some(spawned.elapsed());
+            st.ready_by = Some(by);
+        }
+        self.inner.phase.send_replace(Phase::Ready);
+    }
+
+    /// Records a protocol violation in the status and the log.
+    fn violation(&self, message: String) {
+        self.inner.log.warn(&message);
+        self.inner.status.lock().unwrap().violations.push(message);
+    }
+
+    async fn handle_line(
+        &self,
+        bytes: &[u8],
+        spawned: Instant,
+        hello_ack: &mut Option<HelloAck>,
+        hub: &Arc<dyn Hub>,
+    ) {
+        let frame = match ExtFrame::decode(bytes) {
+            Ok(frame) => frame,
+            Err(zot_protocol::DecodeError::UnknownType(t)) => {
+                self.inner
+                    .log
+                    .warn(&format!("skipped a frame of unknown type {t:?}"));
+                return;
+            }
+            Err(e) => {
+                self.violation(format!("skipped a line: {e}: {}", preview(bytes)));
+                return;
+            }
+        };
+        if hello_ack.is_some() && !matches!(frame, ExtFrame::Hello(_)) {
+            self.violation(format!(
+                "sent {:?} before hello (hello must be the first frame)",
+                frame.type_name()
+            ));
+        }
+        match frame {
+            ExtFrame::Hello(hello) => {
+                let Some(ack) = hello_ack.take() else {
+                    self.violation("sent hello twice; ignored the second".into());
+                    return;
+                };
+                if hello.name != self.inner.name {
+                    self.inner.log.warn(&format!(
+                        "hello names {:?} but the manifest says {:?}: using {:?}",
+                        hello.name, self.inner.name, self.inner.name
+                    ));
+                }
+                {
+                    let mut st = self.inner.status.lock().unwrap();
+                    st.hello_after = Some(spawned.elapsed());
+                    st.hello = Some(hello);
+                }
+                if let Err(e) = self.send(&HostFrame::HelloAck(ack)) {
+                    self.inner
+                        .log
+                        .warn(&format!("could not send hello_ack: {e}"));
+                }
+            }
+            ExtFrame::RegisterCommand(reg) => hub.register(self, Registration::Command(reg)),
+            ExtFrame::RegisterTool(reg) => {
+                if reg.schema.is_object() {
+                    hub.register(self, Registration::Tool(reg));
+                } else {
+                    self.violation(format!(
+                        "refused tool {:?}: its schema is not a JSON object",
+                        reg.name
+                    ));
+                }
+            }
+            ExtFrame::Subscribe(sub) => self.subscribe(sub),
+            ExtFrame::Ready(_) => self.become_ready(spawned, ReadyBy::Frame),
+            ExtFrame::CommandResponse(r) => {
+                let id = r.id.clone();
+                self.reply(Kind::Command, &id, ExtFrame::CommandResponse(r));
+            }
+            ExtFrame::ToolResult(r) => {
+                let id = r.id.clone();
+                self.reply(Kind::Tool, &id, ExtFrame::ToolResult(r));
+            }
+            ExtFrame::EventInterceptResponse(r) => {
+                let id = r.id.clone();
+                self.reply(Kind::Intercept, &id, ExtFrame::EventInterceptResponse(r));
+            }
+            ExtFrame::Notify(frame) => self.notify_app(HostEvent::Notify {
+                extension: self.inner.name.clone(),
+                frame,
+            }),
+            ExtFrame::OpenPanel(frame) => {
+                self.tell_app(HostEvent::OpenPanel {
+                    extension: self.inner.name.clone(),
+                    frame,
+                })
+                .await
+            }
+            ExtFrame::PanelRender(frame) => {
+                self.tell_app(HostEvent::PanelRender {
+                    extension: self.inner.name.clone(),
+                    frame,
+                })
+                .await
+            }
+            ExtFrame::PanelClose(frame) => {
+                self.tell_app(HostEvent::PanelClose {
+                    extension: self.inner.name.clone(),
+                    frame,
+                })
+                .await
+            }
+            ExtFrame::ClearNotes(_) => {
+                self.tell_app(HostEvent::ClearNotes {
+                    extension: self.inner.name.clone(),
+                })
+                .await
+            }
+            ExtFrame::Submit(s) => {
+                let text = s.text.trim();
+                if !text.is_empty() {
+                    self.tell_app(HostEvent::Submit {
+                        extension: self.inner.name.clone(),
+                        text: text.to_string(),
+                    })
+                    .await
+                }
+            }
+            ExtFrame::SubmitSlash(s) => {
+                let text = s.text.trim();
+                if text.starts_with('/') {
+                    self.tell_app(HostEvent::SubmitSlash {
+                        extension: self.inner.name.clone(),
+                        text: text.to_string(),
+                    })
+                    .await
+                } else {
+                    self.violation(format!(
+                        "submit_slash text must start with '/': {}",
+                        preview(text.as_bytes())
+                    ));
+                }
+            }
+            ExtFrame::ShutdownAck(_) => self.inner.log.info("acknowledged shutdown"),
+            ExtFrame::CallTool(call) => {
+                let ext = self.clone();
+                let answer = hub.call_tool(self, call.name.clone(), call.args);
+                tokio::spawn(async move {
+                    let mut result = answer
+                        .await
+                        .unwrap_or_else(|e| ToolResult::error(String::new(), e.to_string()));
+                    result.id = call.id;
+                    result.name = Some(call.name);
+                    if let Err(e) = ext.send(&HostFrame::ToolResult(result)) {
+                        ext.inner
+                            .log
+                            .warn(&format!("could not answer call_tool: {e}"));
+                    }
+                });
+            }
+        }
+    }
+
+    fn subscribe(&self, sub: zot_protocol::Subscribe) {
+        let mut ignored = Vec::new();
+        {
+            let mut st = self.inner.status.lock().unwrap();
+            for e in sub.events {
+                if EVENTS.contains(&e.as_str()) {
+                    st.events.insert(e);
+                } else {
+                    ignored.push(format!("unknown event {e:?}"));
+                }
+            }
+            for e in sub.intercept {
+                if INTERCEPTABLE.contains(&e.as_str()) {
+                    st.intercept.insert(e);
+                } else {
+                    ignored.push(format!("{e:?} cannot be intercepted"));
+                }
+            }
+        }
+        if !ignored.is_empty() {
+            self.inner
+                .log
+                .warn(&format!("subscribe: ignored {}", ignored.join(", ")));
+        }
+    }
+
+    fn reply(&self, kind: Kind, id: &str, frame: ExtFrame) {
+        let pending = self.inner.pending.lock().unwrap().remove(id);
+        match pending {
+            Some(p) if p.kind == kind => {
+                let _ = p.reply.send(frame);
+            }
+            Some(p) => {
+                self.inner.pending.lock().unwrap().insert(id.to_string(), p);
+                self.violation(format!(
+                    "{} for id {id:?}, which is not that kind of request",
+                    frame.type_name()
+                ));
+            }
+            None => self.inner.log.warn(&format!(
+                "{} for id {id:?}, which is not pending (late or unknown): ignored",
+                frame.type_name()
+            )),
+        }
+    }
+
+    /// A `notify` may be dropped when the app is not keeping up; counted in the log.
+    fn notify_app(&self, event: HostEvent) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.inner.notes.try_send(event) {
+            let n = {
+                let mut st = self.inner.status.lock().unwrap();
+                st.events_dropped += 1;
+                st.events_dropped
+            };
+            if n.is_power_of_two() {
+                self.inner.log.warn(&format!(
+                    "the application is not keeping up: dropped a notify ({n} dropped so far)"
+                ));
+            }
+        }
+    }
+
+    /// Everything but `notify` is never dropped: it waits for room.
+    async fn tell_app(&self, event: HostEvent) {
+        let _ = self.inner.notes.send(event).await;
+    }
+}

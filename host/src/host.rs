@@ -1,0 +1,627 @@
+//! All extensions together: discovery, start and ready wait, the registries, dispatch of
+//! commands and tools, events, the interception chain, reload and shutdown.
+
+use crate::discovery::{discover, SearchPath, Source};
+use crate::events::HostEvent;
+use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
+use crate::log::ExtLog;
+use crate::manifest::Manifest;
+use crate::paths::ZotHome;
+use crate::registry::{Owned, Registry};
+use crate::transport::stdio::{self, StdioSpec};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use zot_protocol::{
+    CommandResponse, Event, HelloAck, HostFrame, PanelClose, PanelKey, RegisterCommand,
+    RegisterTool, ToolResult, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
+};
+
+/// How many host notifications may wait for the application.
+pub const NOTIFICATION_QUEUE: usize = 4096;
+
+/// Deadlines, all configurable; the defaults are PROTOCOL.md's.
+#[derive(Debug, Clone)]
+pub struct Timeouts {
+    pub command: Duration,
+    pub tool: Duration,
+    pub intercept: Duration,
+    /// The ready wait for all extensions together.
+    pub ready: Duration,
+    /// After `shutdown`, before SIGTERM.
+    pub shutdown: Duration,
+    /// After SIGTERM, before SIGKILL.
+    pub terminate: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            command: Duration::from_secs(30),
+            tool: Duration::from_secs(60),
+            intercept: Duration::from_secs(5),
+            ready: Duration::from_secs(3),
+            shutdown: Duration::from_secs(2),
+            terminate: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Everything the host needs to know to start extensions.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    pub home: ZotHome,
+    /// The project directory (`hello_ack.cwd`, and where `.zot/extensions` is looked for).
+    pub cwd: PathBuf,
+    /// `--ext` paths, loaded before everything else.
+    pub explicit: Vec<PathBuf>,
+    /// Also load project-local and global installs (false: only `explicit`).
+    pub installed: bool,
+    pub provider: String,
+    pub model: String,
+    /// Tool names the embedding agent owns.
+    pub builtin_tools: Vec<String>,
+    /// Command names the embedding agent owns.
+    pub builtin_commands: Vec<String>,
+    /// The longest line accepted from an extension.
+    pub max_frame: usize,
+    pub timeouts: Timeouts,
+}
+
+impl HostConfig {
+    /// Defaults for `home` and `cwd`: built-in tools `read write edit bash skill`, 64 MiB frames.
+    pub fn new(home: ZotHome, cwd: PathBuf) -> Self {
+        HostConfig {
+            home,
+            cwd,
+            explicit: Vec::new(),
+            installed: true,
+            provider: String::new(),
+            model: String::new(),
+            builtin_tools: ["read", "write", "edit", "bash", "skill"]
+                .map(String::from)
+                .to_vec(),
+            builtin_commands: Vec::new(),
+            max_frame: DEFAULT_MAX_FRAME,
+            timeouts: Timeouts::default(),
+        }
+    }
+}
+
+/// An extension as the host lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExtensionInfo {
+    pub name: String,
+    pub version: String,
+    pub source: Source,
+    pub transport: &'static str,
+    /// `starting`, `ready`, `exited`, `disabled` or `error`.
+    pub state: &'static str,
+    pub dir: PathBuf,
+    pub log: PathBuf,
+    pub commands: Vec<String>,
+    pub tools: Vec<String>,
+    pub shadowed: Vec<String>,
+    pub events: Vec<String>,
+    pub intercept: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What `load` (and `reload`) did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LoadReport {
+    /// Extensions stopped first (reload only).
+    pub stopped: Vec<String>,
+    /// Extensions started.
+    pub loaded: Vec<String>,
+    /// Started extensions that became ready within the ready wait.
+    pub ready: Vec<String>,
+    /// Extensions that could not be started, and why.
+    pub errors: Vec<LoadError>,
+}
+
+/// One extension that could not be started.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadError {
+    pub extension: String,
+    pub error: String,
+}
+
+/// The interception chain's verdict.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Verdict {
+    pub block: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The tool arguments after every rewrite, if any interceptor rewrote them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_args: Option<Value>,
+    /// The assistant text after every rewrite, if any interceptor replaced it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replace_text: Option<String>,
+}
+
+/// The extension host. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: HostConfig,
+    registry: Mutex<Registry>,
+    entries: Mutex<Vec<Entry>>,
+    notes: mpsc::Sender<HostEvent>,
+    /// One load/reload/shutdown at a time.
+    lifecycle: tokio::sync::Mutex<()>,
+    me: Weak<Inner>,
+}
+
+struct Entry {
+    name: String,
+    version: String,
+    source: Source,
+    dir: PathBuf,
+    log: PathBuf,
+    state: EntryState,
+}
+
+enum EntryState {
+    Disabled,
+    Error(String),
+    Running(Extension),
+}
+
+impl Host {
+    /// A host with no extensions yet, and the stream of its notifications. Call
+    /// [`Host::load`] to start extensions. Must be called inside a tokio runtime.
+    pub fn new(config: HostConfig) -> (Host, mpsc::Receiver<HostEvent>) {
+        let (notes, rx) = mpsc::channel(NOTIFICATION_QUEUE);
+        let registry = Registry::new(&config.builtin_commands, &config.builtin_tools);
+        let inner = Arc::new_cyclic(|me| Inner {
+            config,
+            registry: Mutex::new(registry),
+            entries: Mutex::new(Vec::new()),
+            notes,
+            lifecycle: tokio::sync::Mutex::new(()),
+            me: me.clone(),
+        });
+        (Host { inner }, rx)
+    }
+
+    /// The configuration it was made with.
+    pub fn config(&self) -> &HostConfig {
+        &self.inner.config
+    }
+
+    /// Discovers and starts every enabled extension in parallel, then waits (at most the
+    /// ready timeout in total) for all of them to be ready.
+    pub async fn load(&self) -> LoadReport {
+        let _guard = self.inner.lifecycle.lock().await;
+        self.inner.load().await
+    }
+
+    /// Stops every extension, re-reads the manifests, starts them again and waits for
+    /// ready; the registries are rebuilt from the new registrations.
+    pub async fn reload(&self) -> LoadReport {
+        let _guard = self.inner.lifecycle.lock().await;
+        let stopped = self.inner.stop_all().await;
+        let mut report = self.inner.load().await;
+        report.stopped = stopped;
+        report
+    }
+
+    /// Stops every extension (`shutdown`, 2 s, SIGTERM, 1 s, SIGKILL), all in parallel.
+    pub async fn shutdown(&self) {
+        let _guard = self.inner.lifecycle.lock().await;
+        self.inner.stop_all().await;
+    }
+
+    /// Every known extension, in load order.
+    pub fn extensions(&self) -> Vec<ExtensionInfo> {
+        let registry = self.inner.registry.lock().unwrap();
+        let entries = self.inner.entries.lock().unwrap();
+        entries
+            .iter()
+            .map(|e| {
+                let (state, error, owned, status) = match &e.state {
+                    EntryState::Disabled => ("disabled", None, Owned::default(), None),
+                    EntryState::Error(msg) => ("error", Some(msg.clone()), Owned::default(), None),
+                    EntryState::Running(ext) => {
+                        let status = ext.status();
+                        let (state, error) = match ext.phase() {
+                            Phase::Starting => ("starting", None),
+                            Phase::Ready => ("ready", None),
+                            Phase::Exited => {
+                                ("exited", status.exit.as_ref().map(|x| x.reason.clone()))
+                            }
+                        };
+                        (state, error, registry.of(ext), Some(status))
+                    }
+                };
+                let status = status.unwrap_or_default();
+                ExtensionInfo {
+                    name: e.name.clone(),
+                    version: e.version.clone(),
+                    source: e.source,
+                    transport: "stdio",
+                    state,
+                    dir: e.dir.clone(),
+                    log: e.log.clone(),
+                    commands: owned.commands,
+                    tools: owned.tools,
+                    shadowed: owned.shadowed,
+                    events: status.events.into_iter().collect(),
+                    intercept: status.intercept.into_iter().collect(),
+                    error,
+                }
+            })
+            .collect()
+    }
+
+    /// The protocol status of a running extension (hello, timings, violations).
+    pub fn status(&self, name: &str) -> Option<Status> {
+        self.inner
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|e| e.name == name)
+            .and_then(|e| match &e.state {
+                EntryState::Running(ext) => Some(ext.status()),
+                _ => None,
+            })
+    }
+
+    /// Every active tool with the extension that provides it, sorted by name.
+    pub fn tools(&self) -> Vec<(String, RegisterTool)> {
+        self.inner.registry.lock().unwrap().tools()
+    }
+
+    /// Every active command with the extension that provides it, sorted by name.
+    pub fn commands(&self) -> Vec<(String, RegisterCommand)> {
+        self.inner.registry.lock().unwrap().commands()
+    }
+
+    /// Runs `/name args`; returns the providing extension's name and its response.
+    pub async fn invoke_command(
+        &self,
+        name: &str,
+        args: &str,
+    ) -> Result<(String, CommandResponse), CallError> {
+        let ext = self.inner.registry.lock().unwrap().command(name);
+        let ext = ext.ok_or_else(|| CallError::NotFound(format!("command named {name:?}")))?;
+        let response = ext
+            .invoke_command(name, args, self.inner.config.timeouts.command)
+            .await?;
+        Ok((ext.name().to_string(), response))
+    }
+
+    /// Calls tool `name` (`args` must be an object; null means `{}`), waiting at most
+    /// `timeout` (default: the tool timeout).
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Option<Duration>,
+    ) -> Result<(String, ToolResult), CallError> {
+        self.inner.call_tool(name, args, timeout).await
+    }
+
+    /// Queues `event` for every subscriber, without waiting; returns how many.
+    pub fn emit(&self, event: &Event) -> usize {
+        let subscribers: Vec<Extension> = self
+            .inner
+            .running_all()
+            .into_iter()
+            .filter(|e| e.subscribes(&event.event))
+            .collect();
+        for ext in &subscribers {
+            ext.deliver_event(event);
+        }
+        subscribers.len()
+    }
+
+    /// Asks every interceptor of `event.event`, in load order, each at most the intercept
+    /// timeout. The first block wins; `modified_args` and `replace_text` chain.
+    pub async fn intercept(&self, mut event: Event) -> Verdict {
+        let mut verdict = Verdict::default();
+        let interceptors: Vec<Extension> = self
+            .inner
+            .running_all()
+            .into_iter()
+            .filter(|e| e.intercepts(&event.event))
+            .collect();
+        for ext in interceptors {
+            let Some(answer) = ext
+                .intercept(event.clone(), self.inner.config.timeouts.intercept)
+                .await
+            else {
+                continue;
+            };
+            if answer.block {
+                verdict.block = true;
+                verdict.reason = answer.reason;
+                return verdict;
+            }
+            if let Some(args) = answer.modified_args {
+                if event.event == "tool_call" && args.is_object() {
+                    event.fields.insert("tool_args".into(), args.clone());
+                    verdict.modified_args = Some(args);
+                } else {
+                    ext.log().warn(
+                        "ignored modified_args: only a JSON object for a tool_call can replace its args",
+                    );
+                }
+            }
+            if let Some(text) = answer.replace_text {
+                if event.event == "assistant_message" {
+                    event
+                        .fields
+                        .insert("text".into(), Value::String(text.clone()));
+                    verdict.replace_text = Some(text);
+                } else {
+                    ext.log().warn(
+                        "ignored replace_text: only an assistant_message has text to replace",
+                    );
+                }
+            }
+        }
+        verdict
+    }
+
+    /// Sends a `panel_key` to `extension`.
+    pub fn panel_key(&self, extension: &str, key: PanelKey) -> Result<(), CallError> {
+        self.inner.send_to(extension, &HostFrame::PanelKey(key))
+    }
+
+    /// Tells `extension` its panel was closed.
+    pub fn panel_close(&self, extension: &str, panel_id: String) -> Result<(), CallError> {
+        let frame = HostFrame::PanelClose(PanelClose {
+            panel_id,
+            extra: Map::new(),
+        });
+        self.inner.send_to(extension, &frame)
+    }
+}
+
+impl Inner {
+    fn running_all(&self) -> Vec<Extension> {
+        self.entries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match &e.state {
+                EntryState::Running(ext) if ext.phase() != Phase::Exited => Some(ext.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn running(&self, name: &str) -> Option<Extension> {
+        self.running_all().into_iter().find(|e| e.name() == name)
+    }
+
+    fn send_to(&self, extension: &str, frame: &HostFrame) -> Result<(), CallError> {
+        self.running(extension)
+            .ok_or_else(|| CallError::NotFound(format!("running extension named {extension:?}")))?
+            .send(frame)
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Option<Duration>,
+    ) -> Result<(String, ToolResult), CallError> {
+        let ext = {
+            let registry = self.registry.lock().unwrap();
+            if registry.is_builtin_tool(name) {
+                return Err(CallError::NotFound(format!(
+                    "extension tool named {name:?}: it is a built-in tool of the agent"
+                )));
+            }
+            registry.tool(name)
+        };
+        let ext = ext.ok_or_else(|| CallError::NotFound(format!("tool named {name:?}")))?;
+        let args = match args {
+            Value::Null => Value::Object(Map::new()),
+            args => args,
+        };
+        let timeout = timeout.unwrap_or(self.config.timeouts.tool);
+        let result = ext.call_tool(name, args, timeout).await?;
+        Ok((ext.name().to_string(), result))
+    }
+
+    async fn load(&self) -> LoadReport {
+        let found = discover(&SearchPath {
+            explicit: self.config.explicit.clone(),
+            cwd: self.config.cwd.clone(),
+            home: self.config.home.clone(),
+            installed: self.config.installed,
+        });
+        for dup in &found.shadowed {
+            tracing::warn!(
+                "ignoring {}: an extension named {:?} was found earlier",
+                dup.dir.display(),
+                dup.name()
+            );
+        }
+        let mut report = LoadReport::default();
+        let mut entries = Vec::new();
+        for (rank, f) in found.found.into_iter().enumerate() {
+            let name = f.name();
+            let log = self.config.home.log_path(&name);
+            let (version, state) = match f.manifest {
+                Err(e) => {
+                    let message = e.to_string();
+                    ExtLog::open(&log).warn(&message);
+                    report.errors.push(LoadError {
+                        extension: name.clone(),
+                        error: message.clone(),
+                    });
+                    (String::new(), EntryState::Error(message))
+                }
+                Ok(m) if !m.enabled => (m.version, EntryState::Disabled),
+                Ok(m) => {
+                    let state = match self.start(rank, &f.dir, &m) {
+                        Ok(ext) => {
+                            report.loaded.push(name.clone());
+                            EntryState::Running(ext)
+                        }
+                        Err(message) => {
+                            report.errors.push(LoadError {
+                                extension: name.clone(),
+                                error: message.clone(),
+                            });
+                            EntryState::Error(message)
+                        }
+                    };
+                    (m.version, state)
+                }
+            };
+            entries.push(Entry {
+                name,
+                version,
+                source: f.source,
+                dir: f.dir,
+                log,
+                state,
+            });
+        }
+        let running: Vec<Extension> = entries
+            .iter()
+            .filter_map(|e| match &e.state {
+                EntryState::Running(ext) => Some(ext.clone()),
+                _ => None,
+            })
+            .collect();
+        *self.entries.lock().unwrap() = entries;
+        let deadline = tokio::time::Instant::now() + self.config.timeouts.ready;
+        for ext in &running {
+            // All were spawned already: waiting on each in turn against one deadline
+            // waits for them in parallel.
+            if ext.wait_ready(deadline).await == Phase::Ready {
+                report.ready.push(ext.name().to_string());
+            } else if ext.phase() == Phase::Starting {
+                ext.log().warn(&format!(
+                    "not ready within {:?}: registrations may still arrive",
+                    self.config.timeouts.ready
+                ));
+            }
+        }
+        report
+    }
+
+    /// Spawns one extension and hands its connection to the protocol core.
+    fn start(&self, rank: usize, dir: &std::path::Path, m: &Manifest) -> Result<Extension, String> {
+        let log = ExtLog::open(&self.config.home.log_path(&m.name));
+        let data_dir = self.config.home.data_dir(&m.name);
+        if let Err(e) = std::fs::create_dir_all(&data_dir) {
+            log.warn(&format!(
+                "cannot create data dir {}: {e}",
+                data_dir.display()
+            ));
+        }
+        let program = m.program(dir);
+        let spec = StdioSpec {
+            program: program.clone(),
+            args: m.args.clone(),
+            dir: dir.to_path_buf(),
+            stderr: log.stderr_handle(),
+            max_frame: self.config.max_frame,
+        };
+        let conn = stdio::spawn(spec).map_err(|e| {
+            let message = format!("cannot start {}: {e}", program.display());
+            log.warn(&message);
+            message
+        })?;
+        log.info(&format!("started {} (stdio)", program.display()));
+        let hello_ack = HelloAck {
+            protocol_version: PROTOCOL_VERSION,
+            zot_version: env!("CARGO_PKG_VERSION").into(),
+            provider: self.config.provider.clone(),
+            model: self.config.model.clone(),
+            cwd: self.config.cwd.display().to_string(),
+            extension_dir: dir.display().to_string(),
+            data_dir: data_dir.display().to_string(),
+            extra: Map::new(),
+        };
+        let hub: Arc<dyn Hub> = self.me.upgrade().expect("the host is alive while it loads");
+        Ok(Extension::start(
+            m.name.clone(),
+            rank,
+            log,
+            conn,
+            hello_ack,
+            hub,
+            self.notes.clone(),
+        ))
+    }
+
+    /// Stops every running extension in parallel; returns their names.
+    async fn stop_all(&self) -> Vec<String> {
+        let running = self.running_all();
+        let names = running.iter().map(|e| e.name().to_string()).collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        for ext in running {
+            let t = self.config.timeouts.clone();
+            tasks.spawn(async move { ext.shutdown(t.shutdown, t.terminate).await });
+        }
+        while tasks.join_next().await.is_some() {}
+        names
+    }
+
+    fn changed(&self, extensions: Vec<Extension>) {
+        for ext in extensions {
+            let event = HostEvent::RegistryChanged {
+                extension: ext.name().to_string(),
+            };
+            if let Err(mpsc::error::TrySendError::Full(event)) = self.notes.try_send(event) {
+                let notes = self.notes.clone();
+                tokio::spawn(async move { notes.send(event).await });
+            }
+        }
+    }
+}
+
+impl Hub for Inner {
+    fn register(&self, ext: &Extension, registration: Registration) {
+        let changed = {
+            let mut registry = self.registry.lock().unwrap();
+            match registration {
+                Registration::Command(reg) => registry.claim_command(ext, reg),
+                Registration::Tool(reg) => registry.claim_tool(ext, reg),
+            }
+        };
+        self.changed(changed);
+    }
+
+    fn exited(&self, ext: &Extension) {
+        let mut changed = self.registry.lock().unwrap().remove(ext);
+        changed.insert(0, ext.clone());
+        self.changed(changed);
+    }
+
+    fn call_tool(
+        &self,
+        from: &Extension,
+        name: String,
+        args: Value,
+    ) -> Pin<Box<dyn Future<Output = Result<ToolResult, CallError>> + Send>> {
+        let me = self.me.clone();
+        from.log().info(&format!("call_tool {name:?}"));
+        Box::pin(async move {
+            let inner = me
+                .upgrade()
+                .ok_or_else(|| CallError::NotFound("host: it is shutting down".into()))?;
+            inner.call_tool(&name, args, None).await.map(|(_, r)| r)
+        })
+    }
+}

@@ -1,0 +1,204 @@
+//! Command and tool names: who owns each one. Built-ins always win; among extensions the
+//! one earliest in load order wins, whenever its registration arrives, so the outcome
+//! never depends on timing. Losing claims are kept: if the owner exits, the next takes over.
+
+use crate::extension::Extension;
+use std::collections::{BTreeMap, BTreeSet};
+use zot_protocol::{RegisterCommand, RegisterTool};
+
+/// One extension's claim on a name.
+struct Claim<T> {
+    ext: Extension,
+    spec: T,
+}
+
+/// Claims on one kind of name (commands or tools).
+struct Names<T> {
+    kind: &'static str,
+    builtins: BTreeSet<String>,
+    claims: BTreeMap<String, Vec<Claim<T>>>,
+}
+
+impl<T> Names<T> {
+    fn new(kind: &'static str, builtins: &[String]) -> Self {
+        Names {
+            kind,
+            builtins: builtins.iter().cloned().collect(),
+            claims: BTreeMap::new(),
+        }
+    }
+
+    /// Adds (or replaces) `ext`'s claim on `name`; logs who is shadowed. Returns the
+    /// extensions whose registrations changed.
+    fn claim(&mut self, ext: &Extension, name: String, spec: T) -> Vec<Extension> {
+        let kind = self.kind;
+        if self.builtins.contains(&name) {
+            ext.log()
+                .warn(&format!("{kind} {name:?} is a built-in: shadowed"));
+        }
+        let list = self.claims.entry(name.clone()).or_default();
+        if let Some(existing) = list.iter_mut().find(|c| c.ext.is(ext)) {
+            existing.spec = spec;
+            return vec![ext.clone()];
+        }
+        let at = list.partition_point(|c| c.ext.rank() < ext.rank());
+        let mut changed = vec![ext.clone()];
+        if self.builtins.contains(&name) {
+            // Already logged.
+        } else if at > 0 {
+            ext.log().warn(&format!(
+                "{kind} {name:?} is already provided by extension {:?}: shadowed",
+                list[0].ext.name()
+            ));
+        } else if let Some(previous) = list.first() {
+            previous.ext.log().warn(&format!(
+                "{kind} {name:?} is now provided by extension {:?}, which loads earlier: shadowed",
+                ext.name()
+            ));
+            changed.push(previous.ext.clone());
+        }
+        list.insert(
+            at,
+            Claim {
+                ext: ext.clone(),
+                spec,
+            },
+        );
+        changed
+    }
+
+    /// Drops every claim of `ext`. Returns extensions that took over a name.
+    fn remove(&mut self, ext: &Extension) -> Vec<Extension> {
+        let mut promoted = Vec::new();
+        self.claims.retain(|name, list| {
+            let was_owner = list.first().is_some_and(|c| c.ext.is(ext));
+            list.retain(|c| !c.ext.is(ext));
+            if was_owner && !self.builtins.contains(name) {
+                if let Some(next) = list.first() {
+                    next.ext.log().info(&format!(
+                        "{} {name:?} is now provided by this extension ({:?} exited)",
+                        self.kind,
+                        ext.name()
+                    ));
+                    promoted.push(next.ext.clone());
+                }
+            }
+            !list.is_empty()
+        });
+        promoted
+    }
+
+    /// The owner of `name`, unless it is a built-in.
+    fn owner(&self, name: &str) -> Option<&Claim<T>> {
+        if self.builtins.contains(name) {
+            return None;
+        }
+        self.claims.get(name)?.first()
+    }
+
+    /// Names `ext` owns and names it claimed but does not own.
+    fn of(&self, ext: &Extension) -> (Vec<String>, Vec<String>) {
+        let (mut owned, mut shadowed) = (Vec::new(), Vec::new());
+        for (name, list) in &self.claims {
+            if !list.iter().any(|c| c.ext.is(ext)) {
+                continue;
+            }
+            if self.owner(name).is_some_and(|c| c.ext.is(ext)) {
+                owned.push(name.clone());
+            } else {
+                shadowed.push(name.clone());
+            }
+        }
+        (owned, shadowed)
+    }
+
+    /// Every owned name with its owner and spec, sorted by name.
+    fn owned(&self) -> impl Iterator<Item = (&Extension, &T)> {
+        self.claims
+            .keys()
+            .filter_map(|name| self.owner(name))
+            .map(|c| (&c.ext, &c.spec))
+    }
+}
+
+/// All command and tool names.
+pub(crate) struct Registry {
+    commands: Names<RegisterCommand>,
+    tools: Names<RegisterTool>,
+}
+
+/// What one extension has in the registry.
+#[derive(Debug, Default, Clone)]
+pub struct Owned {
+    pub commands: Vec<String>,
+    pub tools: Vec<String>,
+    /// Names it registered that a built-in or an earlier extension owns.
+    pub shadowed: Vec<String>,
+}
+
+impl Registry {
+    pub(crate) fn new(builtin_commands: &[String], builtin_tools: &[String]) -> Self {
+        Registry {
+            commands: Names::new("command", builtin_commands),
+            tools: Names::new("tool", builtin_tools),
+        }
+    }
+
+    pub(crate) fn claim_command(
+        &mut self,
+        ext: &Extension,
+        reg: RegisterCommand,
+    ) -> Vec<Extension> {
+        self.commands.claim(ext, reg.name.clone(), reg)
+    }
+
+    pub(crate) fn claim_tool(&mut self, ext: &Extension, reg: RegisterTool) -> Vec<Extension> {
+        self.tools.claim(ext, reg.name.clone(), reg)
+    }
+
+    /// Drops `ext`'s claims; returns extensions that took over one of its names.
+    pub(crate) fn remove(&mut self, ext: &Extension) -> Vec<Extension> {
+        let mut changed = self.commands.remove(ext);
+        changed.extend(self.tools.remove(ext));
+        changed
+    }
+
+    pub(crate) fn command(&self, name: &str) -> Option<Extension> {
+        self.commands.owner(name).map(|c| c.ext.clone())
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<Extension> {
+        self.tools.owner(name).map(|c| c.ext.clone())
+    }
+
+    pub(crate) fn is_builtin_tool(&self, name: &str) -> bool {
+        self.tools.builtins.contains(name)
+    }
+
+    pub(crate) fn of(&self, ext: &Extension) -> Owned {
+        let (commands, mut shadowed) = self.commands.of(ext);
+        let (tools, shadowed_tools) = self.tools.of(ext);
+        shadowed.extend(shadowed_tools);
+        Owned {
+            commands,
+            tools,
+            shadowed,
+        }
+    }
+
+    /// Every active tool with its owner.
+    pub(crate) fn tools(&self) -> Vec<(String, RegisterTool)> {
+        self.tools
+            .owned()
+            .map(|(e, t)| (e.name().to_string(), t.clone()))
+            .collect()
+    }
+
+    /// Every active command with its owner.
+    pub(crate) fn commands(&self) -> Vec<(String, RegisterCommand)> {
+        self.commands
+            .owned()
+            .map(|(e, c)| (e.name().to_string(), c.clone()))
+            .collect()
+    }
+}

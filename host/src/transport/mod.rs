@@ -1,0 +1,53 @@
+//! Transports move frames and nothing else: a bounded queue of encoded frames towards the
+//! extension, a bounded stream of lines from it, and an exit report when it is gone.
+//! The protocol core ([`crate::extension`]) cannot tell transports apart.
+
+pub mod stdio;
+
+use tokio::sync::{mpsc, oneshot};
+
+/// How many encoded frames may wait for the extension to read them.
+pub const OUTBOUND_QUEUE: usize = 1024;
+/// How many lines from the extension may wait for the core.
+pub const INBOUND_QUEUE: usize = 256;
+
+/// One unit from the extension.
+#[derive(Debug)]
+pub enum Inbound {
+    /// A complete line (a frame, still to be decoded).
+    Line(Vec<u8>),
+    /// A line over the size cap was skipped; its length.
+    Oversize(usize),
+}
+
+/// Why an extension's transport closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// Human words: `exited with status 1`, `killed by signal 9`, `trap: …`.
+    pub reason: String,
+    /// The exit code, if it exited normally.
+    pub code: Option<i32>,
+    /// The signal that ended it, if any.
+    pub signal: Option<i32>,
+}
+
+/// Stops an extension. Each call returns at once; the exit is reported on [`Connection::exit`].
+pub trait Control: Send + Sync {
+    /// Close the extension's input once the queued frames are written.
+    fn close_input(&self);
+    /// Ask it to stop (SIGTERM to the process group).
+    fn terminate(&self);
+    /// Stop it now (SIGKILL to the process group).
+    fn kill(&self);
+}
+
+/// A live transport, handed to the protocol core.
+pub struct Connection {
+    /// Encoded frames (one line each, newline included) to deliver in order.
+    pub outbound: mpsc::Sender<Vec<u8>>,
+    /// Lines from the extension; `None` once its output is closed and drained.
+    pub inbound: mpsc::Receiver<Inbound>,
+    /// Resolves once the extension is gone.
+    pub exit: oneshot::Receiver<Exit>,
+    pub control: Box<dyn Control>,
+}
