@@ -3,5 +3,6 @@
 //! It knows nothing of terminals or of the `zot` CLI; `zot host` and `zot ext` adapt it.
 
 pub mod discovery;
+pub mod install;
 pub mod manifest;
 pub mod paths;
