@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod events;
 pub mod extension;
 pub mod host;
+pub mod install;
 pub mod log;
 pub mod manifest;
 pub mod paths;

@@ -1,10 +1,248 @@
-//! `zot ext list|install|remove|enable|disable|logs`.
+//! `zot ext list|install|remove|enable|disable|logs`: printing around `zot_host::install`.
 
-use super::ExtCommand;
+use super::{zot_home, ExtCommand};
+use std::fs::File;
+use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
+use zot_host::discovery::Source;
+use zot_host::install::{self, InstallSource, Listed, State};
+use zot_host::paths::ZotHome;
 
-/// Runs one management subcommand.
-pub(crate) fn run(_cmd: ExtCommand) -> ExitCode {
-    eprintln!("zot: not implemented yet");
-    ExitCode::FAILURE
+/// Runs one management subcommand; a failure is one `zot: …` line on stderr, exit 1.
+pub(crate) fn run(cmd: ExtCommand) -> ExitCode {
+    match dispatch(cmd) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("zot: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(cmd: ExtCommand) -> Result<(), String> {
+    let home = zot_home(None)?;
+    match cmd {
+        ExtCommand::List { json } => list(&home, json),
+        ExtCommand::Install { source } => install(&home, &source),
+        ExtCommand::Remove { name, yes } => remove(&home, &name, yes),
+        ExtCommand::Enable { name } => set_enabled(&home, &name, true),
+        ExtCommand::Disable { name } => set_enabled(&home, &name, false),
+        ExtCommand::Logs { name, follow } => logs(&home, &name, follow),
+        ExtCommand::Check(_) => unreachable!("`zot ext check` is dispatched by cli::main"),
+    }
+}
+
+fn cwd() -> Result<PathBuf, String> {
+    std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))
+}
+
+fn list(home: &ZotHome, json: bool) -> Result<(), String> {
+    let listing = install::list(&cwd()?, home);
+    if json {
+        let text = serde_json::to_string_pretty(&listing.active).expect("rows serialise");
+        println!("{text}");
+    } else if listing.active.is_empty() {
+        println!("No extensions installed.");
+        println!("Install one with `zot ext install <path|git-url>`.");
+    } else {
+        print_table(&listing.active);
+        for s in &listing.shadowed {
+            println!(
+                "shadowed: {} at {} (a {} extension of that name wins)",
+                s.name,
+                s.dir,
+                source_name(&listing.active, &s.name)
+            );
+        }
+    }
+    Ok(())
+}
+
+fn source_name(rows: &[Listed], name: &str) -> &'static str {
+    rows.iter()
+        .find(|r| r.name == name)
+        .map_or("", |r| source_label(r.source))
+}
+
+fn source_label(source: Source) -> &'static str {
+    match source {
+        Source::Explicit => "explicit",
+        Source::Project => "project",
+        Source::Global => "global",
+    }
+}
+
+fn state_label(state: State) -> &'static str {
+    match state {
+        State::Enabled => "enabled",
+        State::Disabled => "disabled",
+        State::Error => "error",
+    }
+}
+
+/// Prints aligned columns, and each manifest error below its row.
+fn print_table(rows: &[Listed]) {
+    let cells = |r: &Listed| {
+        [
+            source_label(r.source).into(),
+            r.name.clone(),
+            if r.version.is_empty() {
+                "-".into()
+            } else {
+                r.version.clone()
+            },
+            state_label(r.state).into(),
+            r.description.clone(),
+        ]
+    };
+    let header = ["SOURCE", "NAME", "VERSION", "STATE", "DESCRIPTION"].map(String::from);
+    let table: Vec<[String; 5]> = std::iter::once(header)
+        .chain(rows.iter().map(cells))
+        .collect();
+    let widths: Vec<usize> = (0..5)
+        .map(|i| {
+            table
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (i, row) in table.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+        if let Some(error) = i.checked_sub(1).and_then(|j| rows[j].error.as_ref()) {
+            println!("    error: {error}");
+        }
+    }
+}
+
+fn install(home: &ZotHome, source: &str) -> Result<(), String> {
+    let done = install::install(home, &InstallSource::parse(source))
+        .map_err(|e| format!("install {source}: {e}"))?;
+    let m = &done.manifest;
+    let version = if m.version.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", m.version)
+    };
+    println!("Installed {}{version} into {}", m.name, done.dir.display());
+    if !m.enabled {
+        println!(
+            "It is disabled; turn it on with `zot ext enable {}`.",
+            m.name
+        );
+    }
+    eprintln!(
+        "warning: {} runs as a program with your full user permissions (files, network); \
+         install only extensions you trust",
+        m.name
+    );
+    Ok(())
+}
+
+fn remove(home: &ZotHome, name: &str, yes: bool) -> Result<(), String> {
+    let what = |e: String| format!("remove {name}: {e}");
+    let dir = install::find_installed(home, name).map_err(|e| what(e.0))?;
+    if !yes {
+        confirm(&dir).map_err(what)?;
+    }
+    install::remove(&dir).map_err(|e| what(e.0))?;
+    println!("Removed {name} ({})", dir.display());
+    Ok(())
+}
+
+/// Asks on the terminal; without one, refuses (the caller must pass --yes).
+fn confirm(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    if !io::stdin().is_terminal() {
+        return Err(format!(
+            "not deleting {shown} without confirmation: stdin is not a terminal; pass --yes"
+        ));
+    }
+    eprint!("Remove {shown}? [y/N] ");
+    let _ = io::stderr().flush();
+    let mut answer = String::new();
+    io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| format!("cannot read the answer: {e}"))?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(format!("not confirmed; {shown} was kept")),
+    }
+}
+
+fn set_enabled(home: &ZotHome, name: &str, enabled: bool) -> Result<(), String> {
+    let verb = if enabled { "enable" } else { "disable" };
+    let found = install::set_enabled(&cwd()?, home, name, enabled)
+        .map_err(|e| format!("{verb} {name}: {e}"))?;
+    let source = source_label(found.source);
+    println!("{name} is now {verb}d ({source}: {})", found.dir.display());
+    println!("It takes effect the next time zot starts.");
+    Ok(())
+}
+
+/// Prints the log; with `follow`, keeps printing what is appended (polling every
+/// 200 ms) and waits for a log that does not exist yet.
+fn logs(home: &ZotHome, name: &str, follow: bool) -> Result<(), String> {
+    let path = install::log_path(home, name).map_err(|e| format!("logs {name}: {e}"))?;
+    let what = |e: io::Error| format!("logs {name}: {}: {e}", path.display());
+    if !follow {
+        let mut file = File::open(&path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => format!(
+                "logs {name}: no log at {} yet; it is written when the extension runs",
+                path.display()
+            ),
+            _ => what(e),
+        })?;
+        return ignore_broken_pipe(io::copy(&mut file, &mut io::stdout().lock())).map_err(what);
+    }
+    if !path.exists() {
+        eprintln!("zot: no log at {} yet; waiting for it", path.display());
+    }
+    let mut offset = 0;
+    loop {
+        match print_from(&path, offset) {
+            Ok(next) => offset = next,
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(e) => return Err(what(e)),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn ignore_broken_pipe(result: io::Result<u64>) -> io::Result<()> {
+    match result {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Prints `path` from `offset` to its current end and returns the new offset. A file
+/// shorter than `offset` was truncated or replaced: it is printed from its start.
+fn print_from(path: &Path, offset: u64) -> io::Result<u64> {
+    let Ok(mut file) = File::open(path) else {
+        return Ok(offset);
+    };
+    let len = file.metadata()?.len();
+    let start = if len < offset {
+        eprintln!(
+            "zot: {} was truncated; following from its start",
+            path.display()
+        );
+        0
+    } else {
+        offset
+    };
+    file.seek(SeekFrom::Start(start))?;
+    let mut out = io::stdout().lock();
+    let copied = io::copy(&mut file.take(len - start), &mut out)?;
+    out.flush()?;
+    Ok(start + copied)
 }
