@@ -382,6 +382,7 @@ fn search_path(cwd: &Path, home: &ZotHome) -> SearchPath {
         explicit: Vec::new(),
         cwd: cwd.to_path_buf(),
         home: home.clone(),
+        installed: true,
     }
 }
 
