@@ -24,6 +24,8 @@ use zot_protocol::{
 pub const EVENT_QUEUE: usize = 1024;
 /// Silence after the last frame that counts as `ready` for extensions that never send it.
 pub const READY_SILENCE: Duration = Duration::from_millis(250);
+/// How long a notification may wait for the application to make room.
+pub const NOTE_WAIT: Duration = Duration::from_secs(1);
 /// How long an extension whose output closed may take to exit before it is killed.
 const EXIT_AFTER_EOF: Duration = Duration::from_millis(100);
 
@@ -116,6 +118,8 @@ pub struct Status {
     pub exit: Option<Exit>,
     /// Events dropped because the extension's queue was full.
     pub events_dropped: u64,
+    /// Notifications dropped because the application did not read them in time.
+    pub notes_dropped: u64,
 }
 
 /// The host side that an extension reports to.
@@ -581,15 +585,13 @@ impl Extension {
         inner.closed.store(true, Ordering::SeqCst);
         inner.pending.lock().unwrap().clear();
         hub.exited(self);
-        let _ = inner
-            .notes
-            .send(HostEvent::ExtensionExited {
-                extension: inner.name.clone(),
-                reason: exit.reason,
-                code: exit.code,
-                signal: exit.signal,
-            })
-            .await;
+        self.tell_app(HostEvent::ExtensionExited {
+            extension: inner.name.clone(),
+            reason: exit.reason,
+            code: exit.code,
+            signal: exit.signal,
+        })
+        .await;
         inner.phase.send_replace(Phase::Exited);
         inner.events_ready.notify_one();
     }
@@ -686,10 +688,13 @@ impl Extension {
                 let id = r.id.clone();
                 self.reply(Kind::Intercept, &id, ExtFrame::EventInterceptResponse(r));
             }
-            ExtFrame::Notify(frame) => self.notify_app(HostEvent::Notify {
-                extension: self.inner.name.clone(),
-                frame,
-            }),
+            ExtFrame::Notify(frame) => {
+                self.tell_app(HostEvent::Notify {
+                    extension: self.inner.name.clone(),
+                    frame,
+                })
+                .await
+            }
             ExtFrame::OpenPanel(frame) => {
                 self.tell_app(HostEvent::OpenPanel {
                     extension: self.inner.name.clone(),
@@ -808,24 +813,27 @@ impl Extension {
         }
     }
 
-    /// A `notify` may be dropped when the app is not keeping up; counted in the log.
-    fn notify_app(&self, event: HostEvent) {
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.inner.notes.try_send(event) {
+    /// Passes a notification to the application. When the application is not keeping
+    /// up this waits for room (slowing only this extension), at most [`NOTE_WAIT`];
+    /// then the notification is dropped and counted in the log.
+    async fn tell_app(&self, event: HostEvent) {
+        if self
+            .inner
+            .notes
+            .send_timeout(event, NOTE_WAIT)
+            .await
+            .is_err()
+        {
             let n = {
                 let mut st = self.inner.status.lock().unwrap();
-                st.events_dropped += 1;
-                st.events_dropped
+                st.notes_dropped += 1;
+                st.notes_dropped
             };
             if n.is_power_of_two() {
                 self.inner.log.warn(&format!(
-                    "the application is not keeping up: dropped a notify ({n} dropped so far)"
+                    "the application is not reading notifications: dropped one ({n} so far)"
                 ));
             }
         }
-    }
-
-    /// Everything but `notify` is never dropped: it waits for room.
-    async fn tell_app(&self, event: HostEvent) {
-        let _ = self.inner.notes.send(event).await;
     }
 }

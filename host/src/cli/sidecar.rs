@@ -169,7 +169,7 @@ async fn serve(config: HostConfig) {
 
 /// Writes lines to stdout in order, flushing after each burst.
 async fn write_stdout(mut rx: mpsc::Receiver<Vec<u8>>) {
-    let mut stdout = tokio::io::stdout();
+    let mut stdout = tokio::io::BufWriter::with_capacity(64 * 1024, tokio::io::stdout());
     while let Some(bytes) = rx.recv().await {
         if stdout.write_all(&bytes).await.is_err() {
             return;
