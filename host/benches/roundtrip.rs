@@ -33,7 +33,10 @@ fn main() {
     let lib = stats(library(n, &dir, &ext_dir));
     let sidecar = stats(sidecar(n, &dir, &ext_dir));
     println!("tool-call round trip over stdio, {n} sequential calls each");
-    println!("{:<28} {:>10} {:>10} {:>12}", "", "p50 µs", "p99 µs", "p50 ratio");
+    println!(
+        "{:<28} {:>10} {:>10} {:>12}",
+        "", "p50 µs", "p99 µs", "p50 ratio"
+    );
     for (label, s) in [
         ("raw pipe (baseline)", &raw),
         ("zot-host library", &lib),
@@ -61,7 +64,10 @@ fn read_until(out: &mut impl BufRead, done: impl Fn(&Value) -> bool) -> Value {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "unexpected end of output");
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "unexpected end of output"
+        );
         let v: Value = serde_json::from_str(&line).unwrap();
         if done(&v) {
             return v;
@@ -86,7 +92,9 @@ fn raw_pipe(n: usize) -> Vec<Duration> {
         let t = Instant::now();
         let frame = json!({"type": "tool_call", "id": id, "name": "echo", "args": {"i": i}});
         writeln!(stdin, "{frame}").unwrap();
-        read_until(&mut out, |v| v["type"] == "tool_result" && v["id"] == id.as_str());
+        read_until(&mut out, |v| {
+            v["type"] == "tool_result" && v["id"] == id.as_str()
+        });
         samples.push(t.elapsed());
     }
     drop(stdin);
@@ -137,7 +145,9 @@ fn sidecar(n: usize, home: &Path, ext_dir: &Path) -> Vec<Duration> {
         let t = Instant::now();
         let req = json!({"id": id, "type": "call_tool", "name": "echo", "args": {"i": i}});
         writeln!(stdin, "{req}").unwrap();
-        let v = read_until(&mut out, |v| v["type"] == "response" && v["id"] == id.as_str());
+        let v = read_until(&mut out, |v| {
+            v["type"] == "response" && v["id"] == id.as_str()
+        });
         samples.push(t.elapsed());
         assert_eq!(v["success"], true, "{v}");
     }

@@ -837,3 +837,123 @@ impl Extension {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::memory::{pair, Peer};
+    use serde_json::json;
+
+    struct NoHub;
+
+    impl Hub for NoHub {
+        fn register(&self, _: &Extension, _: Registration) {}
+        fn exited(&self, _: &Extension) {}
+        fn call_tool(
+            &self,
+            _: &Extension,
+            name: String,
+            _: Value,
+        ) -> Pin<Box<dyn Future<Output = Result<ToolResult, CallError>> + Send>> {
+            Box::pin(async move { Err(CallError::NotFound(format!("tool named {name:?}"))) })
+        }
+    }
+
+    async fn started(queue: usize) -> (Extension, Peer, mpsc::Receiver<HostEvent>) {
+        let (conn, mut peer) = pair(queue);
+        let (notes, notes_rx) = mpsc::channel(16);
+        let log = ExtLog::open(&std::env::temp_dir().join("zot-unit-ext.log"));
+        let ext = Extension::start(
+            "t".into(),
+            0,
+            log,
+            conn,
+            HelloAck::default(),
+            Arc::new(NoHub),
+            notes,
+        );
+        peer.print(r#"{"type":"hello","name":"t","version":"1"}"#)
+            .await;
+        assert_eq!(peer.next().await["type"], "hello_ack");
+        (ext, peer, notes_rx)
+    }
+
+    #[tokio::test]
+    async fn pending_calls_fail_the_moment_the_extension_exits() {
+        let (ext, mut peer, _notes) = started(16).await;
+        let call = tokio::spawn({
+            let ext = ext.clone();
+            async move { ext.call_tool("x", json!({}), Duration::from_secs(60)).await }
+        });
+        assert_eq!(peer.next().await["type"], "tool_call");
+        let started = Instant::now();
+        peer.exit(3);
+        let err = call.await.unwrap().unwrap_err();
+        assert!(
+            matches!(err, CallError::Exited { ref reason, .. } if reason == "exited with status 3")
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "waited for the timeout"
+        );
+        assert_eq!(ext.phase(), Phase::Exited);
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_tool_call_is_cancelled_and_its_late_answer_ignored() {
+        let (ext, mut peer, _notes) = started(16).await;
+        let err = ext
+            .call_tool("x", json!({}), Duration::from_millis(20))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CallError::Timeout { .. }));
+        let call = peer.next().await;
+        let cancel = peer.next().await;
+        assert_eq!(cancel, json!({"type": "tool_cancel", "id": call["id"]}));
+        peer.print(&format!(
+            r#"{{"type":"tool_result","id":{},"content":[]}}"#,
+            call["id"]
+        ))
+        .await;
+        // The connection is still fine: the next call gets a fresh id and its answer.
+        let next = tokio::spawn({
+            let ext = ext.clone();
+            async move { ext.call_tool("x", json!({}), Duration::from_secs(5)).await }
+        });
+        let call2 = peer.next().await;
+        assert_ne!(call2["id"], call["id"]);
+        peer.print(&format!(
+            r#"{{"type":"tool_result","id":{},"content":[]}}"#,
+            call2["id"]
+        ))
+        .await;
+        assert!(next.await.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn silence_after_hello_counts_as_ready() {
+        let (ext, _peer, _notes) = started(16).await;
+        let phase = ext
+            .wait_ready(tokio::time::Instant::now() + Duration::from_secs(3))
+            .await;
+        assert_eq!(phase, Phase::Ready);
+        assert_eq!(ext.status().ready_by, Some(ReadyBy::Silence));
+    }
+
+    #[tokio::test]
+    async fn a_full_event_queue_drops_the_oldest_and_counts() {
+        // An outbound queue of 1 that nobody reads: the pump holds one event, the
+        // queue fills up behind it.
+        let (ext, _peer, _notes) = started(1).await;
+        for step in 0..(EVENT_QUEUE + 10) {
+            ext.deliver_event(&Event {
+                id: None,
+                event: "turn_start".into(),
+                fields: json!({"step": step}).as_object().unwrap().clone(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let dropped = ext.status().events_dropped;
+        assert!((9..=11).contains(&dropped), "dropped {dropped}");
+    }
+}

@@ -2,6 +2,8 @@
 //! extension, a bounded stream of lines from it, and an exit report when it is gone.
 //! The protocol core ([`crate::extension`]) cannot tell transports apart.
 
+#[cfg(test)]
+pub mod memory;
 pub mod stdio;
 
 use tokio::sync::{mpsc, oneshot};

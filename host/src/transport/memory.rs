@@ -1,0 +1,85 @@
+//! An in-process transport for unit tests of the protocol core: the test plays the
+//! extension through a [`Peer`].
+
+use super::{Connection, Control, Exit, Inbound};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot};
+
+/// The extension's end of an in-memory connection.
+pub struct Peer {
+    /// Lines "printed" by the extension.
+    pub lines: mpsc::Sender<Inbound>,
+    /// Frames the host sent.
+    pub frames: mpsc::Receiver<Vec<u8>>,
+    exit: Arc<Mutex<Option<oneshot::Sender<Exit>>>>,
+}
+
+impl Peer {
+    /// The extension prints `line`.
+    pub async fn print(&self, line: &str) {
+        self.lines
+            .send(Inbound::Line(line.as_bytes().to_vec()))
+            .await
+            .unwrap();
+    }
+
+    /// The next frame the host sent, as JSON.
+    pub async fn next(&mut self) -> serde_json::Value {
+        let bytes = self
+            .frames
+            .recv()
+            .await
+            .expect("the host closed the connection");
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    /// The extension exits with `code`: its output closes and the exit is reported.
+    pub fn exit(self, code: i32) {
+        if let Some(tx) = self.exit.lock().unwrap().take() {
+            let _ = tx.send(Exit {
+                reason: format!("exited with status {code}"),
+                code: Some(code),
+                signal: None,
+            });
+        }
+    }
+}
+
+struct Kill(Arc<Mutex<Option<oneshot::Sender<Exit>>>>);
+
+impl Control for Kill {
+    fn close_input(&self) {}
+    fn terminate(&self) {
+        self.kill();
+    }
+    fn kill(&self) {
+        if let Some(tx) = self.0.lock().unwrap().take() {
+            let _ = tx.send(Exit {
+                reason: "killed by signal 9".into(),
+                code: None,
+                signal: Some(9),
+            });
+        }
+    }
+}
+
+/// A connected pair: the host's [`Connection`] and the extension's [`Peer`].
+pub fn pair(queue: usize) -> (Connection, Peer) {
+    let (out_tx, out_rx) = mpsc::channel(queue);
+    let (in_tx, in_rx) = mpsc::channel(queue);
+    let (exit_tx, exit_rx) = oneshot::channel();
+    let exit = Arc::new(Mutex::new(Some(exit_tx)));
+    (
+        Connection {
+            outbound: out_tx,
+            inbound: in_rx,
+            exit: exit_rx,
+            control: Box::new(Kill(exit.clone())),
+        },
+        Peer {
+            lines: in_tx,
+            frames: out_rx,
+            exit,
+        },
+    )
+}
