@@ -530,7 +530,7 @@ impl Extension {
                 }
             };
             match item {
-                Some(Inbound::Line(bytes)) => {
+                Some(Inbound::Line(bytes, _large_slot)) => {
                     self.handle_line(&bytes, spawned, &mut hello_ack, &hub)
                         .await;
                     silence

@@ -18,7 +18,7 @@ impl Peer {
     /// The extension prints `line`.
     pub async fn print(&self, line: &str) {
         self.lines
-            .send(Inbound::Line(line.as_bytes().to_vec()))
+            .send(Inbound::Line(line.as_bytes().to_vec(), None))
             .await
             .unwrap();
     }

@@ -6,20 +6,51 @@
 pub mod memory;
 pub mod stdio;
 
-use tokio::sync::{mpsc, oneshot};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 /// How many encoded frames may wait for the extension to read them.
 pub const OUTBOUND_QUEUE: usize = 1024;
 /// How many lines from the extension may wait for the core.
 pub const INBOUND_QUEUE: usize = 256;
 
+/// Lines longer than this take the connection's one large-line slot until the core has
+/// handled them: at most one large frame per extension is held in memory at a time.
+pub const LARGE_LINE: usize = 1024 * 1024;
+
 /// One unit from the extension.
 #[derive(Debug)]
 pub enum Inbound {
-    /// A complete line (a frame, still to be decoded).
-    Line(Vec<u8>),
+    /// A complete line (a frame, still to be decoded); a large one holds the slot.
+    Line(Vec<u8>, Option<OwnedSemaphorePermit>),
     /// A line over the size cap was skipped; its length.
     Oversize(usize),
+}
+
+/// Admits lines into the inbound queue, one large line at a time.
+#[derive(Debug, Clone)]
+pub struct LineGate {
+    large: Arc<Semaphore>,
+}
+
+impl Default for LineGate {
+    fn default() -> Self {
+        LineGate {
+            large: Arc::new(Semaphore::new(1)),
+        }
+    }
+}
+
+impl LineGate {
+    /// Wraps `line`; for a large one, first waits until the previous large line is handled.
+    pub async fn admit(&self, line: Vec<u8>) -> Inbound {
+        let slot = if line.len() > LARGE_LINE {
+            self.large.clone().acquire_owned().await.ok()
+        } else {
+            None
+        };
+        Inbound::Line(line, slot)
+    }
 }
 
 /// Why an extension's transport closed.

@@ -1,7 +1,7 @@
 //! The classic transport: a subprocess in its own process group, frames over its
 //! stdin/stdout, stderr appended to the extension's log.
 
-use super::{Connection, Control, Exit, Inbound, INBOUND_QUEUE, OUTBOUND_QUEUE};
+use super::{Connection, Control, Exit, Inbound, LineGate, INBOUND_QUEUE, OUTBOUND_QUEUE};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -174,6 +174,7 @@ async fn read_lines(
     group: Arc<Group>,
 ) {
     let mut decoder = LineDecoder::new(max_frame);
+    let gate = LineGate::default();
     let mut buf = vec![0u8; READ_CHUNK];
     let deadline = tokio::time::sleep(Duration::MAX);
     tokio::pin!(deadline);
@@ -193,19 +194,19 @@ async fn read_lines(
         };
         let mut input = &buf[..n];
         while let Some(line) = decoder.decode(&mut input) {
-            if tx.send(convert(line)).await.is_err() {
+            if tx.send(admit(&gate, line).await).await.is_err() {
                 return;
             }
         }
     }
     if let Some(line) = decoder.finish() {
-        let _ = tx.send(convert(line)).await;
+        let _ = tx.send(admit(&gate, line).await).await;
     }
 }
 
-fn convert(line: Line) -> Inbound {
+async fn admit(gate: &LineGate, line: Line) -> Inbound {
     match line {
-        Line::Frame(bytes) => Inbound::Line(bytes),
+        Line::Frame(bytes) => gate.admit(bytes).await,
         Line::Oversize { len } => Inbound::Oversize(len),
     }
 }
