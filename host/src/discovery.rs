@@ -84,7 +84,8 @@ pub fn discover(search: &SearchPath) -> Discovery {
             dir,
             source,
         };
-        if seen.insert(found.name()) {
+        // A broken manifest claims no name: it is reported, and cannot hide a good one.
+        if found.manifest.is_err() || seen.insert(found.name()) {
             out.found.push(found);
         } else {
             out.shadowed.push(found);

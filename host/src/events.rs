@@ -2,7 +2,7 @@
 //! The sidecar prints these as id-less JSON lines (docs/sidecar.md).
 
 use serde::Serialize;
-use zot_protocol::{Notify, OpenPanel, PanelClose, PanelRender};
+use zot_protocol::{Empty, Notify, OpenPanel, PanelClose, PanelRender, Submit};
 
 /// One notification for the embedding application.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,11 +33,23 @@ pub enum HostEvent {
         frame: PanelClose,
     },
     /// Retract every note this extension pushed.
-    ClearNotes { extension: String },
-    /// Queue a user prompt (already trimmed, never empty).
-    Submit { extension: String, text: String },
-    /// Run a slash command as if typed.
-    SubmitSlash { extension: String, text: String },
+    ClearNotes {
+        extension: String,
+        #[serde(flatten)]
+        frame: Empty,
+    },
+    /// Queue a user prompt (`text` already trimmed, never empty).
+    Submit {
+        extension: String,
+        #[serde(flatten)]
+        frame: Submit,
+    },
+    /// Run a slash command as if typed (`text` trimmed, starts with `/`).
+    SubmitSlash {
+        extension: String,
+        #[serde(flatten)]
+        frame: Submit,
+    },
     /// The extension is gone; its commands and tools were removed.
     ExtensionExited {
         extension: String,

@@ -59,6 +59,8 @@ pub enum CallError {
     },
     /// The extension is not reading its input fast enough.
     QueueFull { extension: String, target: String },
+    /// The request itself is wrong (e.g. tool arguments that are not an object).
+    Invalid(String),
 }
 
 impl fmt::Display for CallError {
@@ -82,6 +84,7 @@ impl fmt::Display for CallError {
                 "{target} failed: extension {extension:?} did not answer within {} ms",
                 after.as_millis()
             ),
+            CallError::Invalid(why) => f.write_str(why),
             CallError::QueueFull { extension, target } => write!(
                 f,
                 "{target} failed: extension {extension:?} is not reading its input (queue full)"
@@ -120,6 +123,8 @@ pub struct Status {
     pub events_dropped: u64,
     /// Notifications dropped because the application did not read them in time.
     pub notes_dropped: u64,
+    /// The signal it took to stop it (`SIGTERM`, `SIGKILL`) when it ignored `shutdown`.
+    pub forced: Option<&'static str>,
 }
 
 /// The host side that an extension reports to.
@@ -178,14 +183,23 @@ struct Pending {
 }
 
 /// Removes a pending call when its caller stops waiting, whatever the reason.
+/// A tool call abandoned this way (timeout, or the caller gave up) gets a `tool_cancel`.
 struct PendingGuard<'a> {
     ext: &'a Inner,
     id: String,
+    cancel_tool: bool,
 }
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.ext.pending.lock().unwrap().remove(&self.id);
+        let abandoned = self.ext.pending.lock().unwrap().remove(&self.id).is_some();
+        if abandoned && self.cancel_tool {
+            let cancel = HostFrame::ToolCancel(ToolCancel {
+                id: std::mem::take(&mut self.id),
+                extra: Default::default(),
+            });
+            let _ = self.ext.outbound.try_send(encode(&cancel));
+        }
     }
 }
 
@@ -403,6 +417,7 @@ impl Extension {
         self.inner.log.warn(&format!(
             "did not exit within {grace:?} of shutdown: SIGTERM"
         ));
+        self.inner.status.lock().unwrap().forced = Some("SIGTERM");
         self.inner.control.terminate();
         if self.wait_exited(term_grace).await {
             return;
@@ -410,6 +425,7 @@ impl Extension {
         self.inner.log.warn(&format!(
             "did not exit within {term_grace:?} of SIGTERM: SIGKILL"
         ));
+        self.inner.status.lock().unwrap().forced = Some("SIGKILL");
         self.inner.control.kill();
         self.wait_exited(Duration::from_secs(2)).await;
     }
@@ -458,9 +474,10 @@ impl Extension {
             .lock()
             .unwrap()
             .insert(id.clone(), Pending { kind, reply: tx });
-        let guard = PendingGuard {
+        let mut guard = PendingGuard {
             ext: inner,
             id: id.clone(),
+            cancel_tool: false,
         };
         // The exit path clears `pending` after setting `closed`; re-check so a call
         // registered in between cannot wait for its timeout.
@@ -469,20 +486,14 @@ impl Extension {
         }
         inner
             .outbound
-            .try_send(encode(&frame(id.clone())))
+            .try_send(encode(&frame(id)))
             .map_err(|e| self.send_error(e, target))?;
+        guard.cancel_tool = kind == Kind::Tool;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(_)) => Err(self.exited_error(target)),
             Err(_) => {
                 drop(guard);
-                if kind == Kind::Tool {
-                    let cancel = HostFrame::ToolCancel(ToolCancel {
-                        id,
-                        extra: Default::default(),
-                    });
-                    let _ = inner.outbound.try_send(encode(&cancel));
-                }
                 Err(CallError::Timeout {
                     extension: inner.name.clone(),
                     target: target.to_string(),
@@ -572,14 +583,19 @@ impl Extension {
     async fn close(&self, exit: Exit, hub: &Arc<dyn Hub>) {
         let inner = &*self.inner;
         inner.log.info(&format!("extension gone: {}", exit.reason));
-        let dropped = {
+        let (events, notes) = {
             let mut st = inner.status.lock().unwrap();
             st.exit = Some(exit.clone());
-            st.events_dropped
+            (st.events_dropped, st.notes_dropped)
         };
-        if dropped > 0 {
+        if events > 0 {
             inner.log.warn(&format!(
-                "{dropped} events were dropped in total (queue full)"
+                "{events} events for it were dropped in total (its queue was full)"
+            ));
+        }
+        if notes > 0 {
+            inner.log.warn(&format!(
+                "{notes} of its notifications were dropped in total (the application did not read them)"
             ));
         }
         inner.closed.store(true, Ordering::SeqCst);
@@ -716,34 +732,35 @@ impl Extension {
                 })
                 .await
             }
-            ExtFrame::ClearNotes(_) => {
+            ExtFrame::ClearNotes(frame) => {
                 self.tell_app(HostEvent::ClearNotes {
                     extension: self.inner.name.clone(),
+                    frame,
                 })
                 .await
             }
-            ExtFrame::Submit(s) => {
-                let text = s.text.trim();
-                if !text.is_empty() {
+            ExtFrame::Submit(mut frame) => {
+                frame.text = frame.text.trim().to_string();
+                if !frame.text.is_empty() {
                     self.tell_app(HostEvent::Submit {
                         extension: self.inner.name.clone(),
-                        text: text.to_string(),
+                        frame,
                     })
                     .await
                 }
             }
-            ExtFrame::SubmitSlash(s) => {
-                let text = s.text.trim();
-                if text.starts_with('/') {
+            ExtFrame::SubmitSlash(mut frame) => {
+                frame.text = frame.text.trim().to_string();
+                if frame.text.starts_with('/') {
                     self.tell_app(HostEvent::SubmitSlash {
                         extension: self.inner.name.clone(),
-                        text: text.to_string(),
+                        frame,
                     })
                     .await
                 } else {
                     self.violation(format!(
                         "submit_slash text must start with '/': {}",
-                        preview(text.as_bytes())
+                        preview(frame.text.as_bytes())
                     ));
                 }
             }

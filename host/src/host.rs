@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use zot_protocol::{
-    CommandResponse, Event, HelloAck, HostFrame, PanelClose, PanelKey, RegisterCommand,
-    RegisterTool, ToolResult, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
+    CommandResponse, Event, HelloAck, HostFrame, PanelClose, PanelKey, PanelResize,
+    RegisterCommand, RegisterTool, ToolResult, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
 };
 
 /// How many host notifications may wait for the application.
@@ -346,9 +346,11 @@ impl Host {
                 continue;
             };
             if answer.block {
-                verdict.block = true;
-                verdict.reason = answer.reason;
-                return verdict;
+                return Verdict {
+                    block: true,
+                    reason: answer.reason,
+                    ..Verdict::default()
+                };
             }
             if let Some(args) = answer.modified_args {
                 if event.event == "tool_call" && args.is_object() {
@@ -379,6 +381,12 @@ impl Host {
     /// Sends a `panel_key` to `extension`.
     pub fn panel_key(&self, extension: &str, key: PanelKey) -> Result<(), CallError> {
         self.inner.send_to(extension, &HostFrame::PanelKey(key))
+    }
+
+    /// Tells `extension` its panel's new size.
+    pub fn panel_resize(&self, extension: &str, resize: PanelResize) -> Result<(), CallError> {
+        self.inner
+            .send_to(extension, &HostFrame::PanelResize(resize))
     }
 
     /// Tells `extension` its panel was closed.
@@ -432,7 +440,12 @@ impl Inner {
         let ext = ext.ok_or_else(|| CallError::NotFound(format!("tool named {name:?}")))?;
         let args = match args {
             Value::Null => Value::Object(Map::new()),
-            args => args,
+            Value::Object(args) => Value::Object(args),
+            _ => {
+                return Err(CallError::Invalid(format!(
+                    "tool {name:?}: args must be a JSON object"
+                )))
+            }
         };
         let timeout = timeout.unwrap_or(self.config.timeouts.tool);
         let result = ext.call_tool(name, args, timeout).await?;
@@ -604,8 +617,7 @@ impl Hub for Inner {
     }
 
     fn exited(&self, ext: &Extension) {
-        let mut changed = self.registry.lock().unwrap().remove(ext);
-        changed.insert(0, ext.clone());
+        let changed = self.registry.lock().unwrap().remove(ext);
         self.changed(changed);
     }
 

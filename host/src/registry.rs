@@ -67,12 +67,16 @@ impl<T> Names<T> {
         changed
     }
 
-    /// Drops every claim of `ext`. Returns extensions that took over a name.
+    /// Drops every claim of `ext`. Returns `ext` if it had any, then the extensions that
+    /// took over one of its names.
     fn remove(&mut self, ext: &Extension) -> Vec<Extension> {
         let mut promoted = Vec::new();
+        let mut had_any = false;
         self.claims.retain(|name, list| {
             let was_owner = list.first().is_some_and(|c| c.ext.is(ext));
+            let before = list.len();
             list.retain(|c| !c.ext.is(ext));
+            had_any |= list.len() != before;
             if was_owner && !self.builtins.contains(name) {
                 if let Some(next) = list.first() {
                     next.ext.log().info(&format!(
@@ -85,6 +89,9 @@ impl<T> Names<T> {
             }
             !list.is_empty()
         });
+        if had_any {
+            promoted.insert(0, ext.clone());
+        }
         promoted
     }
 
@@ -156,10 +163,15 @@ impl Registry {
         self.tools.claim(ext, reg.name.clone(), reg)
     }
 
-    /// Drops `ext`'s claims; returns extensions that took over one of its names.
+    /// Drops `ext`'s claims; returns the extensions whose registrations changed: `ext`
+    /// (if it had any) and those that took over one of its names.
     pub(crate) fn remove(&mut self, ext: &Extension) -> Vec<Extension> {
         let mut changed = self.commands.remove(ext);
-        changed.extend(self.tools.remove(ext));
+        for e in self.tools.remove(ext) {
+            if !changed.iter().any(|c| c.is(&e)) {
+                changed.push(e);
+            }
+        }
         changed
     }
 

@@ -97,11 +97,10 @@ async fn check(config: HostConfig) -> Value {
     let shutdown = started.elapsed();
     let after = host.status(&info.name).unwrap_or_default();
     let exit = after.exit.map(|e| e.reason);
-    if !exited_early && shutdown > Duration::from_millis(2100) {
+    if let Some(signal) = after.forced {
         violations.push(format!(
-            "did not exit within 2 s of shutdown (took {} ms; {})",
-            shutdown.as_millis(),
-            exit.clone().unwrap_or_default()
+            "did not exit within 2 s of shutdown: stopped with {signal} after {} ms",
+            shutdown.as_millis()
         ));
     }
     json!({

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use zot_host::{Host, HostConfig};
-use zot_protocol::{encode, Event, PanelKey, DEFAULT_MAX_FRAME};
+use zot_protocol::{encode, Event, PanelKey, PanelResize, DEFAULT_MAX_FRAME};
 
 /// How many output lines may wait for stdout.
 const OUTPUT_QUEUE: usize = 1024;
@@ -43,6 +43,18 @@ pub(crate) struct HostArgs {
     /// The longest line accepted from an extension, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_FRAME)]
     max_frame_bytes: usize,
+    /// How long a tool call may take (a request's timeout_ms overrides it).
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    tool_timeout_ms: u64,
+    /// How long a command may take.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    command_timeout_ms: u64,
+    /// How long each interceptor may take; no answer in time means allow.
+    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    intercept_timeout_ms: u64,
+    /// How long to wait, in total, for the extensions to be ready at start and reload.
+    #[arg(long, value_name = "MS", default_value_t = 3_000)]
+    ready_timeout_ms: u64,
 }
 
 impl HostArgs {
@@ -62,6 +74,11 @@ impl HostArgs {
         config.builtin_tools = names(self.builtin_tools);
         config.builtin_commands = names(self.builtin_commands);
         config.max_frame = self.max_frame_bytes;
+        let ms = Duration::from_millis;
+        config.timeouts.tool = ms(self.tool_timeout_ms);
+        config.timeouts.command = ms(self.command_timeout_ms);
+        config.timeouts.intercept = ms(self.intercept_timeout_ms);
+        config.timeouts.ready = ms(self.ready_timeout_ms);
         Ok(config)
     }
 }
@@ -272,9 +289,6 @@ async fn handle(host: &Host, kind: &str, mut fields: Map<String, Value>) -> Resu
         "call_tool" => {
             let name = str_field(&fields, "name")?;
             let args = fields.shift_remove("args").unwrap_or(Value::Null);
-            if !(args.is_object() || args.is_null()) {
-                return Err("\"args\" must be a JSON object".into());
-            }
             let timeout = fields
                 .get("timeout_ms")
                 .and_then(Value::as_u64)
@@ -313,6 +327,19 @@ async fn handle(host: &Host, kind: &str, mut fields: Map<String, Value>) -> Resu
                 extra: Map::new(),
             };
             host.panel_key(&extension, key).map_err(|e| e.to_string())?;
+            Ok(json!({}))
+        }
+        "panel_resize" => {
+            let extension = str_field(&fields, "extension")?;
+            let size = |key| fields.get(key).and_then(Value::as_u64).unwrap_or(0) as u32;
+            let resize = PanelResize {
+                panel_id: str_field(&fields, "panel_id")?,
+                width: size("width"),
+                height: size("height"),
+                extra: Map::new(),
+            };
+            host.panel_resize(&extension, resize)
+                .map_err(|e| e.to_string())?;
             Ok(json!({}))
         }
         "panel_close" => {
