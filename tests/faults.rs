@@ -267,10 +267,6 @@ fn hundred_mib_line_is_skipped_and_the_next_frame_delivered() {
     );
     assert_eq!(host.filtered_events(), 0, "the oversize line was delivered");
     assert!(hwm < 200 * 1024, "zot peaked at {hwm} KiB");
-    assert!(
-        !host.log("hugepy").is_empty(),
-        "the oversize line is logged"
-    );
     host.shutdown();
 }
 
