@@ -1,0 +1,825 @@
+//! A small harness for driving `zot host` (docs/sidecar.md) over pipes.
+//!
+//! `HostBuilder` lays out a fresh scratch directory (a `ZOT_HOME`, a project `cwd`, and
+//! a folder for explicit extensions), writes manifests, and starts `zot host` with piped
+//! stdin/stdout/stderr. A reader thread parses every stdout line: responses are kept by
+//! `id`, everything else is queued as an event. Every wait has a deadline and panics
+//! with the host's stderr tail, the extension logs and the recent events.
+//!
+//! Only std and serde_json.
+
+#![allow(dead_code)]
+
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How long an ordinary request may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long to wait for `host_ready` in tests that do not measure it.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long to wait for an ordinary event.
+pub const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+// ---------------------------------------------------------------------------------------
+// Paths of the test extensions
+
+/// The workspace root (host/..).
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent")
+        .to_path_buf()
+}
+
+/// `tests/extensions/py-ext/ext.py` (executable, python3 shebang).
+pub fn py_ext() -> PathBuf {
+    workspace().join("tests/extensions/py-ext/ext.py")
+}
+
+/// `tests/extensions/node-ext/ext.js`.
+pub fn node_ext() -> PathBuf {
+    workspace().join("tests/extensions/node-ext/ext.js")
+}
+
+/// The Rust test extension binary.
+pub fn rs_ext() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_zot-test-ext"))
+}
+
+/// `examples/hello-py`: the published quick start.
+pub fn hello_py_example() -> PathBuf {
+    workspace().join("examples/hello-py")
+}
+
+fn strings(args: &[&str]) -> Vec<Value> {
+    args.iter().map(|a| json!(a)).collect()
+}
+
+/// A manifest running the Python test extension (exec = absolute path of ext.py).
+/// `--name <name>` is passed first so the hello name matches; later args may override.
+pub fn py_manifest(name: &str, args: &[&str]) -> Value {
+    let mut argv = strings(&["--name", name]);
+    argv.extend(strings(args));
+    json!({"name": name, "version": "1.2.3", "exec": py_ext().to_str().unwrap(),
+           "args": argv, "language": "python", "description": "py test extension"})
+}
+
+/// A manifest running the Node test extension (exec = bare `node`, looked up on PATH).
+pub fn node_manifest(name: &str, args: &[&str]) -> Value {
+    let mut argv = strings(&[node_ext().to_str().unwrap(), "--name", name]);
+    argv.extend(strings(args));
+    json!({"name": name, "version": "0.4.0", "exec": "node", "args": argv,
+           "language": "typescript", "description": "node test extension"})
+}
+
+/// A manifest running the Rust test extension (exec = absolute path of the binary).
+pub fn rs_manifest(name: &str, args: &[&str]) -> Value {
+    let mut argv = strings(&["--name", name]);
+    argv.extend(strings(args));
+    json!({"name": name, "version": "0.9.0", "exec": rs_ext().to_str().unwrap(),
+           "args": argv, "language": "rust", "description": "rust test extension"})
+}
+
+/// Writes `dir/extension.json` (creating `dir`) and returns `dir`.
+pub fn write_manifest(dir: &Path, manifest: &Value) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    let text = serde_json::to_string_pretty(manifest).unwrap();
+    std::fs::write(dir.join("extension.json"), text)
+        .unwrap_or_else(|e| panic!("write manifest in {}: {e}", dir.display()));
+    dir.to_path_buf()
+}
+
+/// Copies a directory tree (file modes included).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The test payload the extensions produce for `big`: block i is `format!("{i:015}A")`,
+/// cut to `n` bytes.
+pub fn payload(n: usize) -> String {
+    let mut s = String::with_capacity(n + 16);
+    let mut i = 0u64;
+    while s.len() < n {
+        s.push_str(&format!("{i:015}A"));
+        i += 1;
+    }
+    s.truncate(n);
+    s
+}
+
+/// FNV-1a, 64 bit: a cheap fingerprint to print for large payloads.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+// ---------------------------------------------------------------------------------------
+// Scratch directories and serialisation
+
+/// A unique directory under the system temp dir, removed on drop.
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "zot-test-{tag}-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Runs heavy or timing-sensitive tests of one binary one at a time (the machine is
+/// small). Survives a poisoned lock.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// True once `pid` no longer exists (or is a zombie nobody has reaped yet).
+pub fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+    }
+}
+
+/// Polls [`process_gone`] until `timeout`.
+pub fn wait_process_gone(pid: u32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if process_gone(pid) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A field of `/proc/<pid>/status` in KiB (e.g. `VmHWM`, `VmRSS`).
+pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| {
+        let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+        rest.trim().trim_end_matches("kB").trim().parse().ok()
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Starting the host
+
+/// Lays out the scratch directory and the command line of one `zot host`.
+pub struct HostBuilder {
+    scratch: TempDir,
+    args: Vec<String>,
+}
+
+impl Default for HostBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HostBuilder {
+    pub fn new() -> HostBuilder {
+        let scratch = TempDir::new("host");
+        for d in ["home", "cwd", "exts"] {
+            std::fs::create_dir_all(scratch.path().join(d)).unwrap();
+        }
+        HostBuilder {
+            scratch,
+            args: Vec::new(),
+        }
+    }
+
+    /// `ZOT_HOME` of this host.
+    pub fn home(&self) -> PathBuf {
+        self.scratch.path().join("home")
+    }
+
+    /// The project directory (`--cwd`, and the process's working directory).
+    pub fn cwd(&self) -> PathBuf {
+        self.scratch.path().join("cwd")
+    }
+
+    /// A scratch folder for anything else.
+    pub fn scratch(&self) -> &Path {
+        self.scratch.path()
+    }
+
+    /// Writes an extension dir outside the search paths and passes it with `--ext`.
+    pub fn explicit(&mut self, dir_name: &str, manifest: &Value) -> PathBuf {
+        let dir = write_manifest(&self.scratch.path().join("exts").join(dir_name), manifest);
+        self.ext_path(&dir);
+        dir
+    }
+
+    /// Adds `--ext PATH`.
+    pub fn ext_path(&mut self, path: &Path) -> &mut Self {
+        self.args.push("--ext".into());
+        self.args.push(path.to_str().unwrap().into());
+        self
+    }
+
+    /// Writes a global extension: `$ZOT_HOME/extensions/<dir_name>`.
+    pub fn global(&mut self, dir_name: &str, manifest: &Value) -> PathBuf {
+        write_manifest(&self.home().join("extensions").join(dir_name), manifest)
+    }
+
+    /// Writes a project-local extension: `<cwd>/.zot/extensions/<dir_name>`.
+    pub fn project(&mut self, dir_name: &str, manifest: &Value) -> PathBuf {
+        write_manifest(
+            &self.cwd().join(".zot").join("extensions").join(dir_name),
+            manifest,
+        )
+    }
+
+    /// Adds raw command-line arguments after `zot host`.
+    pub fn arg(&mut self, arg: &str) -> &mut Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Starts `zot host --zot-home H --cwd C …` with ZOT_HOME=H, in C. The
+    /// `ZOT_TEST_HOST_BIN` environment variable, if set, replaces the `zot` binary (to run
+    /// the suite against another build or a stand-in).
+    pub fn start(self) -> Host {
+        let home = self.home();
+        let cwd = self.cwd();
+        let bin = std::env::var_os("ZOT_TEST_HOST_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_zot")));
+        let mut cmd = Command::new(&bin);
+        cmd.arg("host")
+            .arg("--zot-home")
+            .arg(&home)
+            .arg("--cwd")
+            .arg(&cwd)
+            .args(&self.args)
+            .current_dir(&cwd)
+            .env("ZOT_HOME", &home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        let pid = child.id();
+
+        let shared = Arc::new(Shared::default());
+        let stderr_buf = Arc::new(Mutex::new(Vec::new()));
+
+        let stdin = child.stdin.take().unwrap();
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        {
+            let shared = shared.clone();
+            std::thread::spawn(move || writer(stdin, rx, shared));
+        }
+        let stdout = child.stdout.take().unwrap();
+        {
+            let shared = shared.clone();
+            std::thread::spawn(move || reader(stdout, shared));
+        }
+        let mut stderr = child.stderr.take().unwrap();
+        {
+            let buf = stderr_buf.clone();
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 8192];
+                while let Ok(n) = stderr.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut b = buf.lock().unwrap();
+                    b.extend_from_slice(&chunk[..n]);
+                    let len = b.len();
+                    if len > 64 * 1024 {
+                        b.drain(..len - 32 * 1024);
+                    }
+                }
+            });
+        }
+        Host {
+            child,
+            pid,
+            tx: Mutex::new(Some(tx)),
+            shared,
+            stderr: stderr_buf,
+            next_id: AtomicU64::new(1),
+            started,
+            home,
+            cwd,
+            exit_status: None,
+            _scratch: self.scratch,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    cond: Condvar,
+}
+
+type EventFilter = Box<dyn Fn(&Value) -> bool + Send>;
+
+#[derive(Default)]
+struct State {
+    responses: HashMap<String, Value>,
+    events: VecDeque<Value>,
+    /// Lines on stdout that were not JSON objects (the contract forbids them).
+    bad_stdout: Vec<String>,
+    /// Events the filter refused (counted, not kept).
+    filtered: u64,
+    filter: Option<EventFilter>,
+    lines: u64,
+    eof: bool,
+    write_error: Option<String>,
+}
+
+fn writer(mut stdin: ChildStdin, rx: mpsc::Receiver<Vec<u8>>, shared: Arc<Shared>) {
+    for line in rx {
+        if let Err(e) = stdin.write_all(&line).and_then(|_| stdin.flush()) {
+            shared.state.lock().unwrap().write_error = Some(e.to_string());
+            shared.cond.notify_all();
+        }
+    }
+    // Channel closed: dropping stdin closes the host's input.
+}
+
+fn reader(stdout: impl Read, shared: Arc<Shared>) {
+    let mut r = BufReader::with_capacity(1 << 20, stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let parsed = serde_json::from_slice::<Value>(&line);
+        let mut st = shared.state.lock().unwrap();
+        st.lines += 1;
+        let seq = st.lines;
+        match parsed {
+            Ok(Value::Object(mut obj)) => {
+                obj.insert("_seq".into(), json!(seq));
+                let v = Value::Object(obj);
+                let id = v.get("id").and_then(Value::as_str).map(String::from);
+                let is_response = v.get("type").and_then(Value::as_str) == Some("response");
+                match id {
+                    Some(id) if is_response => {
+                        st.responses.insert(id, v);
+                    }
+                    _ => {
+                        if st.filter.as_ref().is_some_and(|keep| !keep(&v)) {
+                            st.filtered += 1;
+                        } else {
+                            st.events.push_back(v);
+                        }
+                    }
+                }
+            }
+            _ => {
+                let text = String::from_utf8_lossy(&line[..line.len().min(300)]).into_owned();
+                st.bad_stdout.push(text);
+            }
+        }
+        drop(st);
+        shared.cond.notify_all();
+    }
+    shared.state.lock().unwrap().eof = true;
+    shared.cond.notify_all();
+}
+
+/// A running `zot host`. Killed (with SIGKILL) on drop if still running.
+pub struct Host {
+    child: Child,
+    pid: u32,
+    tx: Mutex<Option<Sender<Vec<u8>>>>,
+    shared: Arc<Shared>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    next_id: AtomicU64,
+    /// When the process was spawned.
+    pub started: Instant,
+    pub home: PathBuf,
+    pub cwd: PathBuf,
+    exit_status: Option<ExitStatus>,
+    _scratch: TempDir,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if self.exit_status.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Host {
+    /// The `zot` process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Peak resident memory of the `zot` process so far, in KiB.
+    pub fn vm_hwm_kib(&self) -> u64 {
+        proc_status_kib(self.pid, "VmHWM").unwrap_or_else(|| {
+            panic!(
+                "cannot read VmHWM of zot (pid {}){}",
+                self.pid,
+                self.diagnostics()
+            )
+        })
+    }
+
+    /// Writes one raw line (a newline is appended).
+    pub fn send_raw(&self, line: &str) {
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        match self.tx.lock().unwrap().as_ref() {
+            Some(tx) => {
+                let _ = tx.send(bytes);
+            }
+            None => panic!("send after stdin was closed"),
+        }
+    }
+
+    /// Sends a request `{"id":…, "type":ty, …fields}` and returns its id.
+    pub fn send(&self, ty: &str, fields: Value) -> String {
+        let id = format!("t{}", self.next_id.fetch_add(1, Ordering::SeqCst));
+        self.send_with_id(&id, ty, fields);
+        id
+    }
+
+    /// Sends a request with a chosen id.
+    pub fn send_with_id(&self, id: &str, ty: &str, fields: Value) {
+        let mut obj = match fields {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => panic!("request fields must be an object, got {other}"),
+        };
+        obj.insert("id".into(), json!(id));
+        obj.insert("type".into(), json!(ty));
+        self.send_raw(&Value::Object(obj).to_string());
+    }
+
+    /// Waits for the response to `id`.
+    pub fn wait_response(&self, id: &str, timeout: Duration) -> Value {
+        self.try_wait_response(id, timeout).unwrap_or_else(|| {
+            panic!(
+                "no response to request {id:?} within {timeout:?}{}",
+                self.diagnostics()
+            )
+        })
+    }
+
+    /// Waits for the response to `id`; `None` at the deadline.
+    pub fn try_wait_response(&self, id: &str, timeout: Duration) -> Option<Value> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.state.lock().unwrap();
+        loop {
+            if let Some(v) = st.responses.remove(id) {
+                return Some(v);
+            }
+            let now = Instant::now();
+            if now >= deadline || st.eof {
+                return None;
+            }
+            st = self.shared.cond.wait_timeout(st, deadline - now).unwrap().0;
+        }
+    }
+
+    /// Sends a request and waits (REQUEST_TIMEOUT) for its whole response.
+    pub fn request(&self, ty: &str, fields: Value) -> Value {
+        self.request_within(ty, fields, REQUEST_TIMEOUT)
+    }
+
+    pub fn request_within(&self, ty: &str, fields: Value, timeout: Duration) -> Value {
+        let id = self.send(ty, fields);
+        let r = self.wait_response(&id, timeout);
+        assert_eq!(r["type"], "response", "not a response: {r}");
+        assert_eq!(r["id"], json!(id), "response id: {r}");
+        r
+    }
+
+    /// A request that must succeed; returns its `data`.
+    pub fn ok(&self, ty: &str, fields: Value) -> Value {
+        let r = self.request(ty, fields);
+        assert_eq!(
+            r["success"],
+            json!(true),
+            "{ty} failed: {r}{}",
+            self.diagnostics()
+        );
+        assert_eq!(r["command"], json!(ty), "response command: {r}");
+        r.get("data").cloned().unwrap_or(Value::Null)
+    }
+
+    /// A request that must fail; returns its `error`.
+    pub fn fails(&self, ty: &str, fields: Value) -> String {
+        let r = self.request(ty, fields);
+        assert_eq!(r["success"], json!(false), "{ty} should have failed: {r}");
+        r["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a failed response carries a string error: {r}"))
+            .to_string()
+    }
+
+    /// Waits for the first queued event matching `pred`, removes and returns it.
+    pub fn wait_event(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        self.try_wait_event(timeout, pred)
+            .unwrap_or_else(|| panic!("no event {what} within {timeout:?}{}", self.diagnostics()))
+    }
+
+    /// Like [`Host::wait_event`], `None` at the deadline.
+    pub fn try_wait_event(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Option<Value> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.state.lock().unwrap();
+        loop {
+            if let Some(pos) = st.events.iter().position(&pred) {
+                return st.events.remove(pos);
+            }
+            let now = Instant::now();
+            if now >= deadline || st.eof {
+                return None;
+            }
+            st = self.shared.cond.wait_timeout(st, deadline - now).unwrap().0;
+        }
+    }
+
+    /// Queued events matching `pred`, oldest first, left in the queue.
+    pub fn events(&self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let st = self.shared.state.lock().unwrap();
+        st.events.iter().filter(|v| pred(v)).cloned().collect()
+    }
+
+    /// Drops (and counts) future events for which `keep` is false.
+    pub fn set_event_filter(&self, keep: impl Fn(&Value) -> bool + Send + 'static) {
+        self.shared.state.lock().unwrap().filter = Some(Box::new(keep));
+    }
+
+    /// How many events the filter dropped.
+    pub fn filtered_events(&self) -> u64 {
+        self.shared.state.lock().unwrap().filtered
+    }
+
+    /// Waits for `host_ready` (READY_TIMEOUT) and returns its extension list.
+    pub fn ready(&self) -> Vec<String> {
+        self.ready_within(READY_TIMEOUT)
+    }
+
+    pub fn ready_within(&self, timeout: Duration) -> Vec<String> {
+        let ev = self.wait_event("host_ready", timeout, |v| v["type"] == "host_ready");
+        ev["extensions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("host_ready.extensions is an array: {ev}"))
+            .iter()
+            .map(|v| v.as_str().expect("extension names are strings").to_string())
+            .collect()
+    }
+
+    /// Waits for a `notify` from `ext` whose message starts with `prefix`; returns the
+    /// message.
+    pub fn wait_notify(&self, ext: &str, prefix: &str) -> String {
+        self.wait_notify_within(ext, prefix, EVENT_TIMEOUT)
+    }
+
+    pub fn wait_notify_within(&self, ext: &str, prefix: &str, timeout: Duration) -> String {
+        let what = format!("notify from {ext} starting with {prefix:?}");
+        let ev = self.wait_event(&what, timeout, |v| is_notify(v, ext, prefix));
+        ev["message"].as_str().unwrap().to_string()
+    }
+
+    /// The `list` entry of `name`.
+    pub fn entry(&self, name: &str) -> Value {
+        let data = self.ok("list", json!({}));
+        data["extensions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("list.extensions is an array: {data}"))
+            .iter()
+            .find(|e| e["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no extension {name:?} in list: {data}"))
+    }
+
+    /// Calls a tool that must succeed at the host level; returns `data`.
+    pub fn call_tool(&self, name: &str, args: Value) -> Value {
+        self.ok("call_tool", json!({"name": name, "args": args}))
+    }
+
+    /// Closes the host's stdin (end of input).
+    pub fn close_stdin(&self) {
+        self.tx.lock().unwrap().take();
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        if let Some(s) = self.exit_status {
+            return s;
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                self.exit_status = Some(status);
+                return status;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "zot host did not exit within {timeout:?}{}",
+                    self.diagnostics()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends `shutdown`, checks the response, waits for exit 0 and that stdout only ever
+    /// carried JSON objects. Returns how long it took.
+    pub fn shutdown(mut self) -> Duration {
+        let t = Instant::now();
+        let data = self.ok("shutdown", json!({}));
+        assert!(data.is_object(), "shutdown data is an object: {data}");
+        let status = self.wait_exit(Duration::from_secs(10));
+        assert!(
+            status.success(),
+            "zot host exited with {status}{}",
+            self.diagnostics()
+        );
+        self.assert_clean_stdout();
+        t.elapsed()
+    }
+
+    /// Every stdout line so far was a JSON object.
+    pub fn assert_clean_stdout(&self) {
+        let st = self.shared.state.lock().unwrap();
+        assert!(
+            st.bad_stdout.is_empty(),
+            "stdout carried non-JSON lines: {:?}",
+            st.bad_stdout
+        );
+    }
+
+    /// Did the host close stdout?
+    pub fn stdout_closed(&self) -> bool {
+        self.shared.state.lock().unwrap().eof
+    }
+
+    /// The extension's log, `$ZOT_HOME/logs/ext-<name>.log` ("" if missing).
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.home.join("logs").join(format!("ext-{name}.log")))
+            .unwrap_or_default()
+    }
+
+    /// The last bytes of the host's stderr.
+    pub fn stderr_tail(&self) -> String {
+        let b = self.stderr.lock().unwrap();
+        let start = b.len().saturating_sub(4096);
+        String::from_utf8_lossy(&b[start..]).into_owned()
+    }
+
+    /// Everything useful when a wait fails.
+    pub fn diagnostics(&self) -> String {
+        let mut s = format!(
+            "\n--- zot host pid {} ({:?} since start) stderr tail:\n{}",
+            self.pid,
+            self.started.elapsed(),
+            self.stderr_tail()
+        );
+        if let Ok(dir) = std::fs::read_dir(self.home.join("logs")) {
+            for e in dir.flatten() {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                let start = text.len().saturating_sub(1500);
+                let start = (start..text.len())
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(0);
+                s.push_str(&format!(
+                    "\n--- {} (tail):\n{}",
+                    e.path().display(),
+                    &text[start..]
+                ));
+            }
+        }
+        let st = self.shared.state.lock().unwrap();
+        s.push_str(&format!(
+            "\n--- stdout: {} lines, eof {}, write error {:?}, {} unclaimed responses, \
+             {} queued events; last events:\n",
+            st.lines,
+            st.eof,
+            st.write_error,
+            st.responses.len(),
+            st.events.len()
+        ));
+        for ev in st.events.iter().rev().take(12).rev() {
+            let mut t = ev.to_string();
+            if t.len() > 400 {
+                let mut cut = 400;
+                while !t.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                t.truncate(cut);
+                t.push('…');
+            }
+            s.push_str(&t);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Is `v` a `notify` event from `ext` whose message starts with `prefix`?
+pub fn is_notify(v: &Value, ext: &str, prefix: &str) -> bool {
+    v["type"] == "notify"
+        && v["extension"] == ext
+        && v["message"].as_str().is_some_and(|m| m.starts_with(prefix))
+}
+
+/// Parses the JSON after `"<word> "` in a notify message (the test extensions report
+/// frames they received that way).
+pub fn notified_json(message: &str) -> Value {
+    let (_, rest) = message
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("no JSON in {message:?}"));
+    serde_json::from_str(rest).unwrap_or_else(|e| panic!("bad JSON in {message:?}: {e}"))
+}
+
+/// Parses `started pid=<pid> cwd=<cwd>` into (pid, cwd).
+pub fn parse_started(message: &str) -> (u32, String) {
+    let rest = message
+        .strip_prefix("started pid=")
+        .unwrap_or_else(|| panic!("not a started note: {message:?}"));
+    let (pid, cwd) = rest.split_once(" cwd=").expect("cwd= in started note");
+    (pid.parse().expect("pid"), cwd.to_string())
+}
+
+/// The text of the first content block of a `call_tool` result.
+pub fn first_text(data: &Value) -> String {
+    data["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text block in {data}"))
+        .to_string()
+}
+
+/// A string array field as a Vec (missing → empty).
+pub fn str_list(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}

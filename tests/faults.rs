@@ -1,0 +1,442 @@
+//! Faults: crashes, hangs, garbage, huge lines, floods, stubborn processes, and many
+//! concurrent calls. Tests here run one at a time (`serial()`): several are heavy and
+//! several measure time.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+#[test]
+fn crash_mid_tool_call_fails_fast_naming_the_exit() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("crashy", &py_manifest("crashy", &[]));
+    let host = b.start();
+    host.ready();
+    let t = Instant::now();
+    let err = host.fails("call_tool", json!({"name": "crash", "args": {}}));
+    let took = t.elapsed();
+    println!("crash mid call failed after {took:?}: {err}");
+    assert!(
+        err.to_lowercase().contains("exit"),
+        "the error mentions the exit: {err}"
+    );
+    assert!(
+        err.contains("crashy"),
+        "the error names the extension: {err}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "failed after {took:?}, not at once"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn crash_fails_every_pending_call_at_once() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("crashy", &py_manifest("crashy", &[]));
+    let host = b.start();
+    host.ready();
+    let hang = host.send("call_tool", json!({"name": "hang", "args": {}}));
+    host.wait_notify("crashy", "hanging ");
+    let t = Instant::now();
+    let crash = host.send("call_tool", json!({"name": "crash", "args": {}}));
+    for id in [&crash, &hang] {
+        let r = host.wait_response(id, Duration::from_secs(10));
+        assert_eq!(r["success"], false, "{r}");
+        assert!(r["error"].as_str().unwrap().contains("crashy"), "{r}");
+    }
+    let took = t.elapsed();
+    println!("both pending calls failed {took:?} after the crash");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    host.shutdown();
+}
+
+#[test]
+fn crashed_extension_loses_its_tools_and_the_others_go_on() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("crashy", &py_manifest("crashy", &[]));
+    b.explicit(
+        "steady",
+        &node_manifest("steady", &["--tools", "steady_echo"]),
+    );
+    let host = b.start();
+    host.ready();
+    host.fails("call_tool", json!({"name": "crash", "args": {}}));
+    let ev = host.wait_event("extension_exited", EVENT_TIMEOUT, |v| {
+        v["type"] == "extension_exited"
+    });
+    println!("extension_exited: {ev}");
+    assert_eq!(ev["extension"], "crashy", "{ev}");
+    assert_eq!(ev["code"], 3, "{ev}");
+    assert!(ev["signal"].is_null(), "{ev}");
+    assert!(
+        ev["reason"].as_str().is_some_and(|r| r.contains('3')),
+        "{ev}"
+    );
+    let e = host.entry("crashy");
+    assert_eq!(e["state"], "exited", "{e}");
+    assert!(str_list(&e["tools"]).is_empty(), "{e}");
+    assert!(e["error"].as_str().is_some_and(|s| !s.is_empty()), "{e}");
+    let err = host.fails("call_tool", json!({"name": "echo", "args": {}}));
+    println!("after the crash: {err}");
+    let d = host.call_tool("steady_echo", json!({"still": "here"}));
+    assert_eq!(d["extension"], "steady");
+    host.shutdown();
+}
+
+#[test]
+fn extension_exiting_at_startup_is_reported_with_its_status() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "quitter",
+        &py_manifest("quitter", &["--mode", "exit", "--exit-code", "5"]),
+    );
+    b.explicit("steady", &node_manifest("steady", &[]));
+    let host = b.start();
+    host.ready();
+    let ev = host.wait_event("extension_exited", EVENT_TIMEOUT, |v| {
+        v["type"] == "extension_exited" && v["extension"] == "quitter"
+    });
+    assert_eq!(ev["code"], 5, "{ev}");
+    assert!(
+        ev["reason"].as_str().is_some_and(|r| r.contains('5')),
+        "{ev}"
+    );
+    assert_eq!(host.entry("quitter")["state"], "exited");
+    assert_eq!(host.call_tool("echo", json!({}))["extension"], "steady");
+    host.shutdown();
+}
+
+#[test]
+fn missing_executable_is_an_error_state_and_the_others_start() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "ghost",
+        &json!({"name": "ghost", "exec": "./does-not-exist", "version": "1"}),
+    );
+    b.explicit("steady", &node_manifest("steady", &[]));
+    let host = b.start();
+    host.ready();
+    let e = host.entry("ghost");
+    println!("ghost: {e}");
+    assert_eq!(e["state"], "error", "{e}");
+    assert!(e["error"].as_str().is_some_and(|s| !s.is_empty()), "{e}");
+    assert_eq!(host.call_tool("echo", json!({}))["extension"], "steady");
+    host.shutdown();
+}
+
+#[test]
+fn hanging_tool_call_times_out_and_the_extension_gets_tool_cancel() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("hangs", &py_manifest("hangs", &[]));
+    let host = b.start();
+    host.ready();
+    let t = Instant::now();
+    let err = host.fails(
+        "call_tool",
+        json!({"name": "hang", "args": {}, "timeout_ms": 500}),
+    );
+    let took = t.elapsed();
+    println!("hang timed out after {took:?}: {err}");
+    let lower = err.to_lowercase();
+    assert!(
+        lower.contains("timeout") || lower.contains("timed out"),
+        "{err}"
+    );
+    assert!(err.contains("hang"), "the error names the tool: {err}");
+    assert!(
+        took >= Duration::from_millis(450),
+        "gave up too early: {took:?}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "timeout_ms ignored: {took:?}"
+    );
+    let hanging = host.wait_notify("hangs", "hanging ");
+    let call_id = hanging.strip_prefix("hanging ").unwrap();
+    let cancelled = host.wait_notify("hangs", "cancelled ");
+    assert_eq!(
+        cancelled,
+        format!("cancelled {call_id}"),
+        "tool_cancel names the call"
+    );
+    // The extension is still usable.
+    assert_eq!(
+        host.call_tool("echo", json!({"ok": 1}))["extension"],
+        "hangs"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn garbage_lines_and_unknown_frames_are_skipped() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("messy", &py_manifest("messy", &["--mode", "garbage"]));
+    let host = b.start();
+    assert_eq!(host.ready(), vec!["messy"]);
+    let e = host.entry("messy");
+    assert_eq!(e["state"], "ready", "{e}");
+    assert!(str_list(&e["tools"]).contains(&"echo".to_string()), "{e}");
+    let d = host.call_tool("echo", json!({"after": "garbage"}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&first_text(&d)).unwrap(),
+        json!({"after": "garbage"})
+    );
+    let d = host.ok(
+        "invoke_command",
+        json!({"name": "py-echo", "args": "still fine"}),
+    );
+    assert_eq!(d["display"], "still fine");
+    host.shutdown();
+}
+
+fn big_result(kind: &str) {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("bigpy", &py_manifest("bigpy", &[]));
+    let host = b.start();
+    host.ready();
+    let n = 20 * 1024 * 1024;
+    let t = Instant::now();
+    let d = host.call_tool("big", json!({"bytes": n, "kind": kind}));
+    let took = t.elapsed();
+    let block = &d["content"][0];
+    let got = if kind == "image" {
+        assert_eq!(block["type"], "image", "{}", block["type"]);
+        assert_eq!(block["mime_type"], "image/png");
+        block["data"].as_str().expect("image data")
+    } else {
+        assert_eq!(block["type"], "text");
+        block["text"].as_str().expect("text")
+    };
+    let want = payload(n);
+    println!(
+        "20 MiB {kind} result in {took:?}: {} bytes, fnv {:016x} (want {:016x}); zot VmHWM {} KiB",
+        got.len(),
+        fnv1a(got.as_bytes()),
+        fnv1a(want.as_bytes()),
+        host.vm_hwm_kib()
+    );
+    assert_eq!(got.len(), want.len(), "length");
+    assert!(got == want, "the payload arrived altered");
+    host.shutdown();
+}
+
+#[test]
+fn twenty_mib_text_result_is_delivered_intact() {
+    big_result("text");
+}
+
+#[test]
+fn twenty_mib_image_result_is_delivered_intact() {
+    big_result("image");
+}
+
+#[test]
+fn hundred_mib_line_is_skipped_and_the_next_frame_delivered() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("hugepy", &py_manifest("hugepy", &[]));
+    let host = b.start();
+    host.ready();
+    // Never keep a 100 MiB event if the host wrongly forwards it.
+    host.set_event_filter(|v| v["message"].as_str().is_none_or(|m| m.len() < 1024 * 1024));
+    let t = Instant::now();
+    let d = host.request_within(
+        "call_tool",
+        json!({"name": "huge", "args": {"bytes": 100 * 1024 * 1024}}),
+        Duration::from_secs(60),
+    );
+    assert_eq!(d["success"], true, "{d}");
+    assert_eq!(first_text(&d["data"]), "huge done");
+    host.wait_notify("hugepy", "after-huge");
+    let hwm = host.vm_hwm_kib();
+    println!(
+        "100 MiB line skipped in {:?}; zot VmHWM {hwm} KiB",
+        t.elapsed()
+    );
+    assert_eq!(host.filtered_events(), 0, "the oversize line was delivered");
+    assert!(hwm < 200 * 1024, "zot peaked at {hwm} KiB");
+    host.shutdown();
+}
+
+#[test]
+fn max_frame_bytes_flag_lowers_the_cap() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("bigpy", &py_manifest("bigpy", &[]));
+    b.arg("--max-frame-bytes").arg("1048576");
+    let host = b.start();
+    host.ready();
+    let r = host.request(
+        "call_tool",
+        json!({"name": "big", "args": {"bytes": 2 * 1024 * 1024}, "timeout_ms": 1500}),
+    );
+    assert_eq!(
+        r["success"], false,
+        "a 2 MiB result over a 1 MiB cap is dropped: {}",
+        r["success"]
+    );
+    let d = host.call_tool("big", json!({"bytes": 512 * 1024}));
+    assert_eq!(first_text(&d).len(), 512 * 1024);
+    host.shutdown();
+}
+
+#[test]
+fn extension_that_never_sends_hello_does_not_block_host_ready() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("mute", &py_manifest("mute", &["--mode", "nohello"]));
+    b.explicit("talker", &node_manifest("talker", &[]));
+    let host = b.start();
+    host.ready_within(Duration::from_secs(10));
+    let took = host.started.elapsed();
+    println!("host_ready with a mute extension after {took:?}");
+    assert!(
+        took < Duration::from_millis(5000),
+        "host_ready after {took:?} (cap is 3 s)"
+    );
+    let d = host.call_tool("echo", json!({"n": 1}));
+    assert_eq!(d["extension"], "talker");
+    let e = host.entry("mute");
+    println!("mute: {e}");
+    assert_ne!(e["state"], "ready", "{e}");
+    host.shutdown();
+}
+
+#[test]
+fn extension_ignoring_shutdown_and_sigterm_is_killed_with_its_grandchild() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "stubborn",
+        &py_manifest("stubborn", &["--mode", "stubborn"]),
+    );
+    let mut host = b.start();
+    host.ready();
+    let pids = host.wait_notify("stubborn", "pids ");
+    let mut it = pids
+        .split_whitespace()
+        .skip(1)
+        .map(|p| p.parse::<u32>().unwrap());
+    let (ext_pid, grandchild) = (it.next().unwrap(), it.next().unwrap());
+    assert!(!process_gone(grandchild), "the grandchild runs");
+    let t = Instant::now();
+    let d = host.ok("shutdown", json!({}));
+    assert!(d.is_object());
+    let status = host.wait_exit(Duration::from_secs(10));
+    let took = t.elapsed();
+    println!("shutdown with a stubborn extension took {took:?} ({status})");
+    assert!(status.success(), "{status}");
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    assert!(
+        wait_process_gone(ext_pid, Duration::from_millis(500)),
+        "extension {ext_pid} survived"
+    );
+    assert!(
+        wait_process_gone(grandchild, Duration::from_millis(500)),
+        "grandchild {grandchild} survived"
+    );
+    host.assert_clean_stdout();
+}
+
+#[test]
+fn notify_flood_keeps_the_host_responsive_with_bounded_memory() {
+    let _serial = serial();
+    const FLOOD: u64 = 1_000_000;
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "flood",
+        &rs_manifest("flood", &["--mode", "flood", "--count", &FLOOD.to_string()]),
+    );
+    let host = b.start();
+    host.set_event_filter(|v| !is_notify(v, "flood", "flood ") || v["message"] == "flood done");
+    host.ready();
+    let t = Instant::now();
+    let mut worst = Duration::ZERO;
+    let mut pings = 0;
+    let done = loop {
+        let p = Instant::now();
+        let d = host.ok("ping", json!({}));
+        assert_eq!(d["pong"], true, "{d}");
+        worst = worst.max(p.elapsed());
+        pings += 1;
+        if let Some(ev) = host.try_wait_event(Duration::from_millis(50), |v| {
+            is_notify(v, "flood", "flood done")
+        }) {
+            break ev;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(300),
+            "flood not done after 300 s: {} notifies seen{}",
+            host.filtered_events(),
+            host.diagnostics()
+        );
+    };
+    let took = t.elapsed();
+    let hwm = host.vm_hwm_kib();
+    let seen = host.filtered_events();
+    println!(
+        "flood of {FLOOD} notifies: {seen} seen in {took:?} ({:.0}/s); {pings} pings, worst {worst:?}; zot VmHWM {hwm} KiB",
+        seen as f64 / took.as_secs_f64()
+    );
+    assert_eq!(done["message"], "flood done");
+    assert!(worst < Duration::from_secs(5), "a ping took {worst:?}");
+    assert!(hwm < 200 * 1024, "zot peaked at {hwm} KiB");
+    host.shutdown();
+}
+
+#[test]
+fn thousand_concurrent_tool_calls_over_ten_extensions_are_matched() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    for i in 0..10 {
+        let name = format!("rs-{i}");
+        let tool = format!("echo_{i}");
+        b.explicit(
+            &name,
+            &rs_manifest(&name, &["--tools", &tool, "--commands", "", "--events", ""]),
+        );
+    }
+    let host = b.start();
+    assert_eq!(host.ready().len(), 10);
+    let t = Instant::now();
+    let calls: Vec<(String, String, usize)> = (0..1000)
+        .map(|n| {
+            let ext = n % 10;
+            let token = format!("tok-{n}-{}", n * 7919 % 1000);
+            let id = host.send(
+                "call_tool",
+                json!({"name": format!("echo_{ext}"), "args": {"token": token, "delay_ms": (n * 13) % 20}}),
+            );
+            (id, token, ext)
+        })
+        .collect();
+    for (id, token, ext) in &calls {
+        let r = host.wait_response(id, Duration::from_secs(60));
+        assert_eq!(r["success"], true, "{r}");
+        let d = &r["data"];
+        assert_eq!(d["extension"], format!("rs-{ext}"), "{r}");
+        let args: Value = serde_json::from_str(&first_text(d)).unwrap();
+        assert_eq!(
+            args["token"],
+            json!(token),
+            "result matched to the wrong call: {r}"
+        );
+    }
+    println!(
+        "1000 concurrent calls over 10 extensions answered in {:?}",
+        t.elapsed()
+    );
+    host.shutdown();
+}

@@ -1,0 +1,314 @@
+//! The `zot host` sidecar contract itself (docs/sidecar.md): requests, responses, the
+//! list, start and exit.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+#[test]
+fn no_extensions_still_reports_host_ready() {
+    let host = HostBuilder::new().start();
+    assert!(host.ready().is_empty());
+    assert_eq!(host.ok("ping", json!({})), json!({"pong": true}));
+    let d = host.ok("list", json!({}));
+    assert_eq!(d["extensions"], json!([]), "{d}");
+    host.shutdown();
+}
+
+#[test]
+fn ping_answers_while_a_slow_tool_call_is_in_flight() {
+    let mut b = HostBuilder::new();
+    b.explicit("slow", &node_manifest("slow", &[]));
+    let host = b.start();
+    host.ready();
+    let slow = host.send("call_tool", json!({"name": "sleep", "args": {"ms": 3000}}));
+    std::thread::sleep(Duration::from_millis(100));
+    let t = Instant::now();
+    let ping = host.send("ping", json!({}));
+    let pong = host.wait_response(&ping, Duration::from_secs(10));
+    let ping_took = t.elapsed();
+    assert_eq!(pong["success"], true, "{pong}");
+    assert!(
+        host.try_wait_response(&slow, Duration::ZERO).is_none(),
+        "the slow call finished before the ping was answered"
+    );
+    let done = host.wait_response(&slow, Duration::from_secs(15));
+    println!("ping answered in {ping_took:?} while a 3 s tool call ran");
+    assert_eq!(done["success"], true, "{done}");
+    assert_eq!(first_text(&done["data"]), "slept 3000");
+    assert!(
+        pong["_seq"].as_u64() < done["_seq"].as_u64(),
+        "pong came first"
+    );
+    assert!(
+        ping_took < Duration::from_secs(2),
+        "ping took {ping_took:?}"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn unknown_request_type_fails_naming_it() {
+    let host = HostBuilder::new().start();
+    host.ready();
+    let r = host.request("teleport", json!({"to": "mars"}));
+    assert_eq!(r["success"], false, "{r}");
+    assert!(r["error"].as_str().unwrap().contains("teleport"), "{r}");
+    host.shutdown();
+}
+
+#[test]
+fn malformed_request_lines_get_error_responses() {
+    let host = HostBuilder::new().start();
+    host.ready();
+    // Not JSON at all: an error response without an id.
+    host.send_raw("this is not json");
+    let r = host.wait_event("id-less error response", EVENT_TIMEOUT, |v| {
+        v["type"] == "response"
+    });
+    assert_eq!(r["success"], false, "{r}");
+    assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
+    // JSON, but no string type: the id is echoed.
+    host.send_raw(r#"{"id":"m1","no_type":true}"#);
+    host.send_raw(r#"{"id":"m2","type":7}"#);
+    for id in ["m1", "m2"] {
+        let r = host.wait_response(id, REQUEST_TIMEOUT);
+        assert_eq!(r["success"], false, "{r}");
+    }
+    // Not an object.
+    host.send_raw("[1,2,3]");
+    let r = host.wait_event("error response for an array", EVENT_TIMEOUT, |v| {
+        v["type"] == "response"
+    });
+    assert_eq!(r["success"], false, "{r}");
+    // The connection survives.
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    host.shutdown();
+}
+
+#[test]
+fn unknown_tool_and_command_fail_naming_them() {
+    let mut b = HostBuilder::new();
+    b.explicit("py", &py_manifest("py", &[]));
+    let host = b.start();
+    host.ready();
+    let err = host.fails("call_tool", json!({"name": "nope", "args": {}}));
+    assert!(err.contains("nope"), "{err}");
+    let err = host.fails("invoke_command", json!({"name": "nada", "args": ""}));
+    assert!(err.contains("nada"), "{err}");
+    host.shutdown();
+}
+
+#[test]
+fn list_reports_every_field() {
+    let mut b = HostBuilder::new();
+    let dir = b.explicit(
+        "lister",
+        &node_manifest(
+            "lister",
+            &[
+                "--tools",
+                "l_tool,read",
+                "--commands",
+                "l_cmd",
+                "--events",
+                "turn_start,tool_call",
+                "--intercept",
+                "tool_call",
+            ],
+        ),
+    );
+    let host = b.start();
+    host.ready();
+    let e = host.entry("lister");
+    println!("list entry: {e}");
+    assert_eq!(e["version"], "0.4.0", "{e}");
+    assert_eq!(e["source"], "explicit", "{e}");
+    assert_eq!(e["transport"], "stdio", "{e}");
+    assert_eq!(e["state"], "ready", "{e}");
+    assert_eq!(
+        std::fs::canonicalize(e["dir"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(&dir).unwrap(),
+        "{e}"
+    );
+    let log = e["log"].as_str().unwrap();
+    assert!(
+        log.starts_with('/') && log.ends_with("ext-lister.log"),
+        "{e}"
+    );
+    assert_eq!(str_list(&e["commands"]), vec!["l_cmd"], "{e}");
+    assert_eq!(str_list(&e["tools"]), vec!["l_tool"], "{e}");
+    assert_eq!(str_list(&e["shadowed"]), vec!["read"], "{e}");
+    let mut events = str_list(&e["events"]);
+    events.sort();
+    assert_eq!(events, vec!["tool_call", "turn_start"], "{e}");
+    assert_eq!(str_list(&e["intercept"]), vec!["tool_call"], "{e}");
+    assert!(
+        e.get("error").is_none_or(Value::is_null),
+        "no error while ready: {e}"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn host_ready_lists_started_extensions_in_load_order() {
+    let mut b = HostBuilder::new();
+    b.explicit("zeta", &py_manifest("zeta", &["--events", ""]));
+    b.explicit("alpha", &node_manifest("alpha", &["--events", ""]));
+    b.project("proj-b", &node_manifest("proj-b", &["--events", ""]));
+    b.project("proj-a", &py_manifest("proj-a", &["--events", ""]));
+    b.global("glob", &node_manifest("glob", &["--events", ""]));
+    let mut off = py_manifest("off", &[]);
+    off["enabled"] = json!(false);
+    b.global("off", &off);
+    let host = b.start();
+    assert_eq!(
+        host.ready(),
+        vec!["zeta", "alpha", "proj-a", "proj-b", "glob"]
+    );
+    let listed: Vec<String> = host.ok("list", json!({}))["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        listed.contains(&"off".to_string()),
+        "disabled ones are listed: {listed:?}"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn requests_sent_before_host_ready_are_answered_after_it() {
+    let mut b = HostBuilder::new();
+    b.explicit("late", &py_manifest("late", &["--delay-ms", "800"]));
+    let host = b.start();
+    let ping = host.send("ping", json!({}));
+    let call = host.send(
+        "call_tool",
+        json!({"name": "echo", "args": {"early": true}}),
+    );
+    let ready = host.wait_event("host_ready", READY_TIMEOUT, |v| v["type"] == "host_ready");
+    let pong = host.wait_response(&ping, REQUEST_TIMEOUT);
+    let res = host.wait_response(&call, REQUEST_TIMEOUT);
+    assert_eq!(pong["success"], true, "{pong}");
+    assert_eq!(
+        res["success"], true,
+        "the tool registered before ready is callable: {res}"
+    );
+    assert_eq!(res["data"]["extension"], "late");
+    assert!(
+        ready["_seq"].as_u64() < pong["_seq"].as_u64(),
+        "answered after host_ready"
+    );
+    assert!(
+        ready["_seq"].as_u64() < res["_seq"].as_u64(),
+        "answered after host_ready"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn emit_counts_subscribers() {
+    let mut b = HostBuilder::new();
+    b.explicit("a", &node_manifest("a", &["--events", "turn_start"]));
+    b.explicit("b", &py_manifest("b", &["--events", "turn_start,turn_end"]));
+    let host = b.start();
+    host.ready();
+    let d = host.ok("emit", json!({"event": {"event": "turn_start", "step": 1}}));
+    assert_eq!(d["delivered"], 2, "{d}");
+    let d = host.ok(
+        "emit",
+        json!({"event": {"event": "turn_end", "stop": "end_turn"}}),
+    );
+    assert_eq!(d["delivered"], 1, "{d}");
+    let d = host.ok("emit", json!({"event": {"event": "session_start"}}));
+    assert_eq!(d["delivered"], 0, "{d}");
+    host.shutdown();
+}
+
+#[test]
+fn end_of_stdin_exits_cleanly() {
+    let mut b = HostBuilder::new();
+    b.explicit("py", &py_manifest("py", &[]));
+    b.explicit("node", &node_manifest("node", &[]));
+    let mut host = b.start();
+    host.ready();
+    let (py_pid, _) = parse_started(&host.wait_notify("py", "started "));
+    let (node_pid, _) = parse_started(&host.wait_notify("node", "started "));
+    let t = Instant::now();
+    host.close_stdin();
+    let status = host.wait_exit(Duration::from_secs(10));
+    println!("exit after EOF took {:?}", t.elapsed());
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert!(
+        wait_process_gone(py_pid, Duration::from_secs(2)),
+        "py survived"
+    );
+    assert!(
+        wait_process_gone(node_pid, Duration::from_secs(2)),
+        "node survived"
+    );
+    host.assert_clean_stdout();
+}
+
+#[test]
+fn shutdown_request_responds_then_exits_zero() {
+    let mut b = HostBuilder::new();
+    b.explicit("rs", &rs_manifest("rs", &[]));
+    b.explicit("py", &py_manifest("py", &[]));
+    let mut host = b.start();
+    host.ready();
+    let (py_pid, _) = parse_started(&host.wait_notify("py", "started "));
+    let t = Instant::now();
+    let r = host.request("shutdown", json!({}));
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["command"], "shutdown", "{r}");
+    assert_eq!(r["data"], json!({}), "{r}");
+    let status = host.wait_exit(Duration::from_secs(10));
+    let took = t.elapsed();
+    println!("shutdown of two well-behaved extensions took {took:?}");
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert!(
+        took < Duration::from_secs(2),
+        "well-behaved extensions ack at once: {took:?}"
+    );
+    assert!(
+        wait_process_gone(py_pid, Duration::from_secs(1)),
+        "py survived"
+    );
+    host.assert_clean_stdout();
+}
+
+#[test]
+fn concurrent_requests_each_get_exactly_one_response() {
+    let mut b = HostBuilder::new();
+    b.explicit("node", &node_manifest("node", &[]));
+    let host = b.start();
+    host.ready();
+    let ids: Vec<String> = (0..50)
+        .map(|i| match i % 3 {
+            0 => host.send("ping", json!({})),
+            1 => host.send(
+                "call_tool",
+                json!({"name": "sleep", "args": {"ms": (i * 7) % 100}}),
+            ),
+            _ => host.send("list", json!({})),
+        })
+        .collect();
+    for id in &ids {
+        let r = host.wait_response(id, REQUEST_TIMEOUT);
+        assert_eq!(r["success"], true, "{r}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for id in &ids {
+        assert!(
+            host.try_wait_response(id, Duration::ZERO).is_none(),
+            "second response to {id}"
+        );
+    }
+    host.shutdown();
+}
