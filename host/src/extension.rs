@@ -81,7 +81,7 @@ impl fmt::Display for CallError {
                 after,
             } => write!(
                 f,
-                "{target} failed: extension {extension:?} did not answer within {} ms",
+                "{target} timed out after {} ms: extension {extension:?} did not answer",
                 after.as_millis()
             ),
             CallError::Invalid(why) => f.write_str(why),
