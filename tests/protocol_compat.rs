@@ -254,7 +254,7 @@ fn tool_call_event_and_tool_result_frames_reach_the_extension() {
 }
 
 #[test]
-fn panel_key_and_panel_close_requests_reach_the_extension() {
+fn panel_key_resize_and_close_requests_reach_the_extension() {
     let mut b = HostBuilder::new();
     b.explicit("rs", &rs_manifest("rs", &[]));
     let host = b.start();
@@ -268,6 +268,17 @@ fn panel_key_and_panel_close_requests_reach_the_extension() {
     assert_eq!(f["panel_id"], "rs-panel", "{f}");
     assert_eq!(f["key"], "enter", "{f}");
     assert_eq!(f["text"], "x", "{f}");
+    host.ok(
+        "panel_resize",
+        json!({"extension": "rs", "panel_id": "rs-panel", "width": 80, "height": 24}),
+    );
+    let f = notified_json(&host.wait_notify("rs", "panel_resize "));
+    assert_eq!(f["panel_id"], "rs-panel", "{f}");
+    assert_eq!(
+        (f["width"].as_u64(), f["height"].as_u64()),
+        (Some(80), Some(24)),
+        "{f}"
+    );
     host.ok(
         "panel_close",
         json!({"extension": "rs", "panel_id": "rs-panel"}),

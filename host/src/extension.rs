@@ -948,6 +948,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_tool_call_whose_caller_gives_up_is_cancelled() {
+        let (ext, mut peer, _notes) = started(16).await;
+        let call = tokio::spawn({
+            let ext = ext.clone();
+            async move { ext.call_tool("x", json!({}), Duration::from_secs(60)).await }
+        });
+        let sent = peer.next().await;
+        call.abort();
+        let cancel = peer.next().await;
+        assert_eq!(cancel, json!({"type": "tool_cancel", "id": sent["id"]}));
+    }
+
+    #[tokio::test]
     async fn silence_after_hello_counts_as_ready() {
         let (ext, _peer, _notes) = started(16).await;
         let phase = ext
