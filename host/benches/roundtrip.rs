@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use zot_host::paths::ZotHome;
@@ -75,32 +75,50 @@ fn read_until(out: &mut impl BufRead, done: impl Fn(&Value) -> bool) -> Value {
     }
 }
 
-/// The baseline: frames written straight to the extension's stdin, no host.
-fn raw_pipe(n: usize) -> Vec<Duration> {
-    let mut child = Command::new(EXT)
-        .args(["--name", "bench"])
+/// Round trips over a child's stdin/stdout: waits for a line of type `ready`, then
+/// sends `request(i, id)` and waits for the line `is_answer(line, id)`, `n` times.
+fn over_pipe(
+    command: &mut Command,
+    n: usize,
+    ready: &str,
+    request: impl Fn(usize, &str) -> Value,
+    is_answer: impl Fn(&Value, &str) -> bool,
+) -> Vec<Duration> {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    read_until(&mut out, |v| v["type"] == "ready");
+    read_until(&mut out, |v| v["type"] == ready);
     let mut samples = Vec::with_capacity(n);
     for i in 0..n {
         let id = i.to_string();
         let t = Instant::now();
-        let frame = json!({"type": "tool_call", "id": id, "name": "echo", "args": {"i": i}});
-        writeln!(stdin, "{frame}").unwrap();
-        read_until(&mut out, |v| {
-            v["type"] == "tool_result" && v["id"] == id.as_str()
-        });
+        writeln!(stdin, "{}", request(i, &id)).unwrap();
+        let answer = read_until(&mut out, |v| is_answer(v, &id));
         samples.push(t.elapsed());
+        assert!(
+            answer.get("success") != Some(&Value::Bool(false)),
+            "{answer}"
+        );
     }
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
     samples
+}
+
+/// The baseline: frames written straight to the extension's stdin, no host.
+fn raw_pipe(n: usize) -> Vec<Duration> {
+    over_pipe(
+        Command::new(EXT).args(["--name", "bench"]),
+        n,
+        "ready",
+        |i, id| json!({"type": "tool_call", "id": id, "name": "echo", "args": {"i": i}}),
+        |v, id| v["type"] == "tool_result" && v["id"] == id,
+    )
 }
 
 fn library(n: usize, home: &Path, ext_dir: &Path) -> Vec<Duration> {
@@ -125,33 +143,16 @@ fn library(n: usize, home: &Path, ext_dir: &Path) -> Vec<Duration> {
 }
 
 fn sidecar(n: usize, home: &Path, ext_dir: &Path) -> Vec<Duration> {
-    let home: PathBuf = home.join("home");
-    let mut child = Command::new(ZOT)
-        .arg("host")
-        .arg("--zot-home")
-        .arg(&home)
-        .arg("--ext")
-        .arg(ext_dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    read_until(&mut out, |v| v["type"] == "host_ready");
-    let mut samples = Vec::with_capacity(n);
-    for i in 0..n {
-        let id = i.to_string();
-        let t = Instant::now();
-        let req = json!({"id": id, "type": "call_tool", "name": "echo", "args": {"i": i}});
-        writeln!(stdin, "{req}").unwrap();
-        let v = read_until(&mut out, |v| {
-            v["type"] == "response" && v["id"] == id.as_str()
-        });
-        samples.push(t.elapsed());
-        assert_eq!(v["success"], true, "{v}");
-    }
-    writeln!(stdin, r#"{{"id":"end","type":"shutdown"}}"#).unwrap();
-    let _ = child.wait();
-    samples
+    over_pipe(
+        Command::new(ZOT)
+            .arg("host")
+            .arg("--zot-home")
+            .arg(home.join("home"))
+            .arg("--ext")
+            .arg(ext_dir),
+        n,
+        "host_ready",
+        |i, id| json!({"id": id, "type": "call_tool", "name": "echo", "args": {"i": i}}),
+        |v, id| v["type"] == "response" && v["id"] == id,
+    )
 }
