@@ -4,7 +4,7 @@
 
 use crate::events::HostEvent;
 use crate::log::{preview, ExtLog};
-use crate::transport::{Connection, Control, Exit, Inbound};
+use crate::transport::{Connection, Control, Exit, Inbound, Outbound};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
@@ -24,6 +24,8 @@ use zot_protocol::{
 pub const EVENT_QUEUE: usize = 1024;
 /// Silence after the last frame that counts as `ready` for extensions that never send it.
 pub const READY_SILENCE: Duration = Duration::from_millis(250);
+/// How long an extension may take to handle a one-way frame (event, hello_ack, …).
+pub const ONE_WAY_BUDGET: Duration = Duration::from_secs(1);
 /// How long a notification may wait for the application to make room.
 pub const NOTE_WAIT: Duration = Duration::from_secs(1);
 /// How long an extension whose output closed may take to exit before it is killed.
@@ -158,13 +160,13 @@ struct Inner {
     name: String,
     rank: usize,
     log: ExtLog,
-    outbound: mpsc::Sender<Vec<u8>>,
+    outbound: mpsc::Sender<Outbound>,
     control: Box<dyn Control>,
     next_id: AtomicU64,
     pending: Mutex<HashMap<String, Pending>>,
     phase: watch::Sender<Phase>,
     status: Mutex<Status>,
-    events: Mutex<VecDeque<Vec<u8>>>,
+    events: Mutex<VecDeque<Outbound>>,
     events_ready: Notify,
     closed: AtomicBool,
     notes: mpsc::Sender<HostEvent>,
@@ -198,7 +200,10 @@ impl Drop for PendingGuard<'_> {
                 id: std::mem::take(&mut self.id),
                 extra: Default::default(),
             });
-            let _ = self.ext.outbound.try_send(encode(&cancel));
+            let _ = self
+                .ext
+                .outbound
+                .try_send(outbound(&cancel, ONE_WAY_BUDGET));
         }
     }
 }
@@ -371,14 +376,14 @@ impl Extension {
         let target = frame.type_name();
         self.inner
             .outbound
-            .try_send(encode(frame))
+            .try_send(outbound(frame, ONE_WAY_BUDGET))
             .map_err(|e| self.send_error(e, target))
     }
 
     /// Queues `event` for delivery without waiting. When the queue is full the oldest
     /// event is dropped and counted in the log.
     pub fn deliver_event(&self, event: &Event) {
-        let bytes = encode(&HostFrame::Event(event.clone()));
+        let bytes = outbound(&HostFrame::Event(event.clone()), ONE_WAY_BUDGET);
         let dropped = {
             let mut q = self.inner.events.lock().unwrap();
             let dropped = q.len() >= EVENT_QUEUE && q.pop_front().is_some();
@@ -409,7 +414,7 @@ impl Extension {
         let _ = self
             .inner
             .outbound
-            .try_send(encode(&HostFrame::Shutdown(Empty::default())));
+            .try_send(outbound(&HostFrame::Shutdown(Empty::default()), grace));
         self.inner.control.close_input();
         if self.wait_exited(grace).await {
             return;
@@ -486,7 +491,7 @@ impl Extension {
         }
         inner
             .outbound
-            .try_send(encode(&frame(id)))
+            .try_send(outbound(&frame(id), timeout))
             .map_err(|e| self.send_error(e, target))?;
         guard.cancel_tool = kind == Kind::Tool;
         match tokio::time::timeout(timeout, rx).await {
@@ -852,6 +857,13 @@ impl Extension {
                 ));
             }
         }
+    }
+}
+
+fn outbound(frame: &HostFrame, budget: Duration) -> Outbound {
+    Outbound {
+        line: encode(frame),
+        budget,
     }
 }
 

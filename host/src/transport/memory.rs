@@ -1,7 +1,7 @@
 //! An in-process transport for unit tests of the protocol core: the test plays the
 //! extension through a [`Peer`].
 
-use super::{Connection, Control, Exit, Inbound};
+use super::{Connection, Control, Exit, Inbound, Outbound};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 
@@ -10,7 +10,7 @@ pub struct Peer {
     /// Lines "printed" by the extension.
     pub lines: mpsc::Sender<Inbound>,
     /// Frames the host sent.
-    pub frames: mpsc::Receiver<Vec<u8>>,
+    pub frames: mpsc::Receiver<Outbound>,
     exit: Arc<Mutex<Option<oneshot::Sender<Exit>>>>,
 }
 
@@ -30,7 +30,7 @@ impl Peer {
             .recv()
             .await
             .expect("the host closed the connection");
-        serde_json::from_slice(&bytes).unwrap()
+        serde_json::from_slice(&bytes.line).unwrap()
     }
 
     /// The extension exits with `code`: its output closes and the exit is reported.

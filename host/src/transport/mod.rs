@@ -4,6 +4,7 @@
 
 #[cfg(test)]
 pub mod memory;
+mod pipe;
 pub mod stdio;
 
 use std::sync::Arc;
@@ -53,6 +54,16 @@ impl LineGate {
     }
 }
 
+/// One encoded frame for the extension, with how long it may take to handle it (the
+/// frame's deadline: a tool call's timeout, one second for an event). Transports that
+/// run the extension's code themselves enforce it; a subprocess is on its own.
+#[derive(Debug)]
+pub struct Outbound {
+    /// The frame as one line, newline included.
+    pub line: Vec<u8>,
+    pub budget: std::time::Duration,
+}
+
 /// Why an extension's transport closed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exit {
@@ -76,8 +87,8 @@ pub trait Control: Send + Sync {
 
 /// A live transport, handed to the protocol core.
 pub struct Connection {
-    /// Encoded frames (one line each, newline included) to deliver in order.
-    pub outbound: mpsc::Sender<Vec<u8>>,
+    /// Frames to deliver, in order.
+    pub outbound: mpsc::Sender<Outbound>,
     /// Lines from the extension; `None` once its output is closed and drained.
     pub inbound: mpsc::Receiver<Inbound>,
     /// Resolves once the extension is gone.

@@ -1,22 +1,14 @@
 //! The classic transport: a subprocess in its own process group, frames over its
 //! stdin/stdout, stderr appended to the extension's log.
 
-use super::{Connection, Control, Exit, Inbound, LineGate, INBOUND_QUEUE, OUTBOUND_QUEUE};
+use super::{pipe, Connection, Control, Exit, INBOUND_QUEUE, OUTBOUND_QUEUE};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, Notify};
-use zot_protocol::{Line, LineDecoder};
-
-/// After the process exits, how long its output may still drain (a grandchild that
-/// escaped the process group could otherwise hold the pipe open forever).
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
-const READ_CHUNK: usize = 64 * 1024;
 
 /// What to run.
 #[derive(Debug)]
@@ -53,12 +45,22 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
     let control = Arc::new(Group {
         pgid,
         reaped: AtomicBool::new(false),
-        close_input: Notify::new(),
-        exited: Notify::new(),
+        close_input: Arc::new(Notify::new()),
+        exited: Arc::new(Notify::new()),
     });
 
-    tokio::spawn(write_frames(stdin, out_rx, control.clone()));
-    tokio::spawn(read_lines(stdout, in_tx, spec.max_frame, control.clone()));
+    tokio::spawn(pipe::write_frames(
+        stdin,
+        out_rx,
+        control.close_input.clone(),
+        |_| {},
+    ));
+    tokio::spawn(pipe::read_lines(
+        stdout,
+        in_tx,
+        spec.max_frame,
+        control.exited.clone(),
+    ));
     let group = control.clone();
     tokio::spawn(async move {
         let status = child.wait().await;
@@ -88,8 +90,8 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
 struct Group {
     pgid: i32,
     reaped: AtomicBool,
-    close_input: Notify,
-    exited: Notify,
+    close_input: Arc<Notify>,
+    exited: Arc<Notify>,
 }
 
 struct ControlHandle(Arc<Group>);
@@ -134,79 +136,5 @@ fn describe(status: ExitStatus) -> Exit {
             code: None,
             signal: None,
         },
-    }
-}
-
-/// Drains the outbound queue into stdin until the queue closes, input is closed, or a
-/// write fails (the process is gone); then closes stdin.
-async fn write_frames(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Vec<u8>>, group: Arc<Group>) {
-    loop {
-        tokio::select! {
-            biased;
-            frame = rx.recv() => match frame {
-                Some(bytes) => {
-                    if stdin.write_all(&bytes).await.is_err() {
-                        break;
-                    }
-                }
-                None => break,
-            },
-            () = group.close_input.notified() => {
-                while let Ok(bytes) = rx.try_recv() {
-                    if stdin.write_all(&bytes).await.is_err() {
-                        break;
-                    }
-                }
-                break;
-            }
-        }
-    }
-    drop(stdin);
-    // Frames sent after this point are dropped with the receiver.
-}
-
-/// Splits stdout into lines (size-capped) until EOF, or until the process has exited
-/// and its output stopped draining.
-async fn read_lines(
-    mut stdout: ChildStdout,
-    tx: mpsc::Sender<Inbound>,
-    max_frame: usize,
-    group: Arc<Group>,
-) {
-    let mut decoder = LineDecoder::new(max_frame);
-    let gate = LineGate::default();
-    let mut buf = vec![0u8; READ_CHUNK];
-    let deadline = tokio::time::sleep(Duration::MAX);
-    tokio::pin!(deadline);
-    let mut exited = false;
-    loop {
-        let n = tokio::select! {
-            read = stdout.read(&mut buf) => match read {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            },
-            () = group.exited.notified(), if !exited => {
-                exited = true;
-                deadline.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
-                continue;
-            }
-            () = &mut deadline => break,
-        };
-        let mut input = &buf[..n];
-        while let Some(line) = decoder.decode(&mut input) {
-            if tx.send(admit(&gate, line).await).await.is_err() {
-                return;
-            }
-        }
-    }
-    if let Some(line) = decoder.finish() {
-        let _ = tx.send(admit(&gate, line).await).await;
-    }
-}
-
-async fn admit(gate: &LineGate, line: Line) -> Inbound {
-    match line {
-        Line::Frame(bytes) => gate.admit(bytes).await,
-        Line::Oversize { len } => Inbound::Oversize(len),
     }
 }
