@@ -7,6 +7,7 @@
 
 pub mod discovery;
 pub mod events;
+pub mod grants;
 pub mod extension;
 pub mod host;
 pub mod install;
@@ -14,6 +15,7 @@ pub mod log;
 pub mod manifest;
 pub mod paths;
 mod registry;
+pub mod sandbox;
 pub mod transport;
 
 pub use events::HostEvent;

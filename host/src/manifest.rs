@@ -24,12 +24,82 @@ pub struct Manifest {
     pub description: String,
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// A WebAssembly component to run in the sandbox, instead of `exec`.
+    #[serde(default)]
+    pub wasm: Option<String>,
+    /// What a component asks for (ignored for `exec` extensions, which get everything).
+    #[serde(default)]
+    pub permissions: Permissions,
+    /// Resource limits a component asks for.
+    #[serde(default)]
+    pub limits: Limits,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 fn yes() -> bool {
     true
+}
+
+/// The capabilities a component asks for. An empty `Permissions` still has its data dir.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Permissions {
+    /// Its private data directory, mounted read-write at `/data`.
+    #[serde(default = "yes")]
+    pub data_dir: bool,
+    /// `"read"`: the project directory, read-only, at the path `hello_ack.cwd` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<CwdAccess>,
+    /// Environment variables it may read (only those set on the host are passed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Hosts it may reach over HTTP(S): `api.example.com`, `*.example.com`, `host:8080`,
+    /// `http://127.0.0.1:8080`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http: Vec<String>,
+}
+
+impl Default for Permissions {
+    fn default() -> Self {
+        Permissions {
+            data_dir: true,
+            cwd: None,
+            env: Vec::new(),
+            http: Vec::new(),
+        }
+    }
+}
+
+/// Access to the project directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CwdAccess {
+    Read,
+}
+
+/// Resource limits a component asks for; unset means the host's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Linear memory, in MiB (default 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    /// How long one of its tool calls may take, in ms (default: the host's tool timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_timeout_ms: Option<u64>,
+}
+
+/// The largest memory limit a manifest may ask for.
+pub const MAX_MEMORY_MB: u64 = 4096;
+
+/// How an extension runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launch {
+    /// A subprocess speaking over stdio.
+    Exec(PathBuf),
+    /// A WebAssembly component in the sandbox.
+    Wasm(PathBuf),
 }
 
 /// A manifest that cannot be used, with the file and the field at fault.
@@ -56,15 +126,56 @@ impl Manifest {
             message,
         };
         let text = std::fs::read(&path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let value: Value =
+            serde_json::from_slice(&text).map_err(|e| err(format!("invalid JSON: {e}")))?;
+        // Parse the nested objects alone first, so that an error names its field.
+        if let Some(v) = value.get("permissions") {
+            serde_json::from_value::<Permissions>(v.clone())
+                .map_err(|e| err(format!("field \"permissions\": {e}")))?;
+        }
+        if let Some(v) = value.get("limits") {
+            serde_json::from_value::<Limits>(v.clone())
+                .map_err(|e| err(format!("field \"limits\": {e}")))?;
+        }
         let manifest: Manifest =
-            serde_json::from_slice(&text).map_err(|e| err(format!("invalid manifest: {e}")))?;
+            serde_json::from_value(value).map_err(|e| err(format!("invalid manifest: {e}")))?;
         validate_name(&manifest.name).map_err(|m| err(format!("field \"name\": {m}")))?;
-        match manifest.exec.as_deref() {
-            None => return Err(err("field \"exec\" is required: the program to run".into())),
-            Some("") => return Err(err("field \"exec\" is empty".into())),
-            Some(_) => {}
+        match (manifest.exec.as_deref(), manifest.wasm.as_deref()) {
+            (None, None) => {
+                return Err(err(
+                    "field \"exec\" (a program to run) or \"wasm\" (a component) is required"
+                        .into(),
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    "fields \"exec\" and \"wasm\" exclude each other: keep one".into(),
+                ))
+            }
+            (Some(""), _) => return Err(err("field \"exec\" is empty".into())),
+            (_, Some("")) => return Err(err("field \"wasm\" is empty".into())),
+            _ => {}
+        }
+        if let Some(mb) = manifest.limits.memory_mb {
+            if mb == 0 || mb > MAX_MEMORY_MB {
+                return Err(err(format!(
+                    "field \"limits.memory_mb\": {mb} is outside 1..={MAX_MEMORY_MB}"
+                )));
+            }
+        }
+        for (i, host) in manifest.permissions.http.iter().enumerate() {
+            crate::sandbox::HostPattern::parse(host)
+                .map_err(|e| err(format!("field \"permissions.http[{i}]\": {e}")))?;
         }
         Ok(manifest)
+    }
+
+    /// How to run it; paths resolved against `dir`.
+    pub fn launch(&self, dir: &Path) -> Launch {
+        match &self.wasm {
+            Some(wasm) => Launch::Wasm(dir.join(wasm)),
+            None => Launch::Exec(self.program(dir)),
+        }
     }
 
     /// The program to run, resolved as PROTOCOL.md says: absolute as is; `./`, `../` or
@@ -148,6 +259,9 @@ mod tests {
             language: String::new(),
             description: String::new(),
             enabled: true,
+            wasm: None,
+            permissions: Permissions::default(),
+            limits: Limits::default(),
             extra: Map::new(),
         };
         let dir = Path::new("/ext/x");
