@@ -1,0 +1,597 @@
+//! The test guests' behaviour, transport-free: `start` and `handle` take frames as JSON
+//! text and send frames through `out` (one call per frame, no trailing newline). The
+//! `reactor` crate wires `out` to `host.send`, the `command` crate to stdout.
+//!
+//! No threads (wasm32-wasip2 has none): everything happens inside the call that caused it.
+//!
+//! # start
+//! If `/data/start-mode` holds `spin`, `start` never returns; `trap`, it panics. Otherwise
+//! it sends `hello` (name `guest`, version `0.1.0`), `register_command` `guest-cmd`,
+//! `register_tool` for every tool in [`TOOLS`] (schema `{"type":"object"}`), `subscribe`
+//! to all five events and intercept `tool_call`, `turn_start`, `assistant_message`, and
+//! `ready`.
+//!
+//! # handle
+//! * `hello_ack` → kept ([`Scenario::hello_ack`]) and notify `hello_ack <frame json>`
+//! * `command_invoked` `guest-cmd`: args `prompt X`, `insert X`, `panel` (open_panel),
+//!   `noop`, `error X` (noop + error) pick the action; anything else → display the args.
+//!   Another command name → noop with an error.
+//! * `tool_call` → the tools below; an unknown tool → `is_error`
+//! * `tool_result` (the answer to our `call_tool`) → notify `tool_result <frame json>`
+//! * `event` → notify `event <frame json>`
+//! * `event_intercept`: `tool_call` of `bash` whose `command` contains `rm -rf` → block,
+//!   reason `guest blocked rm -rf`; of `rewrite_me` → `modified_args` = args +
+//!   `{"guest":true}`; `assistant_message` → `replace_text` = text with `secret` replaced by
+//!   `[redacted]`; anything else (`turn_start` …) → allow
+//! * `panel_key`, `panel_resize`, `panel_close`, `tool_cancel` → notify `<type> <frame json>`
+//! * `shutdown` → `shutdown_ack` ([`Scenario::is_shut_down`] becomes true)
+//! * anything else (unknown type, malformed JSON) → ignored
+//!
+//! # Tools (arguments in `args`)
+//! | tool | args | result text |
+//! |---|---|---|
+//! | `echo` | any | the JSON of the args |
+//! | `fs_read` | `path` | the file's content; else `is_error` with the error (no errno) |
+//! | `fs_write` | `path`, `text` | `wrote <n> bytes`; else `is_error` |
+//! | `fs_symlink` | `target`, `link` | `linked`; else `is_error` |
+//! | `fs_list` | `path` | a JSON array of the entry names, sorted; else `is_error` |
+//! | `env` | `name` | the variable's value; else `is_error` `not set` |
+//! | `spin` | — | never returns |
+//! | `alloc` | `mb` | allocates and writes `mb` MiB: `{"mb":…,"bytes":…}` |
+//! | `recurse` | `depth` | non-tail recursion `depth` deep: `{"depth":…}` |
+//! | `flood` | `count` | first `count` notifies `flood <i>`, then `{"sent":…}` |
+//! | `big` | `bytes` | [`payload`]`(bytes)` |
+//! | `big_in` | `data` | `{"len":…,"fnv1a":"<16 hex digits>"}` of `data` |
+//! | `frames` | — | first one of every one-way frame (see [`Scenario`]), then `frames sent` |
+
+use serde_json::{json, Map, Value};
+use std::hint::black_box;
+use zot_protocol::{
+    CommandResponse, Event, EventInterceptResponse, ExtFrame, Hello, HelloAck, HostFrame, Notify,
+    OpenPanel, Panel, PanelClose, PanelRender, RegisterCommand, RegisterTool, Submit, Subscribe,
+    ToolCall, ToolResult, EVENTS,
+};
+
+/// The extension's name in `hello`.
+pub const NAME: &str = "guest";
+/// The extension's version in `hello`.
+pub const VERSION: &str = "0.1.0";
+/// The one slash command.
+pub const COMMAND: &str = "guest-cmd";
+/// Every tool, in registration order.
+pub const TOOLS: &[&str] = &[
+    "echo",
+    "fs_read",
+    "fs_write",
+    "fs_symlink",
+    "fs_list",
+    "env",
+    "spin",
+    "alloc",
+    "recurse",
+    "flood",
+    "big",
+    "big_in",
+    "frames",
+];
+/// Intercepted events.
+pub const INTERCEPT: &[&str] = &["tool_call", "turn_start", "assistant_message"];
+/// Read by `start`: `spin` → loop forever, `trap` → panic.
+pub const START_MODE_FILE: &str = "/data/start-mode";
+
+/// The behaviour of the test extension; see the crate docs.
+#[derive(Debug, Default)]
+pub struct Scenario {
+    hello_ack: Option<HelloAck>,
+    shut_down: bool,
+}
+
+impl Scenario {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The `hello_ack` the host sent, once it has.
+    pub fn hello_ack(&self) -> Option<&HelloAck> {
+        self.hello_ack.as_ref()
+    }
+
+    /// Whether `shutdown` was received (and `shutdown_ack` sent).
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down
+    }
+
+    /// Sends the opening frames: hello, registrations, subscribe, ready.
+    pub fn start(&mut self, out: &mut dyn FnMut(String)) {
+        match std::fs::read_to_string(START_MODE_FILE) {
+            Ok(mode) if mode.trim() == "spin" => spin(),
+            Ok(mode) if mode.trim() == "trap" => panic!("guest: start-mode trap"),
+            _ => {}
+        }
+        send(
+            out,
+            &ExtFrame::Hello(Hello {
+                name: NAME.into(),
+                version: VERSION.into(),
+                capabilities: vec![
+                    "commands".into(),
+                    "tools".into(),
+                    "events".into(),
+                    "panels".into(),
+                ],
+                ..Default::default()
+            }),
+        );
+        send(
+            out,
+            &ExtFrame::RegisterCommand(RegisterCommand {
+                name: COMMAND.into(),
+                description: "guest command".into(),
+                ..Default::default()
+            }),
+        );
+        for tool in TOOLS {
+            send(
+                out,
+                &ExtFrame::RegisterTool(RegisterTool {
+                    name: (*tool).into(),
+                    description: format!("guest tool {tool}"),
+                    schema: json!({"type": "object"}),
+                    ..Default::default()
+                }),
+            );
+        }
+        send(
+            out,
+            &ExtFrame::Subscribe(Subscribe {
+                events: EVENTS.iter().map(|e| e.to_string()).collect(),
+                intercept: INTERCEPT.iter().map(|e| e.to_string()).collect(),
+                ..Default::default()
+            }),
+        );
+        send(out, &ExtFrame::Ready(Default::default()));
+    }
+
+    /// Handles one host → extension frame.
+    pub fn handle(&mut self, frame: &str, out: &mut dyn FnMut(String)) {
+        let Ok(frame) = HostFrame::decode(frame.as_bytes()) else {
+            return; // unknown or malformed: ignored
+        };
+        match frame {
+            HostFrame::HelloAck(ref ack) => {
+                self.hello_ack = Some(ack.clone());
+                report(out, "hello_ack", &frame);
+            }
+            HostFrame::CommandInvoked(c) => command(out, c.id, &c.name, &c.args),
+            HostFrame::ToolCall(call) => tool(out, call),
+            HostFrame::ToolResult(_) => report(out, "tool_result", &frame),
+            HostFrame::Event(_) => report(out, "event", &frame),
+            HostFrame::EventIntercept(ev) => intercept(out, ev),
+            HostFrame::PanelKey(_)
+            | HostFrame::PanelResize(_)
+            | HostFrame::PanelClose(_)
+            | HostFrame::ToolCancel(_) => report(out, frame.type_name(), &frame),
+            HostFrame::Shutdown(_) => {
+                self.shut_down = true;
+                send(out, &ExtFrame::ShutdownAck(Default::default()));
+            }
+        }
+    }
+}
+
+/// The test payload of `big`: block i is `format!("{i:015}A")`, cut to `n` bytes (the
+/// same as tests/common/mod.rs `payload`).
+pub fn payload(n: usize) -> String {
+    let mut s = String::with_capacity(n + 16);
+    let mut i = 0u64;
+    while s.len() < n {
+        s.push_str(&format!("{i:015}A"));
+        i += 1;
+    }
+    s.truncate(n);
+    s
+}
+
+/// FNV-1a, 64 bit (the same as tests/common/mod.rs `fnv1a`).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Serialises a frame into a buffer sized up front, so a large frame is not copied
+/// through ever-doubling buffers (a component has 64 MiB by default).
+fn send(out: &mut dyn FnMut(String), frame: &ExtFrame) {
+    let hint = match frame {
+        ExtFrame::ToolResult(r) => r
+            .content
+            .iter()
+            .map(|b| b.get("text").and_then(Value::as_str).map_or(64, str::len) + 64)
+            .sum::<usize>(),
+        _ => 0,
+    };
+    let mut buf = Vec::with_capacity(hint + 256);
+    serde_json::to_writer(&mut buf, frame).expect("a frame serialises");
+    // serde_json writes valid UTF-8.
+    out(String::from_utf8(buf).expect("serde_json writes UTF-8"));
+}
+
+fn notify(out: &mut dyn FnMut(String), level: &str, message: String) {
+    send(
+        out,
+        &ExtFrame::Notify(Notify {
+            level: level.into(),
+            message,
+            ..Default::default()
+        }),
+    );
+}
+
+/// notify `<what> <the frame's JSON>`.
+fn report(out: &mut dyn FnMut(String), what: &str, frame: &HostFrame) {
+    let json = serde_json::to_string(frame).unwrap_or_default();
+    notify(out, "info", format!("{what} {json}"));
+}
+
+fn command(out: &mut dyn FnMut(String), id: String, name: &str, args: &str) {
+    let mut r = CommandResponse {
+        id,
+        ..Default::default()
+    };
+    let (verb, rest) = args.split_once(' ').unwrap_or((args, ""));
+    if name != COMMAND {
+        r.action = "noop".into();
+        r.error = Some(format!("guest: no command {name}"));
+    } else {
+        match verb {
+            "prompt" => {
+                r.action = "prompt".into();
+                r.prompt = Some(rest.into());
+            }
+            "insert" => {
+                r.action = "insert".into();
+                r.insert = Some(rest.into());
+            }
+            "panel" => {
+                r.action = "open_panel".into();
+                r.open_panel = Some(Panel {
+                    id: "guest-panel".into(),
+                    title: "Guest panel".into(),
+                    lines: vec!["line one".into(), "line two".into()],
+                    footer: "q to close".into(),
+                    ..Default::default()
+                });
+            }
+            "noop" => r.action = "noop".into(),
+            "error" => {
+                r.action = "noop".into();
+                r.error = Some(rest.into());
+            }
+            _ => {
+                r.action = "display".into();
+                r.display = Some(args.into());
+            }
+        }
+    }
+    send(out, &ExtFrame::CommandResponse(r));
+}
+
+fn text_result(id: String, text: String) -> ToolResult {
+    ToolResult {
+        id,
+        content: vec![json!({"type": "text", "text": text})],
+        ..Default::default()
+    }
+}
+
+fn str_arg<'a>(args: &'a Value, name: &str) -> &'a str {
+    args.get(name).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn u64_arg(args: &Value, name: &str) -> u64 {
+    args.get(name).and_then(Value::as_u64).unwrap_or_default()
+}
+
+/// An I/O error's text without the trailing ` (os error N)`: errno numbers differ between
+/// wasi-libc and the host's libc, the descriptions do not, so native and component
+/// transcripts stay comparable.
+fn io_error(e: std::io::Error) -> String {
+    let text = e.to_string();
+    match (e.raw_os_error(), text.rfind(" (os error ")) {
+        (Some(_), Some(at)) => text[..at].to_string(),
+        _ => text,
+    }
+}
+
+/// `Ok(text)` → a text result, `Err(text)` → an error result.
+fn io_result(id: String, r: Result<String, String>) -> ToolResult {
+    match r {
+        Ok(text) => text_result(id, text),
+        Err(e) => ToolResult::error(id, e),
+    }
+}
+
+fn tool(out: &mut dyn FnMut(String), call: ToolCall) {
+    let ToolCall { id, name, args, .. } = call;
+    let args = if args.is_object() { args } else { json!({}) };
+    let result = match name.as_str() {
+        "echo" => text_result(id, args.to_string()),
+        "fs_read" => io_result(
+            id,
+            std::fs::read_to_string(str_arg(&args, "path")).map_err(io_error),
+        ),
+        "fs_write" => {
+            let text = str_arg(&args, "text");
+            io_result(
+                id,
+                std::fs::write(str_arg(&args, "path"), text)
+                    .map(|()| format!("wrote {} bytes", text.len()))
+                    .map_err(io_error),
+            )
+        }
+        "fs_symlink" => io_result(
+            id,
+            symlink(str_arg(&args, "target"), str_arg(&args, "link"))
+                .map(|()| "linked".to_string())
+                .map_err(io_error),
+        ),
+        "fs_list" => io_result(id, list(str_arg(&args, "path")).map_err(io_error)),
+        "env" => match std::env::var(str_arg(&args, "name")) {
+            Ok(v) => text_result(id, v),
+            Err(_) => ToolResult::error(id, "not set"),
+        },
+        "spin" => spin(),
+        "alloc" => {
+            let mb = u64_arg(&args, "mb");
+            let bytes = alloc(mb as usize * 1024 * 1024);
+            text_result(id, json!({"mb": mb, "bytes": bytes}).to_string())
+        }
+        "recurse" => {
+            let depth = recurse(black_box(u64_arg(&args, "depth")));
+            text_result(id, json!({ "depth": depth }).to_string())
+        }
+        "flood" => {
+            let count = u64_arg(&args, "count");
+            for i in 0..count {
+                notify(out, "info", format!("flood {i}"));
+            }
+            text_result(id, json!({ "sent": count }).to_string())
+        }
+        "big" => text_result(id, payload(u64_arg(&args, "bytes") as usize)),
+        "big_in" => {
+            let data = str_arg(&args, "data");
+            let hash = format!("{:016x}", fnv1a(data.as_bytes()));
+            text_result(id, json!({"len": data.len(), "fnv1a": hash}).to_string())
+        }
+        "frames" => {
+            frames(out);
+            text_result(id, "frames sent".into())
+        }
+        other => ToolResult::error(id, format!("guest: no tool {other}")),
+    };
+    send(out, &ExtFrame::ToolResult(result));
+}
+
+/// Never returns, and cannot be optimised away.
+fn spin() -> ! {
+    let mut i = 0u64;
+    loop {
+        i = black_box(i.wrapping_add(1));
+    }
+}
+
+/// Allocates `bytes` and writes every one of them; returns how many were kept.
+fn alloc(bytes: usize) -> usize {
+    let mut v: Vec<u8> = Vec::with_capacity(bytes);
+    v.resize(bytes, 0xA5);
+    black_box(&mut v);
+    v.len()
+}
+
+/// Non-tail recursion `depth` deep with a 256-byte frame in linear memory; returns the
+/// depth reached.
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    if depth == 0 {
+        return 0;
+    }
+    let mut frame = [0u8; 256];
+    frame[(depth % 256) as usize] = 1;
+    let frame = black_box(frame);
+    let below = recurse(black_box(depth - 1));
+    // `frame` is opaque: used after the call, so it lives across it.
+    black_box(below + 1 + u64::from(frame[1] == 2))
+}
+
+fn list(path: &str) -> std::io::Result<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(path)? {
+        names.push(entry?.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    Ok(Value::from(names).to_string())
+}
+
+/// `std::os::wasi::fs::symlink_path` is unstable (`wasi_ext`), so call wasi-libc's
+/// `symlink`, which resolves both paths against the preopened directories as std does.
+#[cfg(target_os = "wasi")]
+fn symlink(target: &str, link: &str) -> std::io::Result<()> {
+    use std::ffi::{c_char, c_int, CString};
+    extern "C" {
+        fn symlink(target: *const c_char, link: *const c_char) -> c_int;
+    }
+    let target = CString::new(target).map_err(std::io::Error::other)?;
+    let link = CString::new(link).map_err(std::io::Error::other)?;
+    // SAFETY: both are valid NUL-terminated strings that outlive the call.
+    match unsafe { symlink(target.as_ptr(), link.as_ptr()) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+#[cfg(unix)]
+fn symlink(target: &str, link: &str) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+#[cfg(not(any(unix, target_os = "wasi")))]
+fn symlink(_target: &str, _link: &str) -> std::io::Result<()> {
+    Err(std::io::Error::other("symlinks are not supported here"))
+}
+
+fn intercept(out: &mut dyn FnMut(String), ev: Event) {
+    let mut r = EventInterceptResponse {
+        id: ev.id.clone().unwrap_or_default(),
+        ..Default::default()
+    };
+    let f = &ev.fields;
+    match ev.event.as_str() {
+        "tool_call" => {
+            let name = f.get("tool_name").and_then(Value::as_str).unwrap_or("");
+            let args = f.get("tool_args").cloned().unwrap_or_else(|| json!({}));
+            if name == "bash" && str_arg(&args, "command").contains("rm -rf") {
+                r.block = true;
+                r.reason = Some("guest blocked rm -rf".into());
+            } else if name == "rewrite_me" {
+                let mut m = args.as_object().cloned().unwrap_or_default();
+                m.insert("guest".into(), json!(true));
+                r.modified_args = Some(Value::Object(m));
+            }
+        }
+        "assistant_message" => {
+            let text = f.get("text").and_then(Value::as_str).unwrap_or_default();
+            r.replace_text = Some(text.replace("secret", "[redacted]"));
+        }
+        _ => {} // turn_start and anything else: allow
+    }
+    send(out, &ExtFrame::EventInterceptResponse(r));
+}
+
+/// One of every one-way extension → host frame.
+fn frames(out: &mut dyn FnMut(String)) {
+    for level in ["info", "success", "warn", "error"] {
+        notify(out, level, format!("frames {level}"));
+    }
+    send(
+        out,
+        &ExtFrame::OpenPanel(OpenPanel {
+            panel: Panel {
+                id: "guest-p1".into(),
+                title: "Frames".into(),
+                lines: vec!["a".into(), "b".into()],
+                footer: "footer".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        }),
+    );
+    send(
+        out,
+        &ExtFrame::PanelRender(PanelRender {
+            panel_id: "guest-p1".into(),
+            title: "Frames 2".into(),
+            lines: vec!["c".into()],
+            footer: "footer 2".into(),
+            ..Default::default()
+        }),
+    );
+    send(
+        out,
+        &ExtFrame::PanelClose(PanelClose {
+            panel_id: "guest-p1".into(),
+            ..Default::default()
+        }),
+    );
+    send(out, &ExtFrame::ClearNotes(Default::default()));
+    send(
+        out,
+        &ExtFrame::Submit(Submit {
+            text: "hello from guest".into(),
+            ..Default::default()
+        }),
+    );
+    send(
+        out,
+        &ExtFrame::SubmitSlash(Submit {
+            text: format!("/{COMMAND} from slash"),
+            ..Default::default()
+        }),
+    );
+    send(
+        out,
+        &ExtFrame::CallTool(ToolCall {
+            id: "guest-ct-1".into(),
+            name: "echo".into(),
+            args: json!({"token": "via-call-tool"}),
+            extra: Map::new(),
+        }),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(s: &mut Scenario, frame: Value) -> Vec<Value> {
+        let mut sent = Vec::new();
+        s.handle(&frame.to_string(), &mut |f| {
+            sent.push(serde_json::from_str(&f).unwrap())
+        });
+        sent
+    }
+
+    #[test]
+    fn start_sends_hello_first_and_ready_last() {
+        let mut sent = Vec::new();
+        Scenario::new().start(&mut |f| sent.push(serde_json::from_str::<Value>(&f).unwrap()));
+        assert_eq!(sent[0]["type"], "hello");
+        assert_eq!(sent[0]["name"], NAME);
+        assert_eq!(sent.last().unwrap()["type"], "ready");
+        assert_eq!(sent.len(), 1 + 1 + TOOLS.len() + 1 + 1);
+    }
+
+    #[test]
+    fn tools_and_intercepts() {
+        let mut s = Scenario::new();
+        let r = run(
+            &mut s,
+            json!({"type":"tool_call","id":"1","name":"big","args":{"bytes":40}}),
+        );
+        assert_eq!(r[0]["content"][0]["text"], payload(40));
+        let r = run(
+            &mut s,
+            json!({"type":"tool_call","id":"2","name":"recurse","args":{"depth":1000}}),
+        );
+        assert_eq!(r[0]["content"][0]["text"], r#"{"depth":1000}"#);
+        let r = run(
+            &mut s,
+            json!({"type":"tool_call","id":"3","name":"flood","args":{"count":3}}),
+        );
+        assert_eq!(r.len(), 4);
+        let r = run(
+            &mut s,
+            json!({"type":"event_intercept","id":"4","event":"tool_call","tool_id":"t",
+                   "tool_name":"bash","tool_args":{"command":"rm -rf /"}}),
+        );
+        assert_eq!(r[0]["block"], true);
+        assert_eq!(r[0]["reason"], "guest blocked rm -rf");
+        let r = run(
+            &mut s,
+            json!({"type":"event_intercept","id":"5","event":"tool_call","tool_id":"t",
+                   "tool_name":"rewrite_me","tool_args":{"a":1}}),
+        );
+        assert_eq!(r[0]["modified_args"], json!({"a":1,"guest":true}));
+        let r = run(
+            &mut s,
+            json!({"type":"event_intercept","id":"6","event":"assistant_message","text":"a secret"}),
+        );
+        assert_eq!(r[0]["replace_text"], "a [redacted]");
+        assert!(run(&mut s, json!({"type":"teleport"})).is_empty());
+        let r = run(&mut s, json!({"type":"shutdown"}));
+        assert_eq!(r[0]["type"], "shutdown_ack");
+        assert!(s.is_shut_down());
+    }
+}
