@@ -4,15 +4,19 @@
 use crate::discovery::{discover, SearchPath, Source};
 use crate::events::HostEvent;
 use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
+use crate::grants;
 use crate::log::ExtLog;
-use crate::manifest::Manifest;
+use crate::manifest::{Launch, Manifest, Permissions};
 use crate::paths::ZotHome;
 use crate::registry::{Owned, Registry};
+use crate::sandbox;
 use crate::transport::stdio::{self, StdioSpec};
+use crate::transport::wasm::{self, Kind, WasmSpec};
+use crate::transport::Connection;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -111,6 +115,26 @@ pub struct ExtensionInfo {
     pub intercept: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Components only: their kind, hash, permissions and limits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxInfo>,
+}
+
+/// How a component is sandboxed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SandboxInfo {
+    /// `reactor` or `command`.
+    pub component: Kind,
+    /// SHA-256 of the component file.
+    pub sha256: String,
+    /// What its manifest asks.
+    pub asked: Permissions,
+    /// What the user granted (`null`: no grant recorded, so only the data dir).
+    pub granted: Option<Permissions>,
+    /// What was asked but is not in force, in words.
+    pub withheld: Vec<String>,
+    /// Its memory limit.
+    pub memory_mb: u64,
 }
 
 /// What `load` (and `reload`) did.
@@ -169,7 +193,27 @@ struct Entry {
     source: Source,
     dir: PathBuf,
     log: PathBuf,
+    transport: &'static str,
+    sandbox: Option<SandboxInfo>,
+    tool_timeout: Option<Duration>,
     state: EntryState,
+}
+
+/// A transport's connection, its name, the sandbox (components only), and the data dir
+/// the extension is told.
+type Transport = (Connection, &'static str, Option<SandboxInfo>, String);
+
+/// An extension that started.
+struct Started {
+    ext: Extension,
+    transport: &'static str,
+    sandbox: Option<SandboxInfo>,
+    tool_timeout: Option<Duration>,
+}
+
+/// The first 12 hex digits of a hash, for messages.
+fn short(sha256: &str) -> &str {
+    &sha256[..sha256.len().min(12)]
 }
 
 enum EntryState {
@@ -250,7 +294,8 @@ impl Host {
                     name: e.name.clone(),
                     version: e.version.clone(),
                     source: e.source,
-                    transport: "stdio",
+                    transport: e.transport,
+                    sandbox: e.sandbox.clone(),
                     state,
                     dir: e.dir.clone(),
                     log: e.log.clone(),
@@ -447,7 +492,14 @@ impl Inner {
                 )))
             }
         };
-        let timeout = timeout.unwrap_or(self.config.timeouts.tool);
+        let limit = self
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|e| e.name == ext.name())
+            .and_then(|e| e.tool_timeout);
+        let timeout = timeout.or(limit).unwrap_or(self.config.timeouts.tool);
         let result = ext.call_tool(name, args, timeout).await?;
         Ok((ext.name().to_string(), result))
     }
@@ -466,8 +518,10 @@ impl Inner {
                 dup.name()
             );
         }
+        let me = self.me.upgrade().expect("the host is alive while it loads");
         let mut report = LoadReport::default();
         let mut entries = Vec::new();
+        let mut starts = tokio::task::JoinSet::new();
         for (rank, f) in found.found.into_iter().enumerate() {
             let name = f.name();
             let log = self.config.home.log_path(&name);
@@ -475,28 +529,14 @@ impl Inner {
                 Err(e) => {
                     let message = e.to_string();
                     ExtLog::open(&log).warn(&message);
-                    report.errors.push(LoadError {
-                        extension: name.clone(),
-                        error: message.clone(),
-                    });
                     (String::new(), EntryState::Error(message))
                 }
                 Ok(m) if !m.enabled => (m.version, EntryState::Disabled),
                 Ok(m) => {
-                    let state = match self.start(rank, &f.dir, &m) {
-                        Ok(ext) => {
-                            report.loaded.push(name.clone());
-                            EntryState::Running(ext)
-                        }
-                        Err(message) => {
-                            report.errors.push(LoadError {
-                                extension: name.clone(),
-                                error: message.clone(),
-                            });
-                            EntryState::Error(message)
-                        }
-                    };
-                    (m.version, state)
+                    let (me, dir) = (me.clone(), f.dir.clone());
+                    let version = m.version.clone();
+                    starts.spawn(async move { (rank, me.start(rank, &dir, &m).await) });
+                    (version, EntryState::Error("not started".into()))
                 }
             };
             entries.push(Entry {
@@ -505,20 +545,44 @@ impl Inner {
                 source: f.source,
                 dir: f.dir,
                 log,
+                transport: "stdio",
+                sandbox: None,
+                tool_timeout: None,
                 state,
             });
         }
-        let running: Vec<Extension> = entries
-            .iter()
-            .filter_map(|e| match &e.state {
-                EntryState::Running(ext) => Some(ext.clone()),
-                _ => None,
-            })
-            .collect();
+        // All start in parallel: a cold compile of one component delays no other.
+        while let Some(done) = starts.join_next().await {
+            let (rank, result) = done.expect("starting an extension does not panic");
+            let entry = &mut entries[rank];
+            match result {
+                Ok(started) => {
+                    entry.transport = started.transport;
+                    entry.sandbox = started.sandbox;
+                    entry.tool_timeout = started.tool_timeout;
+                    entry.state = EntryState::Running(started.ext);
+                }
+                Err(message) => entry.state = EntryState::Error(message),
+            }
+        }
+        let mut running = Vec::new();
+        for e in &entries {
+            match &e.state {
+                EntryState::Running(ext) => {
+                    report.loaded.push(e.name.clone());
+                    running.push(ext.clone());
+                }
+                EntryState::Error(error) => report.errors.push(LoadError {
+                    extension: e.name.clone(),
+                    error: error.clone(),
+                }),
+                EntryState::Disabled => {}
+            }
+        }
         *self.entries.lock().unwrap() = entries;
         let deadline = tokio::time::Instant::now() + self.config.timeouts.ready;
         for ext in &running {
-            // All were spawned already: waiting on each in turn against one deadline
+            // All were started already: waiting on each in turn against one deadline
             // waits for them in parallel.
             if ext.wait_ready(deadline).await == Phase::Ready {
                 report.ready.push(ext.name().to_string());
@@ -532,30 +596,14 @@ impl Inner {
         report
     }
 
-    /// Spawns one extension and hands its connection to the protocol core.
-    fn start(&self, rank: usize, dir: &std::path::Path, m: &Manifest) -> Result<Extension, String> {
+    /// Starts one extension on its transport and hands the connection to the core.
+    async fn start(&self, rank: usize, dir: &Path, m: &Manifest) -> Result<Started, String> {
         let log = ExtLog::open(&self.config.home.log_path(&m.name));
-        let data_dir = self.config.home.data_dir(&m.name);
-        if let Err(e) = std::fs::create_dir_all(&data_dir) {
-            log.warn(&format!(
-                "cannot create data dir {}: {e}",
-                data_dir.display()
-            ));
-        }
-        let program = m.program(dir);
-        let spec = StdioSpec {
-            program: program.clone(),
-            args: m.args.clone(),
-            dir: dir.to_path_buf(),
-            stderr: log.stderr_handle(),
-            max_frame: self.config.max_frame,
+        let started = match m.launch(dir) {
+            Launch::Exec(program) => self.start_stdio(dir, m, program, &log),
+            Launch::Wasm(wasm) => self.start_wasm(m, wasm, &log).await,
         };
-        let conn = stdio::spawn(spec).map_err(|e| {
-            let message = format!("cannot start {}: {e}", program.display());
-            log.warn(&message);
-            message
-        })?;
-        log.info(&format!("started {} (stdio)", program.display()));
+        let (conn, transport, sandbox, data_dir) = started.inspect_err(|e| log.warn(e))?;
         let hello_ack = HelloAck {
             protocol_version: PROTOCOL_VERSION,
             zot_version: env!("CARGO_PKG_VERSION").into(),
@@ -563,11 +611,11 @@ impl Inner {
             model: self.config.model.clone(),
             cwd: self.config.cwd.display().to_string(),
             extension_dir: dir.display().to_string(),
-            data_dir: data_dir.display().to_string(),
+            data_dir,
             extra: Map::new(),
         };
         let hub: Arc<dyn Hub> = self.me.upgrade().expect("the host is alive while it loads");
-        Ok(Extension::start(
+        let ext = Extension::start(
             m.name.clone(),
             rank,
             log,
@@ -575,7 +623,95 @@ impl Inner {
             hello_ack,
             hub,
             self.notes.clone(),
-        ))
+        );
+        Ok(Started {
+            ext,
+            transport,
+            sandbox,
+            tool_timeout: m.limits.tool_timeout_ms.map(Duration::from_millis),
+        })
+    }
+
+    /// A subprocess; its data dir is `$ZOT_HOME/data/<name>`.
+    fn start_stdio(
+        &self,
+        dir: &Path,
+        m: &Manifest,
+        program: PathBuf,
+        log: &ExtLog,
+    ) -> Result<Transport, String> {
+        let data_dir = self.config.home.data_dir(&m.name);
+        if let Err(e) = std::fs::create_dir_all(&data_dir) {
+            log.warn(&format!(
+                "cannot create data dir {}: {e}",
+                data_dir.display()
+            ));
+        }
+        let spec = StdioSpec {
+            program: program.clone(),
+            args: m.args.clone(),
+            dir: dir.to_path_buf(),
+            stderr: log.stderr_handle(),
+            max_frame: self.config.max_frame,
+        };
+        let conn =
+            stdio::spawn(spec).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        log.info(&format!("started {} (stdio)", program.display()));
+        Ok((conn, "stdio", None, data_dir.display().to_string()))
+    }
+
+    /// A component in the sandbox, with what the manifest asks and the user granted.
+    async fn start_wasm(
+        &self,
+        m: &Manifest,
+        wasm: PathBuf,
+        log: &ExtLog,
+    ) -> Result<Transport, String> {
+        let home = &self.config.home;
+        let grant = grants::load(home, &m.name).unwrap_or_else(|e| {
+            log.warn(&format!("{e}: running with no grant"));
+            None
+        });
+        let decision = sandbox::decide(
+            &m.permissions,
+            &m.limits,
+            grant.as_ref(),
+            home.data_dir(&m.name),
+            &self.config.cwd,
+            |name| std::env::var(name).ok(),
+        );
+        for withheld in &decision.withheld {
+            log.warn(&format!("withheld: {withheld}"));
+        }
+        let data_dir = decision.policy.data_mount().to_string();
+        let memory_mb = (decision.policy.memory_bytes >> 20) as u64;
+        let started = wasm::spawn(WasmSpec {
+            wasm: wasm.clone(),
+            policy: decision.policy,
+            log: log.clone(),
+            max_frame: self.config.max_frame,
+            cache_dir: home.root().join("cache"),
+        })
+        .await
+        .map_err(|e| format!("cannot start {}: {e}", wasm.display()))?;
+        if let Some(g) = grant.as_ref().filter(|g| g.sha256 != started.sha256) {
+            log.warn(&format!(
+                "the component changed since permissions were granted (sha256 {} then, {} now): \
+                 running with the old grant; `zot ext grant {}` to review",
+                short(&g.sha256),
+                short(&started.sha256),
+                m.name
+            ));
+        }
+        let sandbox = SandboxInfo {
+            component: started.kind,
+            sha256: started.sha256,
+            asked: m.permissions.clone(),
+            granted: grant.map(|g| g.permissions),
+            withheld: decision.withheld,
+            memory_mb,
+        };
+        Ok((started.connection, "wasm", Some(sandbox), data_dir))
     }
 
     /// Stops every running extension in parallel; returns their names.

@@ -5,10 +5,11 @@
 //! `load()` starts the extensions, then `call_tool`, `invoke_command`, `emit`,
 //! `intercept`, `reload` and `shutdown`.
 
+pub mod cache;
 pub mod discovery;
 pub mod events;
-pub mod grants;
 pub mod extension;
+pub mod grants;
 pub mod host;
 pub mod install;
 pub mod log;

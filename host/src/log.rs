@@ -49,8 +49,17 @@ impl ExtLog {
 
     /// Writes one host diagnostic line: `<time> [zot] <level>: <message>`.
     pub fn write(&self, level: &str, message: &str) {
+        self.line("zot", level, message);
+    }
+
+    /// Writes one line a sandboxed guest logged: `<time> [guest] <level>: <message>`.
+    pub fn guest(&self, level: &str, message: &str) {
+        self.line("guest", level, message);
+    }
+
+    fn line(&self, source: &str, level: &str, message: &str) {
         let line = format!(
-            "{} [zot] {level}: {message}\n",
+            "{} [{source}] {level}: {message}\n",
             humantime::format_rfc3339_millis(std::time::SystemTime::now())
         );
         if let Some(Ok(mut f)) = self.file.as_ref().map(|f| f.lock()) {

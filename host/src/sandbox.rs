@@ -97,11 +97,12 @@ pub fn decide(
         withheld.push(format!("http {host}: {why}"));
     }
     let asked_mb = limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB);
-    let allowed_mb = grant.memory_mb.unwrap_or(DEFAULT_MEMORY_MB).max(DEFAULT_MEMORY_MB);
+    let allowed_mb = grant
+        .memory_mb
+        .unwrap_or(DEFAULT_MEMORY_MB)
+        .max(DEFAULT_MEMORY_MB);
     if asked_mb > allowed_mb {
-        withheld.push(format!(
-            "memory {asked_mb} MiB: {allowed_mb} MiB granted"
-        ));
+        withheld.push(format!("memory {asked_mb} MiB: {allowed_mb} MiB granted"));
     }
     Decision {
         policy: Policy {
@@ -293,9 +294,15 @@ mod tests {
     #[test]
     fn host_patterns() {
         let p = HostPattern::parse("api.example.com").unwrap();
-        assert_eq!((p.scheme, p.host.as_str(), p.port), ("https", "api.example.com", None));
+        assert_eq!(
+            (p.scheme, p.host.as_str(), p.port),
+            ("https", "api.example.com", None)
+        );
         let p = HostPattern::parse("http://127.0.0.1:8080").unwrap();
-        assert_eq!((p.scheme, p.host.as_str(), p.port), ("http", "127.0.0.1", Some(8080)));
+        assert_eq!(
+            (p.scheme, p.host.as_str(), p.port),
+            ("http", "127.0.0.1", Some(8080))
+        );
         let p = HostPattern::parse("*.Example.com:443").unwrap();
         assert_eq!((p.host.as_str(), p.port), ("*.example.com", Some(443)));
         let p = HostPattern::parse("[::1]:80").unwrap();

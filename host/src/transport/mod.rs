@@ -6,6 +6,7 @@
 pub mod memory;
 mod pipe;
 pub mod stdio;
+pub mod wasm;
 
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};

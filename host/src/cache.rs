@@ -1,0 +1,140 @@
+//! Compiled components, cached under `$ZOT_HOME/cache/`, keyed by the component's SHA-256
+//! and the engine's compatibility hash. An entry is `[sha256 of the rest][artifact]`,
+//! written to a temporary file and renamed into place; one whose checksum does not match
+//! (torn, corrupt, tampered with by accident) is compiled again and replaced. Compiling
+//! runs on a blocking thread, never on the async runtime's workers.
+
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// How a component was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Compiled now (cache miss or bad entry), taking this long.
+    Compiled(Duration),
+    /// Loaded from the cache, taking this long.
+    Cached(Duration),
+}
+
+/// A loaded component and its identity.
+pub struct Loaded {
+    pub component: Component,
+    /// Hex SHA-256 of the component file.
+    pub sha256: String,
+    pub source: Source,
+    /// Why a cache entry was not used, if one existed.
+    pub rejected: Option<String>,
+}
+
+/// Hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The cache file for `sha256` under `dir`, for this engine.
+fn entry_path(dir: &Path, engine: &Engine, sha256: &str) -> PathBuf {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()))
+}
+
+/// Loads the component at `wasm`: from `cache_dir` when a valid entry exists, else
+/// compiled (and the entry written). Cache write failures are not fatal.
+pub async fn load(engine: &Engine, wasm: &Path, cache_dir: &Path) -> Result<Loaded, String> {
+    let bytes = tokio::fs::read(wasm)
+        .await
+        .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+    let engine = engine.clone();
+    let cache_dir = cache_dir.to_path_buf();
+    tokio::task::spawn_blocking(move || load_blocking(&engine, &bytes, &cache_dir))
+        .await
+        .map_err(|e| format!("compiling the component failed: {e}"))?
+}
+
+fn load_blocking(engine: &Engine, bytes: &[u8], cache_dir: &Path) -> Result<Loaded, String> {
+    let sha256 = sha256_hex(bytes);
+    let entry = entry_path(cache_dir, engine, &sha256);
+    let started = Instant::now();
+    let rejected = match std::fs::read(&entry) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(format!("cannot read {}: {e}", entry.display())),
+        Ok(data) => match verified(&data) {
+            None => Some(format!("{} fails its checksum", entry.display())),
+            // SAFETY: the artifact is one this host serialised (its checksum matches what
+            // was written beside it) for an engine with the same compatibility hash;
+            // wasmtime checks the header and target again.
+            Some(artifact) => match unsafe { Component::deserialize(engine, artifact) } {
+                Ok(component) => {
+                    return Ok(Loaded {
+                        component,
+                        sha256,
+                        source: Source::Cached(started.elapsed()),
+                        rejected: None,
+                    })
+                }
+                Err(e) => Some(format!("{} is not usable: {e}", entry.display())),
+            },
+        },
+    };
+    let started = Instant::now();
+    let component =
+        Component::new(engine, bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
+    let compiled = started.elapsed();
+    if let Ok(artifact) = component.serialize() {
+        let _ = store(&entry, &artifact);
+    }
+    Ok(Loaded {
+        component,
+        sha256,
+        source: Source::Compiled(compiled),
+        rejected,
+    })
+}
+
+/// The artifact in `data` if its checksum prefix matches.
+fn verified(data: &[u8]) -> Option<&[u8]> {
+    if data.len() < 32 {
+        return None;
+    }
+    let (sum, artifact) = data.split_at(32);
+    (Sha256::digest(artifact).as_slice() == sum).then_some(artifact)
+}
+
+fn store(entry: &Path, artifact: &[u8]) -> std::io::Result<()> {
+    let dir = entry.parent().expect("cache entries live in a folder");
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        entry.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let mut data = Sha256::digest(artifact).to_vec();
+    data.extend_from_slice(artifact);
+    std::fs::write(&tmp, data)?;
+    std::fs::rename(&tmp, entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksums() {
+        let artifact = b"compiled code";
+        let mut data = Sha256::digest(artifact).to_vec();
+        data.extend_from_slice(artifact);
+        assert_eq!(verified(&data), Some(&artifact[..]));
+        let last = data.len() - 1;
+        data[last] ^= 1;
+        assert_eq!(verified(&data), None);
+        assert_eq!(verified(b"short"), None);
+    }
+}

@@ -1,0 +1,171 @@
+//! Command components (`wasi:cli/run`): an ordinary stdio extension compiled for
+//! `wasm32-wasip2`. Its stdin is fed from the frame queue and its stdout is split into
+//! lines exactly like a subprocess's.
+//!
+//! `run` only returns at end of input, so deadlines are per stretch of work: the guest's
+//! stdin knows when it has taken a frame (the frame's budget starts) and when it waits
+//! for one (no deadline while it waits). A guest that spins instead of reading again is
+//! stopped when the budget of the frame it took runs out.
+
+use super::{exit_for, killed, Deadline, Guest, GuestData, Stop, START_BUDGET};
+use crate::transport::{pipe, Exit, Outbound};
+use bytes::Bytes;
+use std::sync::Arc;
+use tokio::sync::{mpsc, Mutex, Notify};
+use wasmtime::component::Linker;
+use wasmtime_wasi::cli::{AsyncStdoutStream, IsTerminal, OutputFile, StdinStream};
+use wasmtime_wasi::p2::bindings::Command;
+use wasmtime_wasi::p2::{InputStream, Pollable, StreamError};
+
+/// Pipe capacity of the guest's stdout.
+const STDOUT_PIPE: usize = 64 * 1024;
+
+/// Runs a command component until `run` returns, it traps, or the host stops it.
+pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> Exit {
+    let stop = guest.stop.clone();
+    let deadline = Arc::new(Deadline::default());
+    let (guest_out, host_in) = tokio::io::duplex(STDOUT_PIPE);
+    let exited = Arc::new(Notify::new());
+    tokio::spawn(pipe::read_lines(
+        host_in,
+        guest.to_host.clone(),
+        guest.max_frame,
+        exited.clone(),
+    ));
+    guest
+        .wasi
+        .stdin(FrameStdin::new(frames, deadline.clone(), stop.clone()))
+        .stdout(AsyncStdoutStream::new(STDOUT_PIPE, guest_out));
+    if let Some(file) = guest.log.stderr_handle() {
+        guest.wasi.stderr(OutputFile::new(file));
+    }
+    let (mut store, component, log) = guest.store(deadline.clone());
+    let exit = async {
+        let mut linker = Linker::<GuestData>::new(store.engine());
+        if let Err(e) = wasmtime_wasi::p2::add_to_linker_async(&mut linker) {
+            return exit_for(&store, &e);
+        }
+        deadline.set(START_BUDGET);
+        let command = tokio::select! {
+            r = Command::instantiate_async(&mut store, &component, &linker) => match r {
+                Ok(c) => c,
+                Err(e) => return exit_for(&store, &e),
+            },
+            () = stop.kill.notified() => return killed(),
+        };
+        log.info("component started (command)");
+        tokio::select! {
+            r = command.wasi_cli_run().call_run(&mut store) => match r {
+                Ok(Ok(())) => Exit { reason: "exited with status 0".into(), code: Some(0), signal: None },
+                Ok(Err(())) => Exit { reason: "exited with status 1".into(), code: Some(1), signal: None },
+                Err(e) => exit_for(&store, &e),
+            },
+            () = stop.kill.notified() => killed(),
+        }
+    }
+    .await;
+    // Dropping the store closes the guest's stdout; the reader drains what is left.
+    drop(store);
+    exited.notify_one();
+    exit
+}
+
+/// The guest's stdin: frames from the host's queue, one after another. Every handle the
+/// guest opens shares one state.
+#[derive(Clone)]
+struct FrameStdin(Arc<Mutex<StdinState>>);
+
+struct StdinState {
+    frames: mpsc::Receiver<Outbound>,
+    /// The rest of the frame being read.
+    current: Bytes,
+    /// Input was closed: what is queued is still delivered, then end of file.
+    closing: bool,
+    ended: bool,
+    deadline: Arc<Deadline>,
+    stop: Arc<Stop>,
+}
+
+impl FrameStdin {
+    fn new(frames: mpsc::Receiver<Outbound>, deadline: Arc<Deadline>, stop: Arc<Stop>) -> Self {
+        FrameStdin(Arc::new(Mutex::new(StdinState {
+            frames,
+            current: Bytes::new(),
+            closing: false,
+            ended: false,
+            deadline,
+            stop,
+        })))
+    }
+}
+
+impl StdinState {
+    /// Makes `frame` the one being read: its budget starts now.
+    fn take(&mut self, frame: Outbound) {
+        self.deadline.set(frame.budget);
+        self.current = Bytes::from(frame.line);
+    }
+}
+
+impl IsTerminal for FrameStdin {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdinStream for FrameStdin {
+    fn p2_stream(&self) -> Box<dyn InputStream> {
+        Box::new(self.clone())
+    }
+
+    /// Only preview-3 guests read through this; they are not supported, so they see an
+    /// empty stdin.
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncRead + Send + Sync> {
+        Box::new(tokio::io::empty())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl InputStream for FrameStdin {
+    fn read(&mut self, size: usize) -> Result<Bytes, StreamError> {
+        let Ok(mut state) = self.0.try_lock() else {
+            return Err(StreamError::trap(
+                "concurrent reads of stdin are not supported",
+            ));
+        };
+        if state.current.is_empty() {
+            match state.frames.try_recv() {
+                Ok(frame) => state.take(frame),
+                Err(mpsc::error::TryRecvError::Disconnected) => return Err(StreamError::Closed),
+                Err(mpsc::error::TryRecvError::Empty) if state.closing || state.ended => {
+                    state.ended = true;
+                    return Err(StreamError::Closed);
+                }
+                Err(mpsc::error::TryRecvError::Empty) => return Ok(Bytes::new()),
+            }
+        }
+        let n = size.min(state.current.len());
+        Ok(state.current.split_to(n))
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for FrameStdin {
+    async fn ready(&mut self) {
+        let mut state = self.0.lock().await;
+        if !state.current.is_empty() || state.closing || state.ended {
+            return;
+        }
+        // Waiting for input: no deadline runs while the guest waits.
+        state.deadline.clear();
+        let close = state.stop.close_input.clone();
+        tokio::select! {
+            biased;
+            frame = state.frames.recv() => match frame {
+                Some(frame) => state.take(frame),
+                None => state.ended = true,
+            },
+            () = close.notified() => state.closing = true,
+        }
+    }
+}

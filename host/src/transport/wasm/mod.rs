@@ -1,0 +1,399 @@
+//! The sandboxed transport: a WASI preview-2 component run in-process by wasmtime, one
+//! `Store` owned by one task. Frames travel through the `zot:extension` WIT world
+//! (a *reactor*) or through virtual stdin/stdout (a *command*, `wasi:cli/run`); either
+//! way they reach the core as the same lines a subprocess would print.
+//!
+//! A trap, a missed deadline or an exhausted memory limit ends the task and is reported
+//! as the extension's exit (`trap: …`, `deadline exceeded`, `memory limit`).
+
+mod command;
+mod reactor;
+
+use super::{
+    Connection, Control, Exit, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
+};
+use crate::log::ExtLog;
+use crate::sandbox::{Policy, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot, Notify};
+use wasmtime::component::{Component, ResourceTable};
+use wasmtime::{Config, Engine, ResourceLimiter, Store, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// The WIT package version this host speaks.
+pub const WIT_VERSION: &str = "0.1.0";
+/// The export a reactor component must have.
+const GUEST_EXPORT: &str = "zot:extension/guest@0.1.0";
+/// How often the epoch ticks: the granularity of deadlines, and how often a running
+/// guest yields to other tasks.
+const TICK: Duration = Duration::from_millis(10);
+/// How long `start` (or a command's start-up) may run.
+pub const START_BUDGET: Duration = Duration::from_secs(10);
+
+/// What kind of component it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Exports `zot:extension/guest`: frames through `start`/`handle` and `host.send`.
+    Reactor,
+    /// Exports `wasi:cli/run`: frames over virtual stdin/stdout.
+    Command,
+}
+
+/// What to run, and with what.
+pub struct WasmSpec {
+    pub wasm: PathBuf,
+    pub policy: Policy,
+    pub log: ExtLog,
+    pub max_frame: usize,
+    /// `$ZOT_HOME/cache`.
+    pub cache_dir: PathBuf,
+}
+
+/// A started component.
+pub struct Started {
+    pub connection: Connection,
+    pub kind: Kind,
+    pub sha256: String,
+}
+
+/// The process-wide engine: async, epoch interruption, ticking every [`TICK`].
+pub fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).expect("the wasmtime configuration is valid");
+        let ticker = engine.weak();
+        std::thread::Builder::new()
+            .name("zot-epoch".into())
+            .spawn(move || loop {
+                std::thread::sleep(TICK);
+                match ticker.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => return,
+                }
+            })
+            .expect("a thread can be spawned");
+        engine
+    })
+}
+
+/// Loads (compiling or from the cache), checks and starts a component.
+pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
+    let engine = engine();
+    let loaded = crate::cache::load(engine, &spec.wasm, &spec.cache_dir).await?;
+    if let Some(why) = &loaded.rejected {
+        spec.log.warn(&format!("cache entry not used: {why}"));
+    }
+    match loaded.source {
+        crate::cache::Source::Compiled(t) => spec.log.info(&format!(
+            "compiled {} in {} ms (not cached)",
+            spec.wasm.display(),
+            t.as_millis()
+        )),
+        crate::cache::Source::Cached(t) => spec.log.info(&format!(
+            "loaded {} from the compilation cache in {} µs",
+            spec.wasm.display(),
+            t.as_micros()
+        )),
+    }
+    let kind = kind_of(engine, &loaded.component)?;
+    let (out_tx, out_rx) = mpsc::channel::<Outbound>(OUTBOUND_QUEUE);
+    let (in_tx, in_rx) = mpsc::channel::<Inbound>(INBOUND_QUEUE);
+    let (exit_tx, exit_rx) = oneshot::channel();
+    let stop = Arc::new(Stop::default());
+    let wasi = spec
+        .policy
+        .wasi()
+        .map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
+    let guest = Guest {
+        engine: engine.clone(),
+        component: loaded.component,
+        wasi,
+        memory_bytes: spec.policy.memory_bytes,
+        log: spec.log,
+        max_frame: spec.max_frame,
+        to_host: in_tx,
+        stop: stop.clone(),
+    };
+    tokio::spawn(async move {
+        let exit = match kind {
+            Kind::Reactor => reactor::run(guest, out_rx).await,
+            Kind::Command => command::run(guest, out_rx).await,
+        };
+        let _ = exit_tx.send(exit);
+    });
+    Ok(Started {
+        connection: Connection {
+            outbound: out_tx,
+            inbound: in_rx,
+            exit: exit_rx,
+            control: Box::new(StopHandle(stop)),
+        },
+        kind,
+        sha256: loaded.sha256,
+    })
+}
+
+/// Tells a reactor from a command by its exports; refuses one built for another
+/// version of the `zot:extension` world, or neither.
+fn kind_of(engine: &Engine, component: &Component) -> Result<Kind, String> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    if exports.iter().any(|e| e == GUEST_EXPORT) {
+        return Ok(Kind::Reactor);
+    }
+    if let Some(other) = exports
+        .iter()
+        .find(|e| e.starts_with("zot:extension/guest@"))
+    {
+        return Err(format!(
+            "the component was built for {other}, but this host speaks zot:extension@{WIT_VERSION}: \
+             rebuild it against wit/zot-extension-{WIT_VERSION}, or update zot"
+        ));
+    }
+    if exports.iter().any(|e| e.starts_with("wasi:cli/run@0.2")) {
+        return Ok(Kind::Command);
+    }
+    Err(format!(
+        "the component exports neither {GUEST_EXPORT} nor wasi:cli/run@0.2 (it exports: {})",
+        if exports.is_empty() {
+            "nothing".to_string()
+        } else {
+            exports.join(", ")
+        }
+    ))
+}
+
+/// What the task needs to run a guest.
+struct Guest {
+    engine: Engine,
+    component: Component,
+    wasi: wasmtime_wasi::WasiCtxBuilder,
+    memory_bytes: usize,
+    log: ExtLog,
+    max_frame: usize,
+    to_host: mpsc::Sender<Inbound>,
+    stop: Arc<Stop>,
+}
+
+/// The host's requests to stop a guest, seen by the task and the epoch callback.
+#[derive(Default)]
+struct Stop {
+    /// Input closed: finish the queued frames, then end.
+    close_input: Arc<Notify>,
+    /// Stop now.
+    kill: Notify,
+    killed: AtomicBool,
+}
+
+struct StopHandle(Arc<Stop>);
+
+impl Control for StopHandle {
+    fn close_input(&self) {
+        self.0.close_input.notify_one();
+    }
+    fn terminate(&self) {
+        self.kill();
+    }
+    fn kill(&self) {
+        self.0.killed.store(true, Ordering::SeqCst);
+        self.0.kill.notify_one();
+    }
+}
+
+/// The deadline of the work the guest is doing now; `None` while it waits for input.
+#[derive(Default)]
+struct Deadline(Mutex<Option<Instant>>);
+
+impl Deadline {
+    fn set(&self, budget: Duration) {
+        *self.0.lock().unwrap() = Some(Instant::now() + budget);
+    }
+    fn clear(&self) {
+        *self.0.lock().unwrap() = None;
+    }
+    fn passed(&self) -> bool {
+        self.0.lock().unwrap().is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// Memory, table and instance limits that remember a refused memory growth, so the
+/// trap that follows can be reported as `memory limit`.
+struct Limiter {
+    memory_bytes: usize,
+    memory_refused: bool,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allow = desired <= self.memory_bytes && maximum.is_none_or(|m| desired <= m);
+        self.memory_refused |= !allow;
+        Ok(allow)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS && maximum.is_none_or(|m| desired <= m))
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+    fn tables(&self) -> usize {
+        MAX_INSTANCES
+    }
+    fn memories(&self) -> usize {
+        MAX_INSTANCES
+    }
+}
+
+/// Everything a guest's store holds.
+struct GuestData {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: Limiter,
+    deadline: Arc<Deadline>,
+    stop: Arc<Stop>,
+    log: ExtLog,
+    max_frame: usize,
+    gate: LineGate,
+    to_host: mpsc::Sender<Inbound>,
+}
+
+impl WasiView for GuestData {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl GuestData {
+    /// A frame from the guest enters the same path a subprocess's stdout feeds.
+    async fn frame_to_host(&mut self, frame: Vec<u8>) -> wasmtime::Result<()> {
+        let item = if frame.len() > self.max_frame {
+            Inbound::Oversize(frame.len())
+        } else {
+            self.gate.admit(frame).await
+        };
+        self.to_host
+            .send(item)
+            .await
+            .map_err(|_| wasmtime::Error::msg("the host closed the connection"))
+    }
+}
+
+impl Guest {
+    /// A store with the sandbox's WASI context, limits and deadline callback.
+    fn store(mut self, deadline: Arc<Deadline>) -> (Store<GuestData>, Component, ExtLog) {
+        let data = GuestData {
+            wasi: self.wasi.build(),
+            table: ResourceTable::new(),
+            limiter: Limiter {
+                memory_bytes: self.memory_bytes,
+                memory_refused: false,
+            },
+            deadline,
+            stop: self.stop,
+            log: self.log.clone(),
+            max_frame: self.max_frame,
+            gate: LineGate::default(),
+            to_host: self.to_host,
+        };
+        let mut store = Store::new(&self.engine, data);
+        store.limiter(|d| &mut d.limiter);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            let data = ctx.data();
+            if data.stop.killed.load(Ordering::SeqCst) {
+                return Err(wasmtime::Error::msg(Stopped::Killed));
+            }
+            if data.deadline.passed() {
+                return Err(wasmtime::Error::msg(Stopped::Deadline));
+            }
+            Ok(UpdateDeadline::Yield(1))
+        });
+        (store, self.component, self.log)
+    }
+}
+
+/// Why the host stopped a running guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    Deadline,
+    Killed,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stopped::Deadline => "deadline exceeded",
+            Stopped::Killed => "stopped by the host",
+        })
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// The exit report for a guest call that failed with `error`.
+fn exit_for(store: &Store<GuestData>, error: &wasmtime::Error) -> Exit {
+    let code = |code| Exit {
+        reason: format!("exited with status {code}"),
+        code: Some(code),
+        signal: None,
+    };
+    if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return code(exit.0);
+    }
+    let reason = if let Some(stopped) = error.downcast_ref::<Stopped>() {
+        stopped.to_string()
+    } else if store.data().limiter.memory_refused {
+        "memory limit".to_string()
+    } else if let Some(trap) = error.downcast_ref::<wasmtime::Trap>() {
+        format!("trap: {trap}")
+    } else {
+        format!("trap: {error:#}")
+    };
+    Exit {
+        reason,
+        code: None,
+        signal: None,
+    }
+}
+
+/// The exit report when the host stopped a guest that was waiting.
+fn killed() -> Exit {
+    Exit {
+        reason: Stopped::Killed.to_string(),
+        code: None,
+        signal: None,
+    }
+}
+
+/// Writes the guest's own log lines.
+fn guest_log(log: &ExtLog, level: &str, message: &str) {
+    let level = match level {
+        "debug" | "info" | "warn" | "error" => level,
+        _ => "info",
+    };
+    log.guest(level, message);
+}
