@@ -228,7 +228,10 @@ fn a_source_without_manifest_leaves_nothing_behind() {
 
     let bad = env.source("bad", r#"{"name":"bad"}"#);
     let out = env.zot(&["install", bad.to_str().unwrap()]);
-    assert_fails_with(&out, "\"exec\" is required");
+    assert_fails_with(
+        &out,
+        "field \"exec\" (a program to run) or \"wasm\" (a component) is required",
+    );
     assert_eq!(env.installed(), Vec::<String>::new());
 
     let missing = env.root.join("missing.git");
