@@ -4,7 +4,6 @@
 use crate::discovery::{discover, SearchPath, Source};
 use crate::events::HostEvent;
 use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
-use crate::grants;
 use crate::log::ExtLog;
 use crate::manifest::{Launch, Manifest, Permissions};
 use crate::paths::ZotHome;
@@ -52,6 +51,20 @@ impl Default for Timeouts {
             ready: Duration::from_secs(3),
             shutdown: Duration::from_secs(2),
             terminate: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Timeouts {
+    /// How long an extension may take to handle a frame of type `frame_type`: its
+    /// request's timeout, or one second for one-way frames.
+    pub fn budget(&self, frame_type: &str) -> Duration {
+        match frame_type {
+            "tool_call" => self.tool,
+            "command_invoked" => self.command,
+            "event_intercept" => self.intercept,
+            "shutdown" => self.shutdown,
+            _ => crate::extension::ONE_WAY_BUDGET,
         }
     }
 }
@@ -209,11 +222,6 @@ struct Started {
     transport: &'static str,
     sandbox: Option<SandboxInfo>,
     tool_timeout: Option<Duration>,
-}
-
-/// The first 12 hex digits of a hash, for messages.
-fn short(sha256: &str) -> &str {
-    &sha256[..sha256.len().min(12)]
 }
 
 enum EntryState {
@@ -668,21 +676,7 @@ impl Inner {
         log: &ExtLog,
     ) -> Result<Transport, String> {
         let home = &self.config.home;
-        let grant = grants::load(home, &m.name).unwrap_or_else(|e| {
-            log.warn(&format!("{e}: running with no grant"));
-            None
-        });
-        let decision = sandbox::decide(
-            &m.permissions,
-            &m.limits,
-            grant.as_ref(),
-            home.data_dir(&m.name),
-            &self.config.cwd,
-            |name| std::env::var(name).ok(),
-        );
-        for withheld in &decision.withheld {
-            log.warn(&format!("withheld: {withheld}"));
-        }
+        let (decision, grant) = sandbox::for_manifest(home, m, &self.config.cwd, log);
         let data_dir = decision.policy.data_mount().to_string();
         let memory_mb = (decision.policy.memory_bytes >> 20) as u64;
         let started = wasm::spawn(WasmSpec {
@@ -690,19 +684,11 @@ impl Inner {
             policy: decision.policy,
             log: log.clone(),
             max_frame: self.config.max_frame,
-            cache_dir: home.root().join("cache"),
+            cache_dir: home.cache_dir(),
         })
         .await
         .map_err(|e| format!("cannot start {}: {e}", wasm.display()))?;
-        if let Some(g) = grant.as_ref().filter(|g| g.sha256 != started.sha256) {
-            log.warn(&format!(
-                "the component changed since permissions were granted (sha256 {} then, {} now): \
-                 running with the old grant; `zot ext grant {}` to review",
-                short(&g.sha256),
-                short(&started.sha256),
-                m.name
-            ));
-        }
+        sandbox::warn_if_changed(grant.as_ref(), &started.sha256, &m.name, log);
         let sandbox = SandboxInfo {
             component: started.kind,
             sha256: started.sha256,

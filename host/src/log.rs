@@ -37,6 +37,20 @@ impl ExtLog {
         }
     }
 
+    /// A log on this process's stderr (for `zot ext run`, whose diagnostics go there).
+    pub fn stderr() -> ExtLog {
+        use std::os::fd::AsFd;
+        let file = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .map(|fd| Arc::new(Mutex::new(File::from(fd))));
+        ExtLog {
+            path: PathBuf::from("/dev/stderr"),
+            file,
+        }
+    }
+
     /// The log's path.
     pub fn path(&self) -> &Path {
         &self.path

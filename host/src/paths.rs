@@ -47,6 +47,11 @@ impl ZotHome {
         self.logs_dir().join(format!("ext-{name}.log"))
     }
 
+    /// Compiled components: `$ZOT_HOME/cache`.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.root.join("cache")
+    }
+
     /// One extension's private data folder: `$ZOT_HOME/data/<name>`.
     pub fn data_dir(&self, name: &str) -> PathBuf {
         self.root.join("data").join(name)

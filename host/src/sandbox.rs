@@ -3,7 +3,9 @@
 //! else is denied. [`Policy::wasi`] turns the decision into a WASI context that inherits
 //! nothing from the host.
 
-use crate::manifest::{CwdAccess, Limits, Permissions};
+use crate::log::ExtLog;
+use crate::manifest::{CwdAccess, Limits, Manifest, Permissions};
+use crate::paths::ZotHome;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
@@ -112,6 +114,46 @@ pub fn decide(
             memory_bytes: (asked_mb.min(allowed_mb) * 1024 * 1024) as usize,
         },
         withheld,
+    }
+}
+
+/// The decision for the component of manifest `m`: its recorded grant, if any, and the
+/// host's environment. What is withheld is logged.
+pub fn for_manifest(
+    home: &ZotHome,
+    m: &Manifest,
+    cwd: &Path,
+    log: &ExtLog,
+) -> (Decision, Option<Grant>) {
+    let grant = crate::grants::load(home, &m.name).unwrap_or_else(|e| {
+        log.warn(&format!("{e}: running with no grant"));
+        None
+    });
+    let decision = decide(
+        &m.permissions,
+        &m.limits,
+        grant.as_ref(),
+        home.data_dir(&m.name),
+        cwd,
+        |name| std::env::var(name).ok(),
+    );
+    for withheld in &decision.withheld {
+        log.warn(&format!("withheld: {withheld}"));
+    }
+    (decision, grant)
+}
+
+/// Logs when the component is not the one the grant was given for: it still runs with
+/// the old grant (never more), and the user is told how to review it.
+pub fn warn_if_changed(grant: Option<&Grant>, sha256: &str, name: &str, log: &ExtLog) {
+    if let Some(g) = grant.filter(|g| g.sha256 != sha256) {
+        let short = |s: &str| s[..s.len().min(12)].to_string();
+        log.warn(&format!(
+            "the component changed since permissions were granted (sha256 {} then, {} now): \
+             running with the old grant; `zot ext grant {name}` to review",
+            short(&g.sha256),
+            short(sha256),
+        ));
     }
 }
 

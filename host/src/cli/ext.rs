@@ -30,7 +30,12 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
         ExtCommand::Enable { name } => set_enabled(&home, &name, true),
         ExtCommand::Disable { name } => set_enabled(&home, &name, false),
         ExtCommand::Logs { name, follow } => logs(&home, &name, follow),
-        ExtCommand::Check(_) => unreachable!("`zot ext check` is dispatched by cli::main"),
+        ExtCommand::Check(_)
+        | ExtCommand::Run(_)
+        | ExtCommand::Grant(_)
+        | ExtCommand::Revoke { .. } => {
+            unreachable!("dispatched by cli::main")
+        }
     }
 }
 

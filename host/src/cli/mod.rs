@@ -2,6 +2,8 @@
 
 mod check;
 mod ext;
+mod grant;
+mod run;
 mod sidecar;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +61,13 @@ pub(crate) enum ExtCommand {
     /// Load one extension, print its hello, registrations and timings; non-zero exit on a
     /// protocol violation.
     Check(check::CheckArgs),
+    /// Run one WebAssembly component as a stdio extension (frames on stdin/stdout), in
+    /// the sandbox with its grants.
+    Run(run::RunArgs),
+    /// Show or grant the permissions a component's manifest asks for.
+    Grant(grant::GrantArgs),
+    /// Forget every permission granted to an extension.
+    Revoke { name: String },
 }
 
 /// Parses the command line and runs it.
@@ -72,6 +81,9 @@ pub fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Ext(ExtCommand::Check(args)) => check::run(args),
+        Command::Ext(ExtCommand::Run(args)) => run::run(args),
+        Command::Ext(ExtCommand::Grant(args)) => grant::grant(args),
+        Command::Ext(ExtCommand::Revoke { name }) => grant::revoke(&name),
         Command::Ext(cmd) => ext::run(cmd),
         Command::Host(args) => sidecar::run(args),
     }
