@@ -405,13 +405,26 @@ pub struct Listed {
     pub description: String,
     pub source: Source,
     pub dir: String,
-    /// How the host talks to it; `stdio` for every manifest with `exec`.
+    /// How the host talks to it: `stdio` for a manifest with `exec`, `wasm` for one with
+    /// `wasm`.
     pub transport: &'static str,
     pub enabled: bool,
     pub state: State,
     /// Why the manifest cannot be used (only when `state` is `error`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Components only: what the manifest asks and what the user granted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<ListedSandbox>,
+}
+
+/// A component's permissions in `zot ext list --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListedSandbox {
+    pub asked: crate::manifest::Permissions,
+    pub limits: crate::manifest::Limits,
+    /// `null` when no grant is recorded (the data dir only).
+    pub granted: Option<crate::sandbox::Grant>,
 }
 
 impl From<&Found> for Listed {
@@ -430,10 +443,15 @@ impl From<&Found> for Listed {
             description: text("description").to_string(),
             source: found.source,
             dir: found.dir.display().to_string(),
-            transport: "stdio",
+            transport: if raw.contains_key("wasm") {
+                "wasm"
+            } else {
+                "stdio"
+            },
             enabled,
             state,
             error: found.manifest.as_ref().err().map(ToString::to_string),
+            sandbox: None,
         }
     }
 }
@@ -459,9 +477,20 @@ pub struct Listing {
 /// Lists the project-local (below `cwd`) and global extensions.
 pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
     let found = discover(&search_path(cwd, home));
+    let row = |f: &Found| {
+        let mut row = Listed::from(f);
+        if let Some(m) = f.manifest.as_ref().ok().filter(|m| m.wasm.is_some()) {
+            row.sandbox = Some(ListedSandbox {
+                asked: m.permissions.clone(),
+                limits: m.limits.clone(),
+                granted: crate::grants::load(home, &m.name).ok().flatten(),
+            });
+        }
+        row
+    };
     Listing {
-        active: found.found.iter().map(Listed::from).collect(),
-        shadowed: found.shadowed.iter().map(Listed::from).collect(),
+        active: found.found.iter().map(row).collect(),
+        shadowed: found.shadowed.iter().map(row).collect(),
     }
 }
 

@@ -119,15 +119,20 @@ async fn check(config: HostConfig) -> Value {
         "intercept": info.intercept,
         "shutdown_ms": ms(Some(shutdown)),
         "exit": exit,
+        "sandbox": info.sandbox,
         "violations": violations,
     })
 }
 
+/// The report as text. Printed at once, so a closed stdout (`| head`) is not an error.
 fn print_text(r: &Value) {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let ms = |v: &Value| v.as_f64().map_or("-".into(), |m| format!("{m:.1} ms"));
     if r.get("name").is_some() {
-        println!(
+        let _ = writeln!(
+            out,
             "{} {} ({}) at {}",
             s(&r["name"]),
             s(&r["version"]),
@@ -136,7 +141,8 @@ fn print_text(r: &Value) {
         );
         let hello = &r["hello"];
         if hello.is_object() {
-            println!(
+            let _ = writeln!(
+                out,
                 "  hello      {:>10}  name {:?}, version {:?}, capabilities {}",
                 ms(&r["hello_ms"]),
                 s(&hello["name"]),
@@ -144,44 +150,65 @@ fn print_text(r: &Value) {
                 hello["capabilities"]
             );
         } else {
-            println!("  hello      never");
+            let _ = writeln!(out, "  hello      never");
         }
         let how = match r["ready_by"].as_str() {
             Some("frame") => "sent ready",
             Some(_) => "silent for 250 ms, no ready frame",
             None => "never",
         };
-        println!("  ready      {:>10}  {how}", ms(&r["ready_ms"]));
+        let _ = writeln!(out, "  ready      {:>10}  {how}", ms(&r["ready_ms"]));
         for (label, key) in [("commands", "commands"), ("tools", "tools")] {
             let list = r[key].as_array().cloned().unwrap_or_default();
             if list.is_empty() {
-                println!("  {label:<10} (none)");
+                let _ = writeln!(out, "  {label:<10} (none)");
             }
             for item in list {
                 let prefix = if key == "commands" { "/" } else { "" };
-                println!(
+                let _ = writeln!(
+                    out,
                     "  {label:<10} {prefix}{} - {}",
                     s(&item["name"]),
                     s(&item["description"])
                 );
             }
         }
-        println!("  events     {}", r["events"]);
-        println!("  intercept  {}", r["intercept"]);
-        println!(
+        if let Some(sb) = r["sandbox"].as_object() {
+            let _ = writeln!(
+                out,
+                "  sandbox    {} component, {} MiB memory, sha256 {}",
+                sb["component"].as_str().unwrap_or_default(),
+                sb["memory_mb"],
+                &sb["sha256"].as_str().unwrap_or_default()[..12]
+            );
+            let _ = writeln!(out, "             asks {}", sb["asked"]);
+            let _ = writeln!(out, "             granted {}", sb["granted"]);
+            for w in sb["withheld"].as_array().into_iter().flatten() {
+                let _ = writeln!(
+                    out,
+                    "             withheld: {}",
+                    w.as_str().unwrap_or_default()
+                );
+            }
+        }
+        let _ = writeln!(out, "  events     {}", r["events"]);
+        let _ = writeln!(out, "  intercept  {}", r["intercept"]);
+        let _ = writeln!(
+            out,
             "  shutdown   {:>10}  {}",
             ms(&r["shutdown_ms"]),
             s(&r["exit"])
         );
-        println!("  log        {}", s(&r["log"]));
+        let _ = writeln!(out, "  log        {}", s(&r["log"]));
     }
     let violations = r["violations"].as_array().cloned().unwrap_or_default();
     if violations.is_empty() {
-        println!("ok: no protocol violations");
+        let _ = writeln!(out, "ok: no protocol violations");
     } else {
-        println!("{} protocol violation(s):", violations.len());
+        let _ = writeln!(out, "{} protocol violation(s):", violations.len());
         for v in violations {
-            println!("  - {}", s(&v));
+            let _ = writeln!(out, "  - {}", s(&v));
         }
     }
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
 }
