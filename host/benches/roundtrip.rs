@@ -1,7 +1,13 @@
-//! Tool-call round trip over stdio: the raw pipe (baseline, no host), the `zot-host`
-//! library, and the `zot host` sidecar, measured in the same run against the same Rust
-//! test extension. Prints p50/p99 and each one's ratio to the baseline.
+//! Tool-call round trips and component start-up, measured in one run:
 //!
+//! * over stdio: the raw pipe (baseline, no host), the `zot-host` library, and the
+//!   `zot host` sidecar, against the Rust test extension;
+//! * stdio vs wasm: the same guest source (tests/guests) as a native stdio extension,
+//!   a wasm command component and a wasm reactor component, through the library;
+//! * a component's cold start (compile) and warm starts (disk cache in a new process;
+//!   already loaded in this process), and the memory an idle component adds to the host.
+//!
+//! Prints p50/p99 and ratios against the first row of each group.
 //! `cargo bench -p zot-host --bench roundtrip [-- N]` (N calls each, default 2000).
 
 use serde_json::{json, Value};
@@ -21,35 +27,154 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(2000);
     let dir = std::env::temp_dir().join(format!("zot-bench-{}", std::process::id()));
-    let ext_dir = dir.join("bench");
-    std::fs::create_dir_all(&ext_dir).unwrap();
-    std::fs::write(
-        ext_dir.join("extension.json"),
-        json!({"name": "bench", "exec": EXT, "args": ["--name", "bench"]}).to_string(),
-    )
-    .unwrap();
+    let guest = |name: &str, manifest: Value| {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("extension.json"), manifest.to_string()).unwrap();
+        d
+    };
 
+    let ext_dir = guest(
+        "bench",
+        json!({"name": "bench", "exec": EXT, "args": ["--name", "bench"]}),
+    );
     let raw = stats(raw_pipe(n));
     let lib = stats(library(n, &dir, &ext_dir));
     let sidecar = stats(sidecar(n, &dir, &ext_dir));
-    println!("tool-call round trip over stdio, {n} sequential calls each");
+    table(
+        &format!("tool-call round trip over stdio, {n} sequential calls each"),
+        &[
+            ("raw pipe (baseline)", raw),
+            ("zot-host library", lib),
+            ("zot host sidecar", sidecar),
+        ],
+    );
+
+    let native = guest(
+        "native",
+        json!({"name": "native", "exec": zot_test_guests::COMMAND_NATIVE}),
+    );
+    let command = guest(
+        "command",
+        json!({"name": "command", "wasm": zot_test_guests::COMMAND}),
+    );
+    let reactor = guest(
+        "reactor",
+        json!({"name": "reactor", "wasm": zot_test_guests::REACTOR}),
+    );
+    let native_rt = stats(library(n, &dir, &native));
+    table(
+        &format!("the same guest source, stdio vs wasm, {n} sequential calls each"),
+        &[
+            ("native stdio (baseline)", native_rt),
+            ("wasm command component", stats(library(n, &dir, &command))),
+            ("wasm reactor component", stats(library(n, &dir, &reactor))),
+        ],
+    );
+
+    let cold = stats(
+        (0..5)
+            .map(|i| start(&dir.join(format!("cold-{i}")), &reactor))
+            .collect(),
+    );
+    // A new process has nothing in memory: it loads the disk cache. Its start-up is
+    // measured against a sidecar with no extension.
+    let warm_home = dir.join("warm");
+    start(&warm_home, &reactor);
+    let empty: Vec<Duration> = (0..10).map(|_| sidecar_ready(&warm_home, &[]).0).collect();
+    let cached: Vec<Duration> = (0..10)
+        .map(|_| sidecar_ready(&warm_home, std::slice::from_ref(&reactor)).0)
+        .collect();
+    let (empty, cached) = (stats(empty), stats(cached));
+    let shared = stats((0..20).map(|_| start(&warm_home, &reactor)).collect());
+    table(
+        "reactor component start to ready",
+        &[
+            ("cold: compile (baseline)", cold),
+            (
+                "warm: disk cache, new process",
+                (cached.0 - empty.0, cached.1 - empty.1),
+            ),
+            ("warm: loaded in this process", shared),
+        ],
+    );
+
+    let idle = 20;
+    let (_, base) = sidecar_ready(&dir.join("rss"), &[]);
+    let many: Vec<_> = (0..idle)
+        .map(|i| {
+            guest(
+                &format!("idle-{i}"),
+                json!({"name": format!("idle-{i}"), "wasm": zot_test_guests::REACTOR}),
+            )
+        })
+        .collect();
+    start(&dir.join("rss"), &many[0]); // compiled once, then loaded from the cache
+    let (_, loaded) = sidecar_ready(&dir.join("rss"), &many);
     println!(
-        "{:<28} {:>10} {:>10} {:>12}",
+        "\nresident memory of `zot host`: {base} KiB with no extension, {loaded} KiB with {idle} \
+         idle reactor components: {:.0} KiB per idle component",
+        (loaded.saturating_sub(base)) as f64 / idle as f64
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn table(title: &str, rows: &[(&str, (f64, f64))]) {
+    println!("\n{title}");
+    println!(
+        "{:<32} {:>10} {:>10} {:>10}",
         "", "p50 µs", "p99 µs", "p50 ratio"
     );
-    for (label, s) in [
-        ("raw pipe (baseline)", &raw),
-        ("zot-host library", &lib),
-        ("zot host sidecar", &sidecar),
-    ] {
-        println!(
-            "{label:<28} {:>10.1} {:>10.1} {:>11.2}x",
-            s.0,
-            s.1,
-            s.0 / raw.0
-        );
+    let base = rows[0].1 .0;
+    for (label, (p50, p99)) in rows {
+        println!("{label:<32} {p50:>10.1} {p99:>10.1} {:>9.2}x", p50 / base);
     }
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Time from `load` to ready for one extension, with `home` as ZOT_HOME.
+fn start(home: &Path, ext_dir: &Path) -> Duration {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut config = HostConfig::new(ZotHome::new(home), home.to_path_buf());
+        config.explicit = vec![ext_dir.to_path_buf()];
+        config.installed = false;
+        let (host, _notes) = Host::new(config);
+        let t = Instant::now();
+        let report = host.load().await;
+        let took = t.elapsed();
+        assert_eq!(report.ready.len(), 1, "{report:?}");
+        host.shutdown().await;
+        took
+    })
+}
+
+/// Time from spawning a `zot host` sidecar with `exts` to its `host_ready`, and its VmRSS
+/// (KiB) once ready.
+fn sidecar_ready(home: &Path, exts: &[std::path::PathBuf]) -> (Duration, u64) {
+    let mut cmd = Command::new(ZOT);
+    cmd.arg("host").arg("--zot-home").arg(home);
+    for e in exts {
+        cmd.arg("--ext").arg(e);
+    }
+    let t = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    read_until(&mut out, |v| v["type"] == "host_ready");
+    let ready = t.elapsed();
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    drop(child.stdin.take());
+    let _ = child.wait();
+    (ready, rss)
 }
 
 /// p50 and p99 in microseconds.

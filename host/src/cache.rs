@@ -5,15 +5,20 @@
 //! runs on a blocking thread, never on the async runtime's workers.
 
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use tokio::sync::OnceCell;
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// Already loaded by this process (shared code, no work).
+    Shared,
     /// Compiled now (cache miss or bad entry), taking this long.
     Compiled(Duration),
     /// Loaded from the cache, taking this long.
@@ -48,22 +53,52 @@ fn entry_path(dir: &Path, engine: &Engine, sha256: &str) -> PathBuf {
 
 /// Loads the component at `wasm`: from `cache_dir` when a valid entry exists, else
 /// compiled (and the entry written). Cache write failures are not fatal.
+///
+/// Within one process a component is compiled or loaded once and its code shared by every
+/// extension that runs it; concurrent starts of the same component wait for that one load.
 pub async fn load(engine: &Engine, wasm: &Path, cache_dir: &Path) -> Result<Loaded, String> {
     let bytes = tokio::fs::read(wasm)
         .await
         .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
-    let engine = engine.clone();
-    let cache_dir = cache_dir.to_path_buf();
-    tokio::task::spawn_blocking(move || load_blocking(&engine, &bytes, &cache_dir))
-        .await
-        .map_err(|e| format!("compiling the component failed: {e}"))?
+    let sha256 = sha256_hex(&bytes);
+    let entry = entry_path(cache_dir, engine, &sha256);
+    let cell = {
+        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceCell<Component>>>>> =
+            OnceLock::new();
+        let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap();
+        loaded.entry(entry.clone()).or_default().clone()
+    };
+    let mut fresh = None;
+    let component = cell
+        .get_or_try_init(|| async {
+            let engine = engine.clone();
+            let sha = sha256.clone();
+            let loaded =
+                tokio::task::spawn_blocking(move || load_blocking(&engine, &bytes, sha, &entry))
+                    .await
+                    .map_err(|e| format!("compiling the component failed: {e}"))??;
+            let component = loaded.component.clone();
+            fresh = Some(loaded);
+            Ok::<_, String>(component)
+        })
+        .await?
+        .clone();
+    Ok(fresh.unwrap_or(Loaded {
+        component,
+        sha256,
+        source: Source::Shared,
+        rejected: None,
+    }))
 }
 
-fn load_blocking(engine: &Engine, bytes: &[u8], cache_dir: &Path) -> Result<Loaded, String> {
-    let sha256 = sha256_hex(bytes);
-    let entry = entry_path(cache_dir, engine, &sha256);
+fn load_blocking(
+    engine: &Engine,
+    bytes: &[u8],
+    sha256: String,
+    entry: &Path,
+) -> Result<Loaded, String> {
     let started = Instant::now();
-    let rejected = match std::fs::read(&entry) {
+    let rejected = match std::fs::read(entry) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => Some(format!("cannot read {}: {e}", entry.display())),
         Ok(data) => match verified(&data) {
@@ -89,7 +124,7 @@ fn load_blocking(engine: &Engine, bytes: &[u8], cache_dir: &Path) -> Result<Load
         Component::new(engine, bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
     let compiled = started.elapsed();
     if let Ok(artifact) = component.serialize() {
-        let _ = store(&entry, &artifact);
+        let _ = store(entry, &artifact);
     }
     Ok(Loaded {
         component,

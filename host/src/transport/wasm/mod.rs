@@ -91,6 +91,10 @@ pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
         spec.log.warn(&format!("cache entry not used: {why}"));
     }
     match loaded.source {
+        crate::cache::Source::Shared => spec.log.info(&format!(
+            "reused {}, already compiled in this process",
+            spec.wasm.display()
+        )),
         crate::cache::Source::Compiled(t) => spec.log.info(&format!(
             "compiled {} in {} ms (not cached)",
             spec.wasm.display(),
