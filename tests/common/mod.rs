@@ -214,8 +214,11 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
 
 /// Lays out the scratch directory and the command line of one `zot host`.
 pub struct HostBuilder {
-    scratch: TempDir,
+    /// Removed with the `Host` unless the directory was lent ([`HostBuilder::in_dir`]).
+    scratch: Option<TempDir>,
+    root: PathBuf,
     args: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Default for HostBuilder {
@@ -227,33 +230,44 @@ impl Default for HostBuilder {
 impl HostBuilder {
     pub fn new() -> HostBuilder {
         let scratch = TempDir::new("host");
+        let mut b = HostBuilder::in_dir(scratch.path());
+        b.scratch = Some(scratch);
+        b
+    }
+
+    /// A host laid out in `root` (created if missing), which the caller owns and which
+    /// outlives the host: start another host in the same directory to reuse its
+    /// `ZOT_HOME` (data, logs, cache, grants). Nothing of `root` is removed.
+    pub fn in_dir(root: &Path) -> HostBuilder {
         for d in ["home", "cwd", "exts"] {
-            std::fs::create_dir_all(scratch.path().join(d)).unwrap();
+            std::fs::create_dir_all(root.join(d)).unwrap();
         }
         HostBuilder {
-            scratch,
+            scratch: None,
+            root: root.to_path_buf(),
             args: Vec::new(),
+            env: Vec::new(),
         }
     }
 
     /// `ZOT_HOME` of this host.
     pub fn home(&self) -> PathBuf {
-        self.scratch.path().join("home")
+        self.root.join("home")
     }
 
     /// The project directory (`--cwd`, and the process's working directory).
     pub fn cwd(&self) -> PathBuf {
-        self.scratch.path().join("cwd")
+        self.root.join("cwd")
     }
 
     /// A scratch folder for anything else.
     pub fn scratch(&self) -> &Path {
-        self.scratch.path()
+        &self.root
     }
 
     /// Writes an extension dir outside the search paths and passes it with `--ext`.
     pub fn explicit(&mut self, dir_name: &str, manifest: &Value) -> PathBuf {
-        let dir = write_manifest(&self.scratch.path().join("exts").join(dir_name), manifest);
+        let dir = write_manifest(&self.root.join("exts").join(dir_name), manifest);
         self.ext_path(&dir);
         dir
     }
@@ -276,6 +290,12 @@ impl HostBuilder {
             &self.cwd().join(".zot").join("extensions").join(dir_name),
             manifest,
         )
+    }
+
+    /// Sets an environment variable of the `zot` process.
+    pub fn env(&mut self, key: &str, value: &str) -> &mut Self {
+        self.env.push((key.into(), value.into()));
+        self
     }
 
     /// Adds raw command-line arguments after `zot host`.
@@ -302,6 +322,7 @@ impl HostBuilder {
             .args(&self.args)
             .current_dir(&cwd)
             .env("ZOT_HOME", &home)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -448,7 +469,7 @@ pub struct Host {
     pub home: PathBuf,
     pub cwd: PathBuf,
     exit_status: Option<ExitStatus>,
-    _scratch: TempDir,
+    _scratch: Option<TempDir>,
 }
 
 impl Drop for Host {

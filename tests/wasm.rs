@@ -1,0 +1,1425 @@
+//! The sandboxed transport: WASI preview-2 components (a reactor and a command) run in
+//! wasmtime inside `zot host`, driven over pipes like any agent would.
+//!
+//! The guests are the `scenario` test guest (tests/guests/scenario/src/lib.rs documents
+//! its tools) built three ways by `zot-test-guests`: [`REACTOR`] and [`COMMAND`]
+//! (components) and [`COMMAND_NATIVE`] (the same command source as a native stdio
+//! extension, to compare transcripts with).
+//!
+//! Grants are written straight into `$ZOT_HOME/grants/<name>.json` by [`grant`], the one
+//! place to switch to `zot ext grant` once it exists.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use zot_test_guests::{COMMAND, COMMAND_NATIVE, REACTOR};
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+/// The two kinds of component the host runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Reactor,
+    Command,
+}
+
+impl Kind {
+    const BOTH: [Kind; 2] = [Kind::Reactor, Kind::Command];
+
+    fn wasm(self) -> &'static str {
+        match self {
+            Kind::Reactor => REACTOR,
+            Kind::Command => COMMAND,
+        }
+    }
+
+    /// As `list` names it in `sandbox.component`.
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Reactor => "reactor",
+            Kind::Command => "command",
+        }
+    }
+}
+
+/// A component manifest with no permissions or limits beyond the defaults.
+fn component(name: &str, wasm: &str) -> Value {
+    json!({"name": name, "version": "0.1.0", "wasm": wasm, "description": "test guest"})
+}
+
+/// A component manifest asking for `permissions` within `limits`.
+fn component_with(name: &str, wasm: &str, permissions: Value, limits: Value) -> Value {
+    let mut m = component(name, wasm);
+    m["permissions"] = permissions;
+    m["limits"] = limits;
+    m
+}
+
+/// The command guest built natively, as an ordinary stdio extension.
+fn native(name: &str) -> Value {
+    json!({"name": name, "version": "0.1.0", "exec": COMMAND_NATIVE, "description": "test guest"})
+}
+
+/// Hex SHA-256 of a file (by `sha256sum`; empty if that is missing, which the host only
+/// logs as "the component changed since permissions were granted").
+fn sha256_of(path: &str) -> String {
+    std::process::Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .next()
+                .map(String::from)
+        })
+        .unwrap_or_default()
+}
+
+/// Records the user's grant for `name`: `$ZOT_HOME/grants/<name>.json`. The one place the
+/// tests grant, so it can switch to `zot ext grant` later.
+fn grant(home: &Path, name: &str, wasm: &str, permissions: Value, memory_mb: Option<u64>) {
+    let mut g = json!({"sha256": sha256_of(wasm), "permissions": permissions});
+    if let Some(mb) = memory_mb {
+        g["memory_mb"] = json!(mb);
+    }
+    let dir = home.join("grants");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::to_string_pretty(&g).unwrap(),
+    )
+    .unwrap();
+}
+
+/// The host directory a component sees as `/data`.
+fn data_dir(home: &Path, name: &str) -> PathBuf {
+    home.join("data").join(name)
+}
+
+/// Calls a guest tool that must succeed at the host level: (is_error, first text).
+fn tool(host: &Host, name: &str, args: Value) -> (bool, String) {
+    let d = host.call_tool(name, args);
+    (d["is_error"] == json!(true), first_text(&d))
+}
+
+/// A guest tool result that must not be an error; returns its text.
+fn tool_ok(host: &Host, name: &str, args: Value) -> String {
+    let (is_error, text) = tool(host, name, args.clone());
+    assert!(
+        !is_error,
+        "{name} {args} failed: {text}{}",
+        host.diagnostics()
+    );
+    text
+}
+
+/// A guest tool result that must be an error (the sandbox said no); returns its text.
+fn tool_denied(host: &Host, name: &str, args: Value) -> String {
+    let (is_error, text) = tool(host, name, args.clone());
+    assert!(
+        is_error,
+        "{name} {args} should have been denied, got: {}",
+        &text[..text.len().min(300)]
+    );
+    println!("  denied {name} {args}: {text}");
+    text
+}
+
+/// The host still answers, and so does the guest `name`.
+fn assert_unharmed(host: &Host, name: &str) {
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    let d = host.call_tool("echo", json!({"still": "here"}));
+    assert_eq!(d["extension"], name, "{d}");
+    assert_eq!(d["is_error"], false, "{d}");
+    let echoed: Value = serde_json::from_str(&first_text(&d)).unwrap();
+    assert_eq!(echoed, json!({"still": "here"}));
+    assert_eq!(host.entry(name)["state"], "ready");
+}
+
+/// Waits for `extension_exited` of `name`.
+fn wait_exited(host: &Host, name: &str, timeout: Duration) -> Value {
+    host.wait_event(&format!("extension_exited of {name}"), timeout, |v| {
+        v["type"] == "extension_exited" && v["extension"] == name
+    })
+}
+
+/// Polls the log of `name` until it contains `needle` (the part after `from` bytes).
+fn wait_log(host: &Host, name: &str, from: usize, needle: &str, timeout: Duration) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let log = host.log(name);
+        let tail = log.get(from..).unwrap_or_default();
+        if tail.contains(needle) {
+            return tail.to_string();
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "the log of {name} has no {needle:?} within {timeout:?}:\n{tail}{}",
+                host.diagnostics()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The first line of `log` containing `needle`.
+fn log_line<'a>(log: &'a str, needle: &str) -> &'a str {
+    log.lines().find(|l| l.contains(needle)).unwrap_or("")
+}
+
+/// The `hello_ack` the guest reported (it notifies `hello_ack <json>`).
+fn hello_ack(host: &Host, name: &str) -> Value {
+    notified_json(&host.wait_notify(name, "hello_ack "))
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Parity: the same scripted session, natively and as both kinds of component
+
+/// One request of the parity script: type, fields, how many events it causes, and a
+/// subset of `data` it must answer with (`null`: no check).
+struct Step {
+    ty: &'static str,
+    fields: Value,
+    events: usize,
+    expect: Value,
+}
+
+fn step(ty: &'static str, fields: Value, events: usize, expect: Value) -> Step {
+    Step {
+        ty,
+        fields,
+        events,
+        expect,
+    }
+}
+
+fn parity_script(name: &str) -> Vec<Step> {
+    let cmd = |args: &str| json!({"name": "guest-cmd", "args": args});
+    let intercept = |fields: Value| fields;
+    vec![
+        step(
+            "invoke_command",
+            cmd("prompt write a haiku"),
+            0,
+            json!({"action": "prompt", "prompt": "write a haiku"}),
+        ),
+        step(
+            "invoke_command",
+            cmd("insert some text"),
+            0,
+            json!({"action": "insert", "insert": "some text"}),
+        ),
+        step(
+            "invoke_command",
+            cmd("show this note"),
+            0,
+            json!({"action": "display", "display": "show this note"}),
+        ),
+        step(
+            "invoke_command",
+            cmd("panel"),
+            0,
+            json!({"action": "open_panel"}),
+        ),
+        step("invoke_command", cmd("noop"), 0, json!({"action": "noop"})),
+        step(
+            "invoke_command",
+            cmd("error it broke"),
+            0,
+            json!({"action": "noop", "error": "it broke"}),
+        ),
+        step(
+            "call_tool",
+            json!({"name": "echo", "args": {"a": 1, "b": [true, null, "x"], "u": "héllo ✓"}}),
+            0,
+            json!({"is_error": false}),
+        ),
+        // 4 notifies, open_panel, panel_render, panel_close, clear_notes, submit,
+        // submit_slash, and the notify of the tool_result of its call_tool.
+        step(
+            "call_tool",
+            json!({"name": "frames", "args": {}}),
+            11,
+            json!({"is_error": false}),
+        ),
+        step(
+            "emit",
+            json!({"event": {"event": "session_start"}}),
+            1,
+            json!({"delivered": 1}),
+        ),
+        step(
+            "emit",
+            json!({"event": {"event": "turn_start", "step": 1}}),
+            1,
+            json!({"delivered": 1}),
+        ),
+        step(
+            "emit",
+            json!({"event": {"event": "tool_call", "tool_id": "tc-1", "tool_name": "read",
+                              "tool_args": {"path": "a.txt"}}}),
+            1,
+            json!({"delivered": 1}),
+        ),
+        step(
+            "emit",
+            json!({"event": {"event": "assistant_message", "text": "all done"}}),
+            1,
+            json!({"delivered": 1}),
+        ),
+        step(
+            "emit",
+            json!({"event": {"event": "turn_end", "stop": "end_turn"}}),
+            1,
+            json!({"delivered": 1}),
+        ),
+        step(
+            "intercept",
+            intercept(
+                json!({"event": "tool_call", "tool_id": "i-1", "tool_name": "bash",
+                             "tool_args": {"command": "rm -rf /"}}),
+            ),
+            0,
+            json!({"block": true, "reason": "guest blocked rm -rf"}),
+        ),
+        step(
+            "intercept",
+            intercept(
+                json!({"event": "tool_call", "tool_id": "i-2", "tool_name": "rewrite_me",
+                             "tool_args": {"x": 1}}),
+            ),
+            0,
+            json!({"block": false, "modified_args": {"x": 1, "guest": true}}),
+        ),
+        step(
+            "intercept",
+            intercept(
+                json!({"event": "tool_call", "tool_id": "i-3", "tool_name": "read",
+                             "tool_args": {"path": "a.txt"}}),
+            ),
+            0,
+            json!({"block": false}),
+        ),
+        step(
+            "intercept",
+            intercept(json!({"event": "turn_start", "step": 2})),
+            0,
+            json!({"block": false}),
+        ),
+        step(
+            "intercept",
+            intercept(json!({"event": "assistant_message", "text": "the secret is out"})),
+            0,
+            json!({"block": false, "replace_text": "the [redacted] is out"}),
+        ),
+        step(
+            "panel_key",
+            json!({"extension": name, "panel_id": "guest-panel", "key": "down", "text": "j"}),
+            1,
+            json!({}),
+        ),
+        step(
+            "panel_resize",
+            json!({"extension": name, "panel_id": "guest-panel", "width": 80, "height": 24}),
+            1,
+            json!({}),
+        ),
+        step(
+            "panel_close",
+            json!({"extension": name, "panel_id": "guest-panel"}),
+            1,
+            json!({}),
+        ),
+    ]
+}
+
+/// Every key of `expect` has the same value in `data`.
+fn assert_subset(what: &str, data: &Value, expect: &Value) {
+    if let Some(obj) = expect.as_object() {
+        for (k, v) in obj {
+            assert_eq!(&data[k], v, "{what}: field {k} of {data}");
+        }
+    }
+}
+
+/// Runs the parity script against one extension alone in its own host; returns the
+/// normalised transcript, one line per response or event.
+fn transcript(label: &str, manifest: impl Fn(&str) -> Value) -> Vec<String> {
+    let name = format!("par-{label}");
+    let mut b = HostBuilder::new();
+    b.explicit(&name, &manifest(&name));
+    let host = b.start();
+    host.set_event_filter(|v| v["type"] != "registry_changed");
+    assert_eq!(host.ready(), vec![name.clone()]);
+    let mut lines = Vec::new();
+
+    let mut ack = hello_ack(&host, &name);
+    if label != "native" {
+        assert_eq!(ack["data_dir"], "/data", "{ack}");
+    }
+    for field in ["cwd", "extension_dir", "data_dir"] {
+        assert!(ack[field].is_string(), "hello_ack.{field}: {ack}");
+        ack[field] = json!(format!("<{field}>"));
+    }
+    lines.push(format!("hello_ack {ack}"));
+
+    for (i, s) in parity_script(&name).into_iter().enumerate() {
+        let r = host.request(s.ty, s.fields.clone());
+        let what = format!("{label} step {i} {} {}", s.ty, s.fields);
+        assert_eq!(r["success"], true, "{what}: {r}{}", host.diagnostics());
+        let data = r.get("data").cloned().unwrap_or(Value::Null);
+        assert_subset(&what, &data, &s.expect);
+        lines.push(format!("#{i} {} {} -> {data}", s.ty, s.fields));
+        let mut events = Vec::new();
+        for n in 0..s.events {
+            let mut ev = host.wait_event(&format!("event {n} of {what}"), EVENT_TIMEOUT, |_| true);
+            ev.as_object_mut().unwrap().remove("_seq");
+            events.push(ev);
+        }
+        match s.ty {
+            // The guest reports each event it got: one, this one.
+            "emit" => {
+                let got = notified_json(events[0]["message"].as_str().unwrap_or_default());
+                assert_eq!(got["type"], "event", "{what}: {got}");
+                assert_eq!(got["event"], s.fields["event"]["event"], "{what}: {got}");
+            }
+            "panel_key" | "panel_resize" | "panel_close" => {
+                let msg = events[0]["message"].as_str().unwrap_or_default();
+                assert!(msg.starts_with(s.ty), "{what}: {msg}");
+            }
+            _ => {}
+        }
+        for ev in events {
+            lines.push(format!("    {ev}"));
+        }
+    }
+    // Nothing else arrives.
+    std::thread::sleep(Duration::from_millis(300));
+    for ev in host.events(|_| true) {
+        lines.push(format!("    unexpected {ev}"));
+    }
+    host.shutdown();
+    lines
+        .into_iter()
+        .map(|l| l.replace(&name, "<ext>"))
+        .collect()
+}
+
+#[test]
+fn native_command_and_reactor_give_identical_transcripts() {
+    let _serial = serial();
+    let t = Instant::now();
+    let native_t = transcript("native", native);
+    let command_t = transcript("command", |n| component(n, COMMAND));
+    let reactor_t = transcript("reactor", |n| component(n, REACTOR));
+    println!(
+        "three parity sessions ({} lines each) in {:?}",
+        native_t.len(),
+        t.elapsed()
+    );
+    let show = |label: &str, t: &[String]| format!("--- {label}:\n{}\n", t.join("\n"));
+    let mut report = String::new();
+    for (label, other) in [("command", &command_t), ("reactor", &reactor_t)] {
+        if *other != native_t {
+            let at = native_t
+                .iter()
+                .zip(other.iter())
+                .position(|(a, b)| a != b)
+                .unwrap_or(native_t.len().min(other.len()));
+            report.push_str(&format!(
+                "{label} differs from native at line {at}:\n  native:  {}\n  {label}: {}\n",
+                native_t.get(at).map_or("<end>", String::as_str),
+                other.get(at).map_or("<end>", String::as_str)
+            ));
+        }
+    }
+    if !report.is_empty() {
+        panic!(
+            "transcripts differ:\n{report}{}{}{}",
+            show("native", &native_t),
+            show("command", &command_t),
+            show("reactor", &reactor_t)
+        );
+    }
+    println!("{}", show("transcript (all three)", &native_t));
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Escapes are denied; what is allowed works
+
+/// Every way out of the sandbox the guest can try, for one kind of component; the host
+/// is unharmed afterwards.
+fn escapes_are_denied(kind: Kind) {
+    let name = format!("esc-{}", kind.label());
+    let secret_var = "ZOT_WASM_TEST_SECRET";
+    let mut b = HostBuilder::new();
+    b.env(secret_var, "hunter2");
+    let m = component_with(
+        &name,
+        kind.wasm(),
+        json!({"cwd": "read", "env": [secret_var]}),
+        json!({}),
+    );
+    let dir = b.explicit(&name, &m);
+    let outside = b.scratch().join("outside.txt");
+    std::fs::write(&outside, "outside the sandbox").unwrap();
+    let project_file = b.cwd().join("project.txt");
+    std::fs::write(&project_file, "project file").unwrap();
+    let home = b.home();
+    let host = b.start();
+    host.ready();
+    let ack = hello_ack(&host, &name);
+    assert_eq!(ack["data_dir"], "/data", "{ack}");
+    println!("{name}: hello_ack {ack}");
+
+    // Files outside /data.
+    tool_denied(&host, "fs_read", json!({"path": "/etc/passwd"}));
+    tool_denied(&host, "fs_read", json!({"path": "/data/../../etc/passwd"}));
+    tool_denied(
+        &host,
+        "fs_read",
+        json!({"path": "/data/../../../../../../etc/passwd"}),
+    );
+    tool_denied(&host, "fs_read", json!({"path": outside.to_str().unwrap()}));
+    // The project dir was asked for but not granted.
+    tool_denied(
+        &host,
+        "fs_read",
+        json!({"path": project_file.to_str().unwrap()}),
+    );
+    let (_, root) = tool(&host, "fs_list", json!({"path": "/"}));
+    println!("  fs_list / -> {root}");
+
+    // Symlinks out of /data: creating one may or may not be refused, following it is.
+    for (target, link) in [
+        ("/etc/passwd", "/data/abs-link"),
+        ("../../../outside.txt", "/data/rel-link"),
+        ("../../../../../../../../etc/passwd", "/data/deep-link"),
+    ] {
+        let (is_error, text) = tool(&host, "fs_symlink", json!({"target": target, "link": link}));
+        println!("  fs_symlink {target} at {link}: is_error={is_error} {text}");
+        let read = tool_denied(&host, "fs_read", json!({"path": link}));
+        assert!(
+            !read.contains("root:") && !read.contains("outside the sandbox"),
+            "read through {link}: {read}"
+        );
+    }
+    let rel_link = data_dir(&home, &name).join("rel-link");
+    if rel_link.symlink_metadata().is_ok() {
+        // The link exists on the host and resolves there, but not for the guest.
+        assert_eq!(
+            std::fs::read_to_string(&rel_link).unwrap(),
+            "outside the sandbox"
+        );
+    }
+
+    // Environment: asked but not granted, and never asked.
+    for var in [secret_var, "PATH", "HOME", "ZOT_HOME"] {
+        let text = tool_denied(&host, "env", json!({"name": var}));
+        assert_eq!(text, "not set", "env {var}");
+    }
+    let log = wait_log(&host, &name, 0, "withheld: env", EVENT_TIMEOUT);
+    let line = log_line(&log, "withheld: env");
+    println!("  log: {line}");
+    assert!(
+        line.contains(&format!("withheld: env {secret_var}: not granted")),
+        "{line}"
+    );
+    assert!(
+        log.contains("withheld: cwd"),
+        "the cwd is withheld too:\n{log}"
+    );
+
+    // Its own manifest and its grant file.
+    let manifest_path = dir.join("extension.json");
+    let manifest_before = std::fs::read_to_string(&manifest_path).unwrap();
+    let grant_path = home.join("grants").join(format!("{name}.json"));
+    for path in [
+        manifest_path.to_str().unwrap().to_string(),
+        grant_path.to_str().unwrap().to_string(),
+        format!("/data/../../grants/{name}.json"),
+        format!("/data/../../extensions/{name}/extension.json"),
+    ] {
+        tool_denied(
+            &host,
+            "fs_write",
+            json!({"path": path, "text": "{\"granted\": \"everything\"}"}),
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&manifest_path).unwrap(),
+        manifest_before,
+        "the manifest was changed"
+    );
+    assert!(!grant_path.exists(), "a grant file appeared");
+    assert!(
+        !home.join("grants").exists(),
+        "something was written to grants/"
+    );
+
+    assert_unharmed(&host, &name);
+    host.shutdown();
+}
+
+#[test]
+fn reactor_cannot_escape_its_sandbox() {
+    escapes_are_denied(Kind::Reactor);
+}
+
+#[test]
+fn command_cannot_escape_its_sandbox() {
+    escapes_are_denied(Kind::Command);
+}
+
+#[test]
+fn data_dir_is_writable_and_survives_a_host_restart() {
+    for kind in Kind::BOTH {
+        let name = format!("keep-{}", kind.label());
+        let root = TempDir::new("wasm-keep");
+        let m = component(&name, kind.wasm());
+        let text = format!("kept by {name} ✓");
+
+        let mut b = HostBuilder::in_dir(root.path());
+        b.explicit(&name, &m);
+        let host = b.start();
+        host.ready();
+        let wrote = tool_ok(
+            &host,
+            "fs_write",
+            json!({"path": "/data/note.txt", "text": text}),
+        );
+        assert_eq!(wrote, format!("wrote {} bytes", text.len()));
+        assert_eq!(
+            tool_ok(&host, "fs_read", json!({"path": "/data/note.txt"})),
+            text
+        );
+        let host_file = data_dir(&host.home, &name).join("note.txt");
+        assert_eq!(std::fs::read_to_string(&host_file).unwrap(), text);
+        host.shutdown();
+
+        // A new host on the same ZOT_HOME.
+        let mut b = HostBuilder::in_dir(root.path());
+        b.explicit(&name, &m);
+        let host = b.start();
+        host.ready();
+        assert_eq!(
+            tool_ok(&host, "fs_read", json!({"path": "/data/note.txt"})),
+            text
+        );
+        let listed = tool_ok(&host, "fs_list", json!({"path": "/data"}));
+        println!("{name}: /data after a restart: {listed}");
+        let listed: Value = serde_json::from_str(&listed).unwrap();
+        assert!(
+            listed.as_array().unwrap().contains(&json!("note.txt")),
+            "{listed}"
+        );
+        host.shutdown();
+    }
+}
+
+#[test]
+fn granted_env_cwd_and_memory_are_in_force() {
+    for kind in Kind::BOTH {
+        let name = format!("granted-{}", kind.label());
+        let var = "ZOT_WASM_TEST_GRANTED";
+        let mut b = HostBuilder::new();
+        b.env(var, "granted value")
+            .env("ZOT_WASM_TEST_UNASKED", "x");
+        let m = component_with(
+            &name,
+            kind.wasm(),
+            json!({"cwd": "read", "env": [var]}),
+            json!({"memory_mb": 128}),
+        );
+        b.explicit(&name, &m);
+        grant(
+            &b.home(),
+            &name,
+            kind.wasm(),
+            json!({"data_dir": true, "cwd": "read", "env": [var]}),
+            Some(128),
+        );
+        let project_file = b.cwd().join("project.txt");
+        std::fs::write(&project_file, "project file").unwrap();
+        std::fs::write(b.scratch().join("outside.txt"), "outside the project").unwrap();
+        let host = b.start();
+        host.ready();
+        let ack = hello_ack(&host, &name);
+        let cwd = ack["cwd"].as_str().expect("hello_ack.cwd").to_string();
+        println!("{name}: hello_ack.cwd {cwd}, data_dir {}", ack["data_dir"]);
+
+        assert_eq!(tool_ok(&host, "env", json!({"name": var})), "granted value");
+        tool_denied(&host, "env", json!({"name": "ZOT_WASM_TEST_UNASKED"}));
+
+        let in_cwd = |f: &str| format!("{}/{f}", cwd.trim_end_matches('/'));
+        assert_eq!(
+            tool_ok(&host, "fs_read", json!({"path": in_cwd("project.txt")})),
+            "project file"
+        );
+        let listed = tool_ok(&host, "fs_list", json!({"path": cwd}));
+        assert!(listed.contains("project.txt"), "{listed}");
+        // Read-only.
+        tool_denied(
+            &host,
+            "fs_write",
+            json!({"path": in_cwd("project.txt"), "text": "changed"}),
+        );
+        tool_denied(
+            &host,
+            "fs_write",
+            json!({"path": in_cwd("new.txt"), "text": "new"}),
+        );
+        assert_eq!(
+            std::fs::read_to_string(&project_file).unwrap(),
+            "project file"
+        );
+        assert!(!host.cwd.join("new.txt").exists(), "new.txt was created");
+        // Out of the project dir (the file exists beside it on the host).
+        tool_denied(&host, "fs_read", json!({"path": in_cwd("../outside.txt")}));
+
+        // 128 MiB granted: 100 MiB fit.
+        let alloc = tool_ok(&host, "alloc", json!({"mb": 100}));
+        assert_eq!(
+            serde_json::from_str::<Value>(&alloc).unwrap()["mb"],
+            100,
+            "{alloc}"
+        );
+
+        let log = host.log(&name);
+        assert!(!log.contains("withheld"), "nothing is withheld:\n{log}");
+        assert!(
+            !log.contains("changed since permissions were granted"),
+            "the grant is for this very component:\n{log}"
+        );
+        assert_unharmed(&host, &name);
+        host.shutdown();
+    }
+}
+
+#[test]
+fn without_the_data_dir_permission_nothing_is_mounted() {
+    let name = "nodata";
+    let mut b = HostBuilder::new();
+    b.explicit(
+        name,
+        &component_with(name, REACTOR, json!({"data_dir": false}), json!({})),
+    );
+    let host = b.start();
+    host.ready();
+    let ack = hello_ack(&host, name);
+    assert_eq!(ack["data_dir"], "", "{ack}");
+    tool_denied(
+        &host,
+        "fs_write",
+        json!({"path": "/data/x.txt", "text": "x"}),
+    );
+    tool_denied(&host, "fs_list", json!({"path": "/data"}));
+    assert!(
+        !data_dir(&host.home, name).exists(),
+        "a data dir was created on the host"
+    );
+    assert_eq!(host.entry(name)["sandbox"]["asked"]["data_dir"], false);
+    assert_unharmed(&host, name);
+    host.shutdown();
+}
+
+#[test]
+fn a_grant_recorded_for_another_build_is_flagged_in_the_log() {
+    let name = "stale";
+    let var = "ZOT_WASM_TEST_STALE";
+    let mut b = HostBuilder::new();
+    b.env(var, "v");
+    b.explicit(
+        name,
+        &component_with(name, COMMAND, json!({"env": [var]}), json!({})),
+    );
+    grant(&b.home(), name, COMMAND, json!({"env": [var]}), None);
+    // Pretend the grant was given to another build of the component.
+    let path = b.home().join("grants").join(format!("{name}.json"));
+    let mut g: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    g["sha256"] = json!("00".repeat(32));
+    std::fs::write(&path, g.to_string()).unwrap();
+    let host = b.start();
+    host.ready();
+    let log = wait_log(
+        &host,
+        name,
+        0,
+        "changed since permissions were granted",
+        EVENT_TIMEOUT,
+    );
+    println!("{}", log_line(&log, "changed since"));
+    // Documented behaviour: it runs with the old grant (and says so).
+    let (is_error, text) = tool(&host, "env", json!({"name": var}));
+    println!("env {var} with the stale grant: is_error={is_error} {text}");
+    host.shutdown();
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Limits
+
+/// A guest spinning in a tool call is stopped at the call's deadline; a stdio extension
+/// in the same host answers throughout. `via_manifest`: the deadline comes from the
+/// manifest's `limits.tool_timeout_ms`, not the request's `timeout_ms`.
+fn spinning_tool_call_is_stopped(kind: Kind, via_manifest: bool) {
+    let _serial = serial();
+    let name = format!("spin-{}", kind.label());
+    let mut b = HostBuilder::new();
+    let limits = if via_manifest {
+        json!({"tool_timeout_ms": 500})
+    } else {
+        json!({})
+    };
+    b.explicit(
+        &name,
+        &component_with(&name, kind.wasm(), json!({}), limits),
+    );
+    b.explicit(
+        "steady",
+        &rs_manifest("steady", &["--tools", "echo_rs", "--commands", ""]),
+    );
+    let host = b.start();
+    host.ready();
+    let mut fields = json!({"name": "spin", "args": {}});
+    if !via_manifest {
+        fields["timeout_ms"] = json!(500);
+    }
+    let t = Instant::now();
+    let id = host.send("call_tool", fields);
+    let mut during = 0;
+    let mut worst = Duration::ZERO;
+    let r = loop {
+        if let Some(r) = host.try_wait_response(&id, Duration::from_millis(20)) {
+            break r;
+        }
+        let p = Instant::now();
+        let d = host.call_tool("echo_rs", json!({"n": during}));
+        assert_eq!(d["extension"], "steady", "{d}");
+        assert_eq!(host.ok("ping", json!({}))["pong"], true);
+        worst = worst.max(p.elapsed());
+        during += 1;
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the spinning call is still pending after 30 s{}",
+            host.diagnostics()
+        );
+    };
+    let failed_after = t.elapsed();
+    assert_eq!(r["success"], false, "{r}");
+    let err = r["error"].as_str().unwrap_or_default();
+    assert!(err.contains(&name), "the error names the extension: {err}");
+    let ev = wait_exited(&host, &name, Duration::from_secs(10));
+    println!(
+        "{name}: spin failed after {failed_after:?} ({err}); exited {:?} after start of call: {ev}; \
+         {during} calls to the other extension meanwhile, slowest {worst:?}",
+        t.elapsed()
+    );
+    assert_eq!(ev["reason"], "deadline exceeded", "{ev}");
+    assert!(failed_after < Duration::from_secs(10), "{failed_after:?}");
+    assert!(worst < Duration::from_secs(2), "{worst:?}");
+    assert_eq!(host.entry(&name)["state"], "exited");
+    let log = host.log(&name);
+    assert!(
+        log.contains("extension gone: deadline exceeded"),
+        "log:\n{log}"
+    );
+    // The host and the other extension go on.
+    for i in 0..5 {
+        let d = host.call_tool("echo_rs", json!({"after": i}));
+        assert_eq!(d["is_error"], false, "{d}");
+    }
+    host.fails("call_tool", json!({"name": "echo", "args": {}}));
+    host.shutdown();
+}
+
+#[test]
+fn reactor_spinning_in_a_tool_call_is_stopped_at_its_timeout() {
+    spinning_tool_call_is_stopped(Kind::Reactor, false);
+}
+
+#[test]
+fn command_spinning_in_a_tool_call_is_stopped_at_its_timeout() {
+    spinning_tool_call_is_stopped(Kind::Command, false);
+}
+
+#[test]
+fn manifest_tool_timeout_stops_a_spinning_call() {
+    spinning_tool_call_is_stopped(Kind::Reactor, true);
+}
+
+#[test]
+fn shutdown_stops_a_component_spinning_in_a_long_tool_call() {
+    let _serial = serial();
+    for kind in Kind::BOTH {
+        let name = format!("longspin-{}", kind.label());
+        let mut b = HostBuilder::new();
+        b.explicit(&name, &component(&name, kind.wasm()));
+        let mut host = b.start();
+        host.ready();
+        let id = host.send(
+            "call_tool",
+            json!({"name": "spin", "args": {}, "timeout_ms": 120_000}),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(host.try_wait_response(&id, Duration::ZERO).is_none());
+        let t = Instant::now();
+        let sid = host.send("shutdown", json!({}));
+        let status = host.wait_exit(Duration::from_secs(30));
+        let took = t.elapsed();
+        println!("{name}: shutdown while spinning: exit {status} after {took:?}");
+        assert!(status.success(), "{status}{}", host.diagnostics());
+        assert!(took < Duration::from_secs(15), "{took:?}");
+        let r = host.try_wait_response(&sid, Duration::from_secs(1));
+        assert!(r.is_some_and(|r| r["success"] == true), "shutdown answered");
+        let r = host.try_wait_response(&id, Duration::from_secs(1));
+        println!("  the spinning call: {r:?}");
+        if let Some(r) = r {
+            assert_eq!(r["success"], false, "{r}");
+        }
+        let log = host.log(&name);
+        println!("  {}", log_line(&log, "extension gone"));
+    }
+}
+
+#[test]
+fn reload_restarts_a_stopped_component() {
+    let _serial = serial();
+    let name = "again";
+    let mut b = HostBuilder::new();
+    b.explicit(name, &component(name, REACTOR));
+    let host = b.start();
+    host.ready();
+    host.fails(
+        "call_tool",
+        json!({"name": "spin", "args": {}, "timeout_ms": 300}),
+    );
+    let ev = wait_exited(&host, name, EVENT_TIMEOUT);
+    assert_eq!(ev["reason"], "deadline exceeded", "{ev}");
+    host.fails("call_tool", json!({"name": "echo", "args": {}}));
+    let before = host.log(name).len();
+    let report = host.ok("reload", json!({}));
+    println!("reload: {report}");
+    assert_eq!(report["loaded"], json!([name]), "{report}");
+    assert_eq!(report["ready"], json!([name]), "{report}");
+    assert_eq!(report["errors"], json!([]), "{report}");
+    let log = host.log(name)[before..].to_string();
+    println!("  {}", log_line(&log, "compilation cache"));
+    assert!(log.contains("from the compilation cache"), "log:\n{log}");
+    assert_unharmed(&host, name);
+    host.shutdown();
+}
+
+#[test]
+fn spinning_at_start_is_stopped_and_host_ready_still_comes() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    let names: Vec<(Kind, String)> = Kind::BOTH
+        .iter()
+        .map(|k| (*k, format!("startspin-{}", k.label())))
+        .collect();
+    for (kind, name) in &names {
+        b.explicit(name, &component(name, kind.wasm()));
+        let dir = data_dir(&b.home(), name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("start-mode"), "spin\n").unwrap();
+    }
+    b.explicit(
+        "steady",
+        &rs_manifest("steady", &["--tools", "echo_rs", "--commands", ""]),
+    );
+    let host = b.start();
+    let ready = host.ready_within(Duration::from_secs(15));
+    let ready_after = host.started.elapsed();
+    println!("host_ready after {ready_after:?}: {ready:?}");
+    assert!(ready.contains(&"steady".to_string()), "{ready:?}");
+    let d = host.call_tool("echo_rs", json!({"while": "spinning"}));
+    assert_eq!(d["is_error"], false, "{d}");
+    for (_, name) in &names {
+        let ev = wait_exited(&host, name, Duration::from_secs(25));
+        let after = host.started.elapsed();
+        println!("{name}: exited {after:?} after the host started: {ev}");
+        assert_eq!(ev["reason"], "deadline exceeded", "{ev}");
+        assert!(after < Duration::from_secs(25), "{after:?}");
+        assert_eq!(host.entry(name)["state"], "exited");
+    }
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    let d = host.call_tool("echo_rs", json!({"after": "spinning"}));
+    assert_eq!(d["is_error"], false, "{d}");
+    host.shutdown();
+}
+
+#[test]
+fn trapping_at_start_is_reported_and_the_host_goes_on() {
+    let mut b = HostBuilder::new();
+    for kind in Kind::BOTH {
+        let name = format!("starttrap-{}", kind.label());
+        b.explicit(&name, &component(&name, kind.wasm()));
+        let dir = data_dir(&b.home(), &name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("start-mode"), "trap").unwrap();
+    }
+    let host = b.start();
+    let ready = host.ready();
+    println!("host_ready after {:?}: {ready:?}", host.started.elapsed());
+    for kind in Kind::BOTH {
+        let name = format!("starttrap-{}", kind.label());
+        let ev = wait_exited(&host, &name, EVENT_TIMEOUT);
+        println!("{name}: {ev}");
+        let reason = ev["reason"].as_str().unwrap_or_default();
+        assert!(reason.starts_with("trap:"), "{ev}");
+        let entry = host.entry(&name);
+        assert_eq!(entry["state"], "exited", "{entry}");
+    }
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    host.shutdown();
+}
+
+fn allocating_past_the_limit_stops_the_guest(kind: Kind) {
+    let _serial = serial();
+    let name = format!("alloc-{}", kind.label());
+    let mut b = HostBuilder::new();
+    b.explicit(&name, &component(&name, kind.wasm()));
+    let host = b.start();
+    host.ready();
+    assert_eq!(host.entry(&name)["sandbox"]["memory_mb"], 64);
+    // 16 MiB fit in the default 64.
+    tool_ok(&host, "alloc", json!({"mb": 16}));
+    let t = Instant::now();
+    let err = host.fails("call_tool", json!({"name": "alloc", "args": {"mb": 200}}));
+    let ev = wait_exited(&host, &name, EVENT_TIMEOUT);
+    let hwm = host.vm_hwm_kib();
+    println!(
+        "{name}: alloc 200 MiB failed after {:?} ({err}); {ev}; zot VmHWM {hwm} KiB",
+        t.elapsed()
+    );
+    assert_eq!(ev["reason"], "memory limit", "{ev}");
+    assert!(err.contains(&name), "{err}");
+    assert!(hwm < 300 * 1024, "zot peaked at {hwm} KiB");
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    assert!(host.log(&name).contains("extension gone: memory limit"));
+    host.shutdown();
+}
+
+#[test]
+fn reactor_allocating_past_64_mib_exits_with_memory_limit() {
+    allocating_past_the_limit_stops_the_guest(Kind::Reactor);
+}
+
+#[test]
+fn command_allocating_past_64_mib_exits_with_memory_limit() {
+    allocating_past_the_limit_stops_the_guest(Kind::Command);
+}
+
+fn deep_recursion_traps_cleanly(kind: Kind) {
+    let name = format!("recurse-{}", kind.label());
+    let mut b = HostBuilder::new();
+    b.explicit(&name, &component(&name, kind.wasm()));
+    let host = b.start();
+    host.ready();
+    assert_eq!(
+        tool_ok(&host, "recurse", json!({"depth": 1000})),
+        r#"{"depth":1000}"#
+    );
+    let t = Instant::now();
+    let err = host.fails(
+        "call_tool",
+        json!({"name": "recurse", "args": {"depth": 1_000_000}}),
+    );
+    let ev = wait_exited(&host, &name, EVENT_TIMEOUT);
+    println!(
+        "{name}: recurse 1,000,000 failed after {:?} ({err}); {ev}",
+        t.elapsed()
+    );
+    let reason = ev["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("trap:"), "{ev}");
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    assert_eq!(host.entry(&name)["state"], "exited");
+    host.shutdown();
+}
+
+#[test]
+fn reactor_deep_recursion_traps_cleanly() {
+    deep_recursion_traps_cleanly(Kind::Reactor);
+}
+
+#[test]
+fn command_deep_recursion_traps_cleanly() {
+    deep_recursion_traps_cleanly(Kind::Command);
+}
+
+fn notify_flood_is_delivered_in_full(kind: Kind) {
+    let _serial = serial();
+    const FLOOD: u64 = 1_000_000;
+    let name = format!("flood-{}", kind.label());
+    let mut b = HostBuilder::new();
+    b.explicit(&name, &component(&name, kind.wasm()));
+    let host = b.start();
+    {
+        let name = name.clone();
+        host.set_event_filter(move |v| !is_notify(v, &name, "flood "));
+    }
+    host.ready();
+    let t = Instant::now();
+    let id = host.send(
+        "call_tool",
+        json!({"name": "flood", "args": {"count": FLOOD}, "timeout_ms": 600_000}),
+    );
+    let mut pings = 0;
+    let mut worst = Duration::ZERO;
+    let r = loop {
+        if let Some(r) = host.try_wait_response(&id, Duration::from_millis(50)) {
+            break r;
+        }
+        let p = Instant::now();
+        assert_eq!(host.ok("ping", json!({}))["pong"], true);
+        worst = worst.max(p.elapsed());
+        pings += 1;
+        assert!(
+            t.elapsed() < Duration::from_secs(600),
+            "flood not done after 600 s: {} notifies seen{}",
+            host.filtered_events(),
+            host.diagnostics()
+        );
+    };
+    let call_took = t.elapsed();
+    assert_eq!(r["success"], true, "{r}{}", host.diagnostics());
+    let text = first_text(&r["data"]);
+    assert_eq!(text, format!("{{\"sent\":{FLOOD}}}"));
+    // The notifies may trail the response a little.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while host.filtered_events() < FLOOD && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = t.elapsed();
+    let seen = host.filtered_events();
+    let hwm = host.vm_hwm_kib();
+    println!(
+        "{name}: flood of {FLOOD} notifies in one call: call done in {call_took:?}, {seen} seen \
+         in {took:?} ({:.0}/s); {pings} pings meanwhile, slowest {worst:?}; zot VmHWM {hwm} KiB",
+        seen as f64 / took.as_secs_f64()
+    );
+    assert_eq!(seen, FLOOD, "notifies lost{}", host.diagnostics());
+    assert!(worst < Duration::from_secs(5), "a ping took {worst:?}");
+    assert!(hwm < 300 * 1024, "zot peaked at {hwm} KiB");
+    assert_unharmed(&host, &name);
+    host.shutdown();
+}
+
+#[test]
+fn reactor_notify_flood_is_delivered_in_full() {
+    notify_flood_is_delivered_in_full(Kind::Reactor);
+}
+
+#[test]
+fn command_notify_flood_is_delivered_in_full() {
+    notify_flood_is_delivered_in_full(Kind::Command);
+}
+
+fn twenty_mib_both_ways(kind: Kind) {
+    let _serial = serial();
+    const N: usize = 20 * 1024 * 1024;
+    let name = format!("big-{}", kind.label());
+    let mut b = HostBuilder::new();
+    b.explicit(&name, &component(&name, kind.wasm()));
+    let host = b.start();
+    host.ready();
+    let want = payload(N);
+
+    let t = Instant::now();
+    let r = host.request_within(
+        "call_tool",
+        json!({"name": "big", "args": {"bytes": N}}),
+        Duration::from_secs(120),
+    );
+    let out_took = t.elapsed();
+    assert_eq!(r["success"], true, "{}", host.diagnostics());
+    assert_eq!(r["data"]["is_error"], false);
+    let got = r["data"]["content"][0]["text"].as_str().expect("text");
+    println!(
+        "{name}: 20 MiB result in {out_took:?}: {} bytes, fnv {:016x} (want {:016x})",
+        got.len(),
+        fnv1a(got.as_bytes()),
+        fnv1a(want.as_bytes())
+    );
+    assert_eq!(got.len(), want.len(), "length");
+    assert!(got == want, "the payload arrived altered");
+
+    let t = Instant::now();
+    let r = host.request_within(
+        "call_tool",
+        json!({"name": "big_in", "args": {"data": want}}),
+        Duration::from_secs(120),
+    );
+    let in_took = t.elapsed();
+    assert_eq!(r["success"], true, "{r}{}", host.diagnostics());
+    let text = first_text(&r["data"]);
+    println!(
+        "{name}: 20 MiB argument in {in_took:?}: {text}; zot VmHWM {} KiB",
+        host.vm_hwm_kib()
+    );
+    assert_eq!(r["data"]["is_error"], false, "{text}");
+    let got: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(got["len"], N, "{got}");
+    assert_eq!(
+        got["fnv1a"],
+        format!("{:016x}", fnv1a(want.as_bytes())),
+        "{got}"
+    );
+    assert_unharmed(&host, &name);
+    host.shutdown();
+}
+
+#[test]
+fn reactor_twenty_mib_both_ways_intact() {
+    twenty_mib_both_ways(Kind::Reactor);
+}
+
+#[test]
+fn command_twenty_mib_both_ways_intact() {
+    twenty_mib_both_ways(Kind::Command);
+}
+
+#[test]
+fn oversize_frame_from_a_component_is_skipped_and_it_goes_on() {
+    let _serial = serial();
+    for kind in Kind::BOTH {
+        let name = format!("cap-{}", kind.label());
+        let mut b = HostBuilder::new();
+        b.explicit(&name, &component(&name, kind.wasm()));
+        b.arg("--max-frame-bytes").arg("1048576");
+        let host = b.start();
+        host.ready();
+        let r = host.request(
+            "call_tool",
+            json!({"name": "big", "args": {"bytes": 2 * 1024 * 1024}, "timeout_ms": 1500}),
+        );
+        println!("{name}: 2 MiB result over a 1 MiB cap: {}", r["error"]);
+        assert_eq!(r["success"], false, "the oversize result is dropped");
+        let d = host.call_tool("big", json!({"bytes": 512 * 1024}));
+        assert_eq!(first_text(&d), payload(512 * 1024));
+        let log = host.log(&name);
+        println!("  {}", log_line(&log, "skipped a"));
+        assert!(
+            log.contains("longer than the frame size limit"),
+            "log:\n{log}"
+        );
+        assert_unharmed(&host, &name);
+        host.shutdown();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. The compilation cache
+
+/// The files under `$ZOT_HOME/cache`.
+fn cache_files(home: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(home.join("cache"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Starts a host on `root` with the one reactor `name`, checks it works, returns the
+/// part of its log written by this start.
+fn start_and_log(root: &Path, name: &str) -> String {
+    let mut b = HostBuilder::in_dir(root);
+    b.explicit(name, &component(name, REACTOR));
+    let host = b.start();
+    let before = host.log(name).len();
+    host.ready();
+    assert_unharmed(&host, name);
+    let log = host.log(name)[before..].to_string();
+    host.shutdown();
+    log
+}
+
+#[test]
+fn second_start_loads_from_the_cache_and_a_corrupt_entry_is_recompiled() {
+    let _serial = serial();
+    let name = "cached";
+    let root = TempDir::new("wasm-cache");
+    let home = root.path().join("home");
+
+    let cold = start_and_log(root.path(), name);
+    let compiled = log_line(&cold, "compiled ");
+    println!("first start: {compiled}");
+    assert!(compiled.contains("(not cached)"), "log:\n{cold}");
+    assert!(!cold.contains("from the compilation cache"), "log:\n{cold}");
+    let files = cache_files(&home);
+    assert_eq!(files.len(), 1, "one cache entry: {files:?}");
+    let entry = files[0].clone();
+    println!(
+        "cache entry {} ({} bytes)",
+        entry.display(),
+        std::fs::metadata(&entry).unwrap().len()
+    );
+
+    let warm = start_and_log(root.path(), name);
+    let loaded = log_line(&warm, "from the compilation cache");
+    println!("second start: {loaded}");
+    assert!(loaded.contains("loaded "), "log:\n{warm}");
+    assert!(!warm.contains("compiled "), "log:\n{warm}");
+
+    // Flip a byte in the middle of the entry.
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0xff;
+    std::fs::write(&entry, &bytes).unwrap();
+    let after_corruption = start_and_log(root.path(), name);
+    let rejected = log_line(&after_corruption, "cache entry not used");
+    println!(
+        "after corrupting byte {at}: {rejected} / {}",
+        log_line(&after_corruption, "compiled ")
+    );
+    assert!(
+        rejected.contains("checksum"),
+        "the corrupt entry is named and rejected:\n{after_corruption}"
+    );
+    assert!(
+        after_corruption.contains("compiled "),
+        "log:\n{after_corruption}"
+    );
+    assert_eq!(
+        cache_files(&home),
+        vec![entry.clone()],
+        "one entry, replaced"
+    );
+
+    // The replaced entry is good again.
+    let again = start_and_log(root.path(), name);
+    println!("fourth start: {}", log_line(&again, "loaded "));
+    assert!(
+        again.contains("from the compilation cache"),
+        "log:\n{again}"
+    );
+}
+
+#[test]
+fn files_that_are_not_components_are_an_error_state() {
+    let mut b = HostBuilder::new();
+    // A text file named x.wasm (relative to the manifest dir).
+    let dir = b.scratch().join("exts").join("text");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("x.wasm"), "this is not WebAssembly\n").unwrap();
+    b.explicit("text", &component("text", "x.wasm"));
+    // A core module, not a component: the empty module.
+    let core = b.scratch().join("core.wasm");
+    std::fs::write(&core, b"\0asm\x01\0\0\0").unwrap();
+    b.explicit("core", &component("core", core.to_str().unwrap()));
+    // A path that does not exist.
+    b.explicit(
+        "missing",
+        &component("missing", "/nonexistent/zot/missing.wasm"),
+    );
+    // And a good one, which starts regardless.
+    b.explicit("good", &component("good", REACTOR));
+    let host = b.start();
+    let ready = host.ready();
+    println!("host_ready: {ready:?}");
+    assert!(ready.contains(&"good".to_string()), "{ready:?}");
+    for (name, words) in [
+        ("text", "not a valid component"),
+        ("core", "not a valid component"),
+        ("missing", "cannot read"),
+    ] {
+        let e = host.entry(name);
+        println!("{name}: state {} error {}", e["state"], e["error"]);
+        assert_eq!(e["state"], "error", "{e}");
+        let error = e["error"].as_str().unwrap_or_default();
+        assert!(error.contains(words), "{name}: {error}");
+        assert!(!ready.contains(&name.to_string()), "{ready:?}");
+        assert!(host.log(name).contains(words), "log of {name}");
+    }
+    assert_unharmed(&host, "good");
+    host.shutdown();
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. `list`
+
+#[test]
+fn list_shows_transport_kind_permissions_and_limits() {
+    let var = "ZOT_WASM_TEST_LISTED";
+    let mut b = HostBuilder::new();
+    b.env(var, "v");
+    // Asks for more than the default and has no grant.
+    b.explicit(
+        "asks",
+        &component_with(
+            "asks",
+            REACTOR,
+            json!({"cwd": "read", "env": [var]}),
+            json!({"memory_mb": 128}),
+        ),
+    );
+    // The same asks, granted.
+    b.explicit(
+        "granted",
+        &component_with(
+            "granted",
+            COMMAND,
+            json!({"cwd": "read", "env": [var]}),
+            json!({"memory_mb": 128}),
+        ),
+    );
+    grant(
+        &b.home(),
+        "granted",
+        COMMAND,
+        json!({"data_dir": true, "cwd": "read", "env": [var]}),
+        Some(128),
+    );
+    b.explicit("plain", &native("plain"));
+    let host = b.start();
+    host.ready();
+
+    let asks = host.entry("asks");
+    println!("asks: {asks}");
+    assert_eq!(asks["transport"], "wasm", "{asks}");
+    assert_eq!(asks["state"], "ready", "{asks}");
+    let s = &asks["sandbox"];
+    assert_eq!(s["component"], "reactor", "{s}");
+    assert_eq!(s["sha256"].as_str().unwrap_or_default().len(), 64, "{s}");
+    assert_eq!(s["sha256"], sha256_of(REACTOR), "{s}");
+    assert_eq!(s["asked"]["cwd"], "read", "{s}");
+    assert_eq!(s["asked"]["env"], json!([var]), "{s}");
+    assert_eq!(s["asked"]["data_dir"], true, "{s}");
+    assert!(s["granted"].is_null(), "no grant: {s}");
+    let withheld = str_list(&s["withheld"]);
+    assert_eq!(withheld.len(), 3, "{withheld:?}");
+    assert!(
+        withheld.iter().any(|w| w.starts_with("cwd")),
+        "{withheld:?}"
+    );
+    assert!(
+        withheld.contains(&format!("env {var}: not granted")),
+        "{withheld:?}"
+    );
+    assert!(
+        withheld.iter().any(|w| w.starts_with("memory 128 MiB")),
+        "{withheld:?}"
+    );
+    assert_eq!(s["memory_mb"], 64, "{s}");
+
+    let granted = host.entry("granted");
+    println!("granted: {granted}");
+    assert_eq!(granted["transport"], "wasm");
+    let s = &granted["sandbox"];
+    assert_eq!(s["component"], "command", "{s}");
+    assert_eq!(s["granted"]["cwd"], "read", "{s}");
+    assert_eq!(s["granted"]["env"], json!([var]), "{s}");
+    assert_eq!(s["withheld"], json!([]), "{s}");
+    assert_eq!(s["memory_mb"], 128, "{s}");
+
+    let plain = host.entry("plain");
+    assert_eq!(plain["transport"], "stdio", "{plain}");
+    assert!(plain.get("sandbox").is_none(), "{plain}");
+    host.shutdown();
+}
