@@ -84,6 +84,8 @@ pub(super) async fn run(guest: Guest, mut frames: mpsc::Receiver<Outbound>) -> E
         }
         let text = String::from_utf8(line).expect("frames are encoded from JSON text");
         deadline.set(frame.budget);
+        // A refused growth that the guest survived earlier says nothing about this call.
+        store.data_mut().limiter.memory_refused = false;
         tokio::select! {
             r = guest_api.call_handle(&mut store, &text) => {
                 if let Err(e) = r {
