@@ -1428,3 +1428,157 @@ fn list_shows_transport_kind_permissions_and_limits() {
     assert!(plain.get("sandbox").is_none(), "{plain}");
     host.shutdown();
 }
+
+// ---------------------------------------------------------------------------------------
+// 6. `zot ext run` and `zot ext grant` / `revoke`
+
+/// Runs `zot ext …` with `ZOT_HOME` = `home`.
+fn zot_ext(home: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+        .arg("ext")
+        .args(args)
+        .env("ZOT_HOME", home)
+        .output()
+        .expect("zot runs")
+}
+
+#[test]
+fn ext_run_gives_any_stdio_host_the_sandbox() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    let home = b.home();
+    // A classic manifest whose program is `zot ext run <component>`.
+    b.explicit(
+        "nested",
+        &json!({"name": "nested", "exec": env!("CARGO_BIN_EXE_zot"),
+                "args": ["ext", "run", "--tool-timeout-ms", "300", REACTOR]}),
+    );
+    let host = b.start();
+    host.ready();
+    assert_eq!(host.entry("nested")["transport"], "stdio");
+    // hello_ack is rewritten to what the component sees.
+    assert_eq!(hello_ack(&host, "nested")["data_dir"], "/data");
+    assert_eq!(tool_ok(&host, "echo", json!({"x": 1})), r#"{"x":1}"#);
+    tool_denied(&host, "fs_read", json!({"path": "/etc/passwd"}));
+    tool_ok(
+        &host,
+        "fs_write",
+        json!({"path": "/data/nested.txt", "text": "hi"}),
+    );
+    // The component is named after its file: its data dir is the one of `reactor`.
+    let written = data_dir(&home, "reactor").join("nested.txt");
+    assert_eq!(std::fs::read_to_string(&written).unwrap(), "hi");
+    // Its deadlines hold inside `zot ext run` too; the outer host sees a process exit.
+    host.fails(
+        "call_tool",
+        json!({"name": "spin", "args": {}, "timeout_ms": 300}),
+    );
+    let ev = wait_exited(&host, "nested", EVENT_TIMEOUT);
+    println!("nested spin: {ev}");
+    assert_eq!(ev["code"], 1, "{ev}");
+    assert!(host
+        .log("nested")
+        .contains("component ended: deadline exceeded"));
+    host.shutdown();
+}
+
+#[test]
+fn grant_shows_records_and_revoke_forgets() {
+    let scratch = TempDir::new("grant");
+    let home = scratch.path().join("home");
+    let dir = write_manifest(
+        &scratch.path().join("asker"),
+        &component_with(
+            "asker",
+            REACTOR,
+            json!({"env": ["ZOT_GRANT_A", "ZOT_GRANT_B"], "cwd": "read"}),
+            json!({"memory_mb": 96}),
+        ),
+    );
+    let dir = dir.to_str().unwrap();
+    let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+
+    let shown = zot_ext(&home, &["grant", dir]);
+    assert!(shown.status.success());
+    assert!(text(&shown).contains("read the environment variable ZOT_GRANT_A"));
+    assert!(text(&shown).contains("no grant recorded"));
+    assert!(
+        !home.join("grants/asker.json").exists(),
+        "showing grants nothing"
+    );
+
+    let one = zot_ext(&home, &["grant", dir, "-p", "env:ZOT_GRANT_A"]);
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let g: Value =
+        serde_json::from_slice(&std::fs::read(home.join("grants/asker.json")).unwrap()).unwrap();
+    assert_eq!(g["permissions"]["env"], json!(["ZOT_GRANT_A"]));
+    assert_eq!(g["permissions"]["data_dir"], true);
+    assert!(g["permissions"].get("cwd").is_none(), "{g}");
+    assert_eq!(g["sha256"], sha256_of(REACTOR));
+
+    let all = zot_ext(&home, &["grant", dir, "--all"]);
+    assert!(all.status.success());
+    let g: Value =
+        serde_json::from_slice(&std::fs::read(home.join("grants/asker.json")).unwrap()).unwrap();
+    assert_eq!(
+        g["permissions"]["env"],
+        json!(["ZOT_GRANT_A", "ZOT_GRANT_B"])
+    );
+    assert_eq!(g["permissions"]["cwd"], "read");
+    assert_eq!(g["memory_mb"], 96);
+
+    let bad = zot_ext(&home, &["grant", dir, "-p", "network"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown permission \"network\""));
+
+    let classic = write_manifest(&scratch.path().join("classic"), &native("classic"));
+    let refused = zot_ext(&home, &["grant", classic.to_str().unwrap(), "--all"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("full user permissions"));
+
+    let revoked = zot_ext(&home, &["revoke", "asker"]);
+    assert!(revoked.status.success());
+    assert!(!home.join("grants/asker.json").exists());
+    assert!(text(&zot_ext(&home, &["revoke", "asker"])).contains("had no grant"));
+}
+
+#[test]
+fn a_grant_made_with_the_cli_is_in_force() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    let home = b.home();
+    b.env("ZOT_CLI_GRANTED", "through");
+    let dir = b.explicit(
+        "cligrant",
+        &component_with(
+            "cligrant",
+            REACTOR,
+            json!({"env": ["ZOT_CLI_GRANTED"]}),
+            json!({}),
+        ),
+    );
+    let out = zot_ext(&home, &["grant", dir.to_str().unwrap(), "--all"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let host = b.start();
+    host.ready();
+    assert_eq!(
+        tool_ok(&host, "env", json!({"name": "ZOT_CLI_GRANTED"})),
+        "through"
+    );
+    let sandbox = &host.entry("cligrant")["sandbox"];
+    assert_eq!(
+        sandbox["granted"]["env"],
+        json!(["ZOT_CLI_GRANTED"]),
+        "{sandbox}"
+    );
+    assert_eq!(sandbox["withheld"], json!([]), "{sandbox}");
+    host.shutdown();
+}

@@ -23,6 +23,10 @@ pub(crate) struct RunArgs {
     /// The longest line accepted, in either direction, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_FRAME)]
     max_frame_bytes: usize,
+    /// How long the component may work on one tool call (default: the manifest's
+    /// `limits.tool_timeout_ms`, else 60000). Match the outer host's tool timeout.
+    #[arg(long, value_name = "MS")]
+    tool_timeout_ms: Option<u64>,
 }
 
 /// Runs the component until its input ends, it exits, or this process is signalled.
@@ -75,7 +79,10 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
     .await?;
     sandbox::warn_if_changed(grant.as_ref(), &started.sha256, &manifest.name, &log);
     let conn = started.connection;
-    let timeouts = Timeouts::default();
+    let mut timeouts = Timeouts::default();
+    if let Some(ms) = args.tool_timeout_ms.or(manifest.limits.tool_timeout_ms) {
+        timeouts.tool = std::time::Duration::from_millis(ms);
+    }
 
     // stdin → component; hello_ack is told the paths as the component sees them.
     let outbound = conn.outbound.clone();
