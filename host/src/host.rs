@@ -533,6 +533,10 @@ impl Inner {
         for (rank, f) in found.found.into_iter().enumerate() {
             let name = f.name();
             let log = self.config.home.log_path(&name);
+            let transport = match &f.manifest {
+                Ok(m) if m.wasm.is_some() => "wasm",
+                _ => "stdio",
+            };
             let (version, state) = match f.manifest {
                 Err(e) => {
                     let message = e.to_string();
@@ -553,7 +557,7 @@ impl Inner {
                 source: f.source,
                 dir: f.dir,
                 log,
-                transport: "stdio",
+                transport,
                 sandbox: None,
                 tool_timeout: None,
                 state,

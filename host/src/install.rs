@@ -443,10 +443,11 @@ impl From<&Found> for Listed {
             description: text("description").to_string(),
             source: found.source,
             dir: found.dir.display().to_string(),
-            transport: if raw.contains_key("wasm") {
-                "wasm"
-            } else {
-                "stdio"
+            transport: match &found.manifest {
+                Ok(m) if m.wasm.is_none() => "stdio",
+                Ok(_) => "wasm",
+                Err(_) if raw.get("wasm").is_some_and(|w| !w.is_null()) => "wasm",
+                Err(_) => "stdio",
             },
             enabled,
             state,

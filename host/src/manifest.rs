@@ -78,7 +78,8 @@ pub enum CwdAccess {
     Read,
 }
 
-/// Resource limits a component asks for; unset means the host's default.
+/// Resource limits; unset means the host's default. `memory_mb` applies to components;
+/// `tool_timeout_ms` to any extension.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
@@ -92,6 +93,8 @@ pub struct Limits {
 
 /// The largest memory limit a manifest may ask for.
 pub const MAX_MEMORY_MB: u64 = 4096;
+/// The longest tool timeout a manifest may set: one hour.
+pub const MAX_TOOL_TIMEOUT_MS: u64 = 3_600_000;
 
 /// How an extension runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +163,13 @@ impl Manifest {
             if mb == 0 || mb > MAX_MEMORY_MB {
                 return Err(err(format!(
                     "field \"limits.memory_mb\": {mb} is outside 1..={MAX_MEMORY_MB}"
+                )));
+            }
+        }
+        if let Some(ms) = manifest.limits.tool_timeout_ms {
+            if ms == 0 || ms > MAX_TOOL_TIMEOUT_MS {
+                return Err(err(format!(
+                    "field \"limits.tool_timeout_ms\": {ms} is outside 1..={MAX_TOOL_TIMEOUT_MS}"
                 )));
             }
         }

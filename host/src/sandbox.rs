@@ -219,8 +219,10 @@ impl HostPattern {
                 "{entry:?}: name a host (and port), not a URL path or user"
             ));
         }
-        let (host, port) = if rest.matches(':').count() > 1 && !rest.starts_with('[') {
-            (rest, None) // a bare IPv6 address
+        let bracketed = rest.starts_with('[') && rest.ends_with(']');
+        let bare_ipv6 = rest.matches(':').count() > 1 && !rest.starts_with('[');
+        let (host, port) = if bracketed || bare_ipv6 {
+            (rest, None) // an IPv6 address without a port
         } else {
             match rest.rsplit_once(':') {
                 Some((h, p)) => {
@@ -349,6 +351,8 @@ mod tests {
         assert_eq!((p.host.as_str(), p.port), ("*.example.com", Some(443)));
         let p = HostPattern::parse("[::1]:80").unwrap();
         assert_eq!((p.host.as_str(), p.port), ("::1", Some(80)));
+        let p = HostPattern::parse("[::1]").unwrap();
+        assert_eq!((p.host.as_str(), p.port), ("::1", None));
         for bad in ["ftp://x", "x.com/path", "a*.b", "", "x:port", "user@x"] {
             assert!(HostPattern::parse(bad).is_err(), "{bad}");
         }

@@ -64,14 +64,16 @@ async fn check(config: HostConfig) -> Value {
         violations.push("the manifest says \"enabled\": false".into());
     }
     let status = host.status(&info.name).unwrap_or_default();
-    if status.hello.is_none() && info.state != "disabled" && info.state != "error" {
+    let exited_early = info.state == "exited";
+    if exited_early {
+        // The exit is the violation; what it did not get to send follows from it.
+    } else if status.hello.is_none() && info.state != "disabled" && info.state != "error" {
         violations.push(format!("no hello within the ready wait ({ready_wait:?})"));
     } else if info.state == "starting" {
         violations.push(format!(
             "not ready within the ready wait ({ready_wait:?}): it kept sending frames"
         ));
     }
-    let exited_early = info.state == "exited";
     if exited_early {
         violations.push(format!(
             "exited during the check: {}",

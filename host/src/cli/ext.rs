@@ -144,11 +144,19 @@ fn install(home: &ZotHome, source: &str) -> Result<(), String> {
             m.name
         );
     }
-    eprintln!(
-        "warning: {} runs as a program with your full user permissions (files, network); \
-         install only extensions you trust",
-        m.name
-    );
+    if m.wasm.is_some() {
+        eprintln!(
+            "{} is a sandboxed component: it gets its data dir only, until you grant more \
+             (`zot ext grant {}` shows what it asks for)",
+            m.name, m.name
+        );
+    } else {
+        eprintln!(
+            "warning: {} runs as a program with your full user permissions (files, network); \
+             install only extensions you trust",
+            m.name
+        );
+    }
     Ok(())
 }
 

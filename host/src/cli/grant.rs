@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use zot_host::grants;
 use zot_host::install;
-use zot_host::manifest::{CwdAccess, Launch, Manifest, Permissions};
+use zot_host::manifest::{CwdAccess, Launch, Manifest, Permissions, MAX_MEMORY_MB};
 use zot_host::paths::ZotHome;
 use zot_host::sandbox::{Grant, DEFAULT_MEMORY_MB};
 
@@ -87,12 +87,15 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
     let sha256 = zot_host::cache::sha256_hex(&bytes);
     let old = grants::load(&home, &m.name)?;
     println!("{} asks for:", m.name);
-    describe(&m.permissions, m.limits.memory_mb);
+    describe(
+        &m.permissions,
+        m.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
+    );
     if !args.all && args.permissions.is_empty() {
         match &old {
             Some(g) => {
                 println!("granted:");
-                describe(&g.permissions, g.memory_mb);
+                describe(&g.permissions, granted_memory(g));
             }
             None => println!("granted: nothing beyond its data dir (no grant recorded)"),
         }
@@ -125,8 +128,16 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
         )
     })?;
     println!("granted:");
-    describe(&grant.permissions, grant.memory_mb);
+    describe(&grant.permissions, granted_memory(&grant));
     Ok(())
+}
+
+/// The most memory `grant` allows (never less than the default).
+fn granted_memory(grant: &Grant) -> u64 {
+    grant
+        .memory_mb
+        .unwrap_or(DEFAULT_MEMORY_MB)
+        .max(DEFAULT_MEMORY_MB)
 }
 
 fn add_all(to: &mut Vec<String>, items: &[String]) {
@@ -152,7 +163,9 @@ fn apply(grant: &mut Grant, permission: &str) -> Result<(), String> {
         Some(("memory", mb)) => {
             let mb: u64 = mb
                 .parse()
-                .map_err(|_| format!("memory:{mb}: give a number of MiB"))?;
+                .ok()
+                .filter(|mb| (1..=MAX_MEMORY_MB).contains(mb))
+                .ok_or_else(|| format!("memory:{mb}: give a number of MiB, 1 to {MAX_MEMORY_MB}"))?;
             grant.memory_mb = Some(mb);
         }
         _ => {
@@ -165,7 +178,7 @@ fn apply(grant: &mut Grant, permission: &str) -> Result<(), String> {
 }
 
 /// Prints permissions in plain words.
-fn describe(p: &Permissions, memory_mb: Option<u64>) {
+fn describe(p: &Permissions, memory_mb: u64) {
     if p.data_dir {
         println!("  - read and write its own data directory (seen as /data)");
     }
@@ -178,10 +191,5 @@ fn describe(p: &Permissions, memory_mb: Option<u64>) {
     for host in &p.http {
         println!("  - make HTTP requests to {host}");
     }
-    println!(
-        "  - use up to {} MiB of memory",
-        memory_mb
-            .unwrap_or(DEFAULT_MEMORY_MB)
-            .max(DEFAULT_MEMORY_MB)
-    );
+    println!("  - use up to {memory_mb} MiB of memory");
 }

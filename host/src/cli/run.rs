@@ -27,6 +27,10 @@ pub(crate) struct RunArgs {
     /// `limits.tool_timeout_ms`, else 60000). Match the outer host's tool timeout.
     #[arg(long, value_name = "MS")]
     tool_timeout_ms: Option<u64>,
+    /// The project directory a `cwd: "read"` grant exposes (default: the current
+    /// directory). The component is told this path in `hello_ack.cwd`.
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
 }
 
 /// Runs the component until its input ends, it exits, or this process is signalled.
@@ -66,9 +70,15 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
     let home = ZotHome::from_env()?;
     let (manifest, wasm_path) = manifest_for(&args.path)?;
     let log = ExtLog::stderr();
-    let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
+    let cwd = match args.cwd {
+        Some(dir) => {
+            std::path::absolute(&dir).map_err(|e| format!("--cwd {}: {e}", dir.display()))?
+        }
+        None => std::env::current_dir().map_err(|e| format!("current directory: {e}"))?,
+    };
     let (decision, grant) = sandbox::for_manifest(&home, &manifest, &cwd, &log);
     let data_mount = decision.policy.data_mount();
+    let cwd_told = cwd.display().to_string();
     let started = wasm::spawn(WasmSpec {
         wasm: wasm_path,
         policy: decision.policy,
@@ -106,6 +116,7 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
                 let frame = match HostFrame::decode(&line) {
                     Ok(HostFrame::HelloAck(mut ack)) => {
                         ack.data_dir = data_mount.to_string();
+                        ack.cwd = cwd_told.clone();
                         Outbound {
                             line: encode(&HostFrame::HelloAck(ack)),
                             budget: timeouts.budget("hello_ack"),

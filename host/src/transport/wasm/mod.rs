@@ -231,20 +231,26 @@ impl Deadline {
 }
 
 /// Memory, table and instance limits that remember a refused memory growth, so the
-/// trap that follows can be reported as `memory limit`.
+/// trap that follows can be reported as `memory limit`. The memory limit is for all of
+/// a component's linear memories together.
 struct Limiter {
     memory_bytes: usize,
+    memory_used: usize,
     memory_refused: bool,
 }
 
 impl ResourceLimiter for Limiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let allow = desired <= self.memory_bytes && maximum.is_none_or(|m| desired <= m);
+        let total = self.memory_used - current.min(self.memory_used) + desired;
+        let allow = total <= self.memory_bytes && maximum.is_none_or(|m| desired <= m);
+        if allow {
+            self.memory_used = total;
+        }
         self.memory_refused |= !allow;
         Ok(allow)
     }
@@ -314,6 +320,7 @@ impl Guest {
             table: ResourceTable::new(),
             limiter: Limiter {
                 memory_bytes: self.memory_bytes,
+                memory_used: 0,
                 memory_refused: false,
             },
             deadline,
