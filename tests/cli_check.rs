@@ -101,3 +101,31 @@ fn a_missing_manifest_is_reported() {
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("extension.json"), "{text}");
 }
+
+#[test]
+fn a_component_is_checked_with_its_sandbox() {
+    let home = TempDir::new("check-home");
+    let dir = write_manifest(
+        &home.path().join("comp"),
+        &serde_json::json!({"name": "comp", "wasm": zot_test_guests::REACTOR,
+                            "permissions": {"env": ["HOME"]}}),
+    );
+    let r = report(&check(&dir, &home, true));
+    assert_eq!(r["transport"], "wasm", "{r}");
+    assert_eq!(r["sandbox"]["component"], "reactor", "{r}");
+    assert_eq!(
+        r["sandbox"]["asked"]["env"],
+        serde_json::json!(["HOME"]),
+        "{r}"
+    );
+    assert_eq!(r["sandbox"]["granted"], serde_json::Value::Null, "{r}");
+    assert_eq!(
+        r["sandbox"]["withheld"],
+        serde_json::json!(["env HOME: not granted"]),
+        "{r}"
+    );
+    assert_eq!(r["sandbox"]["memory_mb"], 64, "{r}");
+    assert_eq!(r["ready_by"], "frame", "{r}");
+    // The guest names itself "guest": a warning, not a violation.
+    assert_eq!(r["violations"], serde_json::json!([]), "{r}");
+}

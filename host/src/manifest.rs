@@ -285,3 +285,83 @@ mod tests {
         assert_eq!(m("node").program(dir), Path::new("node"));
     }
 }
+
+#[cfg(test)]
+mod validation_tests {
+    use super::*;
+
+    fn read(body: &str) -> Result<Manifest, ManifestError> {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("zot-manifest-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(MANIFEST_FILE), body).unwrap();
+        let m = Manifest::read(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        m
+    }
+
+    fn error(body: &str) -> String {
+        read(body).unwrap_err().message
+    }
+
+    #[test]
+    fn component_manifests() {
+        let m = read(
+            r#"{"name":"g","wasm":"g.wasm","permissions":{"cwd":"read","env":["A"],
+                "http":["api.example.com"]},"limits":{"memory_mb":128,"tool_timeout_ms":500}}"#,
+        )
+        .unwrap();
+        assert_eq!(m.launch(Path::new("/x")), Launch::Wasm("/x/g.wasm".into()));
+        assert!(
+            m.permissions.data_dir,
+            "the data dir is asked for by default"
+        );
+        assert_eq!(m.permissions.cwd, Some(CwdAccess::Read));
+        assert_eq!(m.limits.memory_mb, Some(128));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        for (body, field) in [
+            (r#"{"name":"g"}"#, "\"exec\" (a program to run) or \"wasm\""),
+            (
+                r#"{"name":"g","exec":"x","wasm":"y"}"#,
+                "exclude each other",
+            ),
+            (r#"{"name":"g","wasm":""}"#, "field \"wasm\" is empty"),
+            (
+                r#"{"name":"g","wasm":"g","permissions":{"net":true}}"#,
+                "field \"permissions\": unknown field `net`",
+            ),
+            (
+                r#"{"name":"g","wasm":"g","permissions":{"cwd":"write"}}"#,
+                "field \"permissions\"",
+            ),
+            (
+                r#"{"name":"g","wasm":"g","limits":{"cpu":1}}"#,
+                "field \"limits\": unknown field `cpu`",
+            ),
+            (
+                r#"{"name":"g","wasm":"g","limits":{"memory_mb":0}}"#,
+                "field \"limits.memory_mb\"",
+            ),
+            (
+                r#"{"name":"g","wasm":"g","limits":{"memory_mb":99999}}"#,
+                "field \"limits.memory_mb\"",
+            ),
+            (
+                r#"{"name":"g","wasm":"g","limits":{"tool_timeout_ms":0}}"#,
+                "field \"limits.tool_timeout_ms\"",
+            ),
+            (
+                r#"{"name":"g","wasm":"g","permissions":{"http":["ok.com","ftp://x"]}}"#,
+                "field \"permissions.http[1]\"",
+            ),
+            (r#"{"name":"../g","wasm":"g"}"#, "field \"name\""),
+        ] {
+            let e = error(body);
+            assert!(e.contains(field), "{body}: {e}");
+        }
+    }
+}
