@@ -933,3 +933,14 @@ fn extension_runs_in_its_directory_and_its_stderr_goes_to_its_log() {
     }
     host.shutdown();
 }
+
+#[test]
+fn initial_registrations_are_announced_once() {
+    let mut b = HostBuilder::new();
+    b.explicit("rs", &rs_manifest("rs", &[]));
+    let host = b.start();
+    host.ready();
+    let changes = host.events(|v| v["type"] == "registry_changed" && v["extension"] == "rs");
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    host.shutdown();
+}

@@ -133,6 +133,8 @@ pub struct Status {
 pub(crate) trait Hub: Send + Sync + 'static {
     /// A command or tool registration arrived.
     fn register(&self, ext: &Extension, registration: Registration);
+    /// The extension became ready: its initial registrations are complete.
+    fn ready(&self, ext: &Extension);
     /// The extension is gone: drop its registrations.
     fn exited(&self, ext: &Extension);
     /// The extension asked the host to run a tool (`call_tool`).
@@ -541,7 +543,7 @@ impl Extension {
             let item = tokio::select! {
                 item = inbound.recv() => item,
                 () = &mut silence, if waiting_silently => {
-                    self.become_ready(spawned, ReadyBy::Silence);
+                    self.become_ready(spawned, ReadyBy::Silence, &hub);
                     continue;
                 }
             };
@@ -617,7 +619,7 @@ impl Extension {
         inner.events_ready.notify_one();
     }
 
-    fn become_ready(&self, spawned: Instant, by: ReadyBy) {
+    fn become_ready(&self, spawned: Instant, by: ReadyBy, hub: &Arc<dyn Hub>) {
         if self.phase() != Phase::Starting {
             return;
         }
@@ -627,6 +629,7 @@ impl Extension {
             st.ready_by = Some(by);
         }
         self.inner.phase.send_replace(Phase::Ready);
+        hub.ready(self);
     }
 
     /// Records a protocol violation in the status and the log.
@@ -696,7 +699,7 @@ impl Extension {
                 }
             }
             ExtFrame::Subscribe(sub) => self.subscribe(sub),
-            ExtFrame::Ready(_) => self.become_ready(spawned, ReadyBy::Frame),
+            ExtFrame::Ready(_) => self.become_ready(spawned, ReadyBy::Frame, hub),
             ExtFrame::CommandResponse(r) => {
                 let id = r.id.clone();
                 self.reply(Kind::Command, &id, ExtFrame::CommandResponse(r));
@@ -877,6 +880,7 @@ mod tests {
 
     impl Hub for NoHub {
         fn register(&self, _: &Extension, _: Registration) {}
+        fn ready(&self, _: &Extension) {}
         fn exited(&self, _: &Extension) {}
         fn call_tool(
             &self,

@@ -739,7 +739,21 @@ impl Hub for Inner {
                 Registration::Tool(reg) => registry.claim_tool(ext, reg),
             }
         };
-        self.changed(changed);
+        // Initial registrations are announced once, when the extension is ready.
+        let starting = ext.phase() == Phase::Starting;
+        self.changed(
+            changed
+                .into_iter()
+                .filter(|e| !(starting && e.is(ext)))
+                .collect(),
+        );
+    }
+
+    fn ready(&self, ext: &Extension) {
+        let owned = self.registry.lock().unwrap().of(ext);
+        if !(owned.commands.is_empty() && owned.tools.is_empty() && owned.shadowed.is_empty()) {
+            self.changed(vec![ext.clone()]);
+        }
     }
 
     fn exited(&self, ext: &Extension) {
