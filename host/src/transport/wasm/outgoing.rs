@@ -542,6 +542,64 @@ mod tests {
         assert!(d.why.contains("no http permission"), "{d:?}");
     }
 
+    /// A one-shot plain HTTP server on 127.0.0.1; returns its port.
+    fn one_shot_server(body: &'static str) -> u16 {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        });
+        port
+    }
+
+    fn get(url: &str) -> http::Request<WasiBody> {
+        http::Request::get(url)
+            .body(
+                http_body_util::Empty::<Bytes>::new()
+                    .map_err(|never| match never {})
+                    .boxed_unsync(),
+            )
+            .unwrap()
+    }
+
+    #[test]
+    fn the_checked_address_is_the_one_connected() {
+        let port = one_shot_server("local body");
+        let allow = patterns(&[&format!("http://127.0.0.1:{port}")]);
+        let body = run(async {
+            let req = get(&format!("http://127.0.0.1:{port}/p"));
+            let target = check(&allow, req.uri(), CONNECT_TIMEOUT).await.unwrap();
+            let (res, io) = send(req, None, target).await.unwrap();
+            // wasmtime-wasi-http drives the connection the same way.
+            tokio::spawn(Pin::from(io));
+            assert_eq!(res.status(), 200);
+            res.into_body().collect().await.unwrap().to_bytes()
+        });
+        assert_eq!(&body[..], b"local body");
+    }
+
+    #[test]
+    fn https_runs_tls_and_fails_against_a_plain_server() {
+        let port = one_shot_server("not TLS");
+        let allow = patterns(&[&format!("https://127.0.0.1:{port}")]);
+        let err = run(async {
+            let req = get(&format!("https://127.0.0.1:{port}/"));
+            let target = check(&allow, req.uri(), CONNECT_TIMEOUT).await.unwrap();
+            assert!(target.tls);
+            send(req, None, target).await.err().unwrap()
+        });
+        assert!(matches!(err, Error::Tls(_)), "{err:?}");
+    }
+
     #[test]
     fn a_listed_name_resolving_to_loopback_is_refused_even_if_the_address_is_listed() {
         let d = run(check(
