@@ -1582,3 +1582,199 @@ fn a_grant_made_with_the_cli_is_in_force() {
     assert_eq!(sandbox["withheld"], json!([]), "{sandbox}");
     host.shutdown();
 }
+
+// ---------------------------------------------------------------------------------------
+// Outgoing HTTP
+
+/// A local HTTP server on `127.0.0.1:<ephemeral port>`: answers each connection with a
+/// fixed `200` whose body is `body`, counting them; it stops by itself after `max`
+/// connections or a minute, whichever comes first.
+struct LocalServer {
+    port: u16,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl LocalServer {
+    fn start(body: &'static str, max: usize) -> LocalServer {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = hits.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while counted.load(Ordering::SeqCst) < max && Instant::now() < deadline {
+                let mut stream = match listener.accept() {
+                    Ok((stream, _)) => stream,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    }
+                    Err(_) => return,
+                };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        LocalServer { port, hits }
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The allow-list in force: (a) a listed loopback literal is reached; (b) an unlisted host
+/// is refused before any lookup; (c) a listed name resolving to loopback is refused after
+/// DNS; (d) an entry asked but not granted is withheld and refused. Every refusal names
+/// the host in the guest's error and in the extension's log.
+fn http_follows_the_allow_list(kind: Kind) {
+    const BODY: &str = "hello from the local server";
+    let server = LocalServer::start(BODY, 8);
+    let ungranted = LocalServer::start("must not be reached", 8);
+    let name = format!("http-{}", kind.label());
+    let literal = format!("http://127.0.0.1:{}", server.port);
+    let by_name = format!("http://localhost:{}", server.port);
+    let not_granted = format!("http://127.0.0.1:{}", ungranted.port);
+    let mut b = HostBuilder::new();
+    b.explicit(
+        &name,
+        &component_with(
+            &name,
+            kind.wasm(),
+            json!({"http": [literal, by_name, not_granted]}),
+            json!({}),
+        ),
+    );
+    grant(
+        &b.home(),
+        &name,
+        kind.wasm(),
+        json!({"data_dir": true, "http": [literal, by_name]}),
+        None,
+    );
+    let host = b.start();
+    host.ready();
+
+    // (d) is visible before anything runs.
+    let withheld = str_list(&host.entry(&name)["sandbox"]["withheld"]);
+    assert_eq!(
+        withheld,
+        vec![format!("http {not_granted}: not granted")],
+        "{withheld:?}"
+    );
+
+    // (a) The listed literal.
+    let got = tool_ok(
+        &host,
+        "http_get",
+        json!({"url": format!("{literal}/hello?x=1")}),
+    );
+    let got: Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(got, json!({"status": 200, "body": BODY}), "{got}");
+    assert_eq!(server.hits(), 1);
+
+    // (b) Not listed: refused before DNS.
+    let err = tool_denied(
+        &host,
+        "http_get",
+        json!({"url": "http://not-listed.invalid/x"}),
+    );
+    assert!(
+        err.contains("not-listed.invalid") && err.contains("HttpRequestDenied"),
+        "{err}"
+    );
+    let log = wait_log(
+        &host,
+        &name,
+        0,
+        "denied HTTP to not-listed.invalid:",
+        EVENT_TIMEOUT,
+    );
+    println!("  {}", log_line(&log, "denied HTTP to not-listed.invalid:"));
+    // The right host on another port, or https on the listed port, is not listed either.
+    let other_port = format!("http://127.0.0.1:{}/", ungranted.port);
+    tool_denied(&host, "http_get", json!({"url": other_port}));
+    tool_denied(
+        &host,
+        "http_get",
+        json!({"url": format!("https://127.0.0.1:{}/", server.port)}),
+    );
+
+    // (c) Listed by name, but the name resolves to loopback: refused after the lookup,
+    // although 127.0.0.1 on that port is listed too (the literal entry allows requests to
+    // the address, never to a name for it).
+    let err = tool_denied(&host, "http_get", json!({"url": format!("{by_name}/")}));
+    assert!(
+        err.contains("localhost") && err.contains("DestinationIpProhibited"),
+        "{err}"
+    );
+    let log = wait_log(&host, &name, 0, "denied HTTP to localhost:", EVENT_TIMEOUT);
+    let line = log_line(&log, "denied HTTP to localhost:");
+    println!("  {line}");
+    assert!(line.contains("loopback"), "{line}");
+
+    // (d) Asked, not granted: refused.
+    let log = wait_log(
+        &host,
+        &name,
+        0,
+        &format!("withheld: http {not_granted}: not granted"),
+        EVENT_TIMEOUT,
+    );
+    assert!(log.contains("withheld: http"), "{log}");
+    assert_eq!(ungranted.hits(), 0, "the ungranted server was reached");
+    assert_eq!(
+        server.hits(),
+        1,
+        "only the allowed request reached the server"
+    );
+    assert_unharmed(&host, &name);
+    host.shutdown();
+}
+
+#[test]
+fn reactor_http_follows_the_allow_list() {
+    http_follows_the_allow_list(Kind::Reactor);
+}
+
+#[test]
+fn command_http_follows_the_allow_list() {
+    http_follows_the_allow_list(Kind::Command);
+}
+
+#[test]
+fn without_http_permissions_every_request_is_refused() {
+    let server = LocalServer::start("must not be reached", 4);
+    let name = "nohttp";
+    let mut b = HostBuilder::new();
+    b.explicit(name, &component(name, REACTOR));
+    let host = b.start();
+    host.ready();
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let err = tool_denied(&host, "http_get", json!({ "url": url }));
+    assert!(err.contains("HttpRequestDenied"), "{err}");
+    let log = wait_log(&host, name, 0, "denied HTTP to 127.0.0.1:", EVENT_TIMEOUT);
+    let line = log_line(&log, "denied HTTP to 127.0.0.1:");
+    assert!(line.contains("no http permission"), "{line}");
+    assert_eq!(server.hits(), 0);
+    assert_unharmed(&host, name);
+    host.shutdown();
+}

@@ -7,6 +7,7 @@ use crate::log::ExtLog;
 use crate::manifest::{CwdAccess, Limits, Manifest, Permissions};
 use crate::paths::ZotHome;
 use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
@@ -43,6 +44,8 @@ pub struct Policy {
     pub env: Vec<(String, String)>,
     /// Linear memory limit in bytes.
     pub memory_bytes: usize,
+    /// Where outgoing HTTP may go (the granted `permissions.http` entries); empty: nowhere.
+    pub http: Vec<HostPattern>,
 }
 
 /// A decision and what was withheld from the manifest's asks, in words for the log.
@@ -90,13 +93,16 @@ pub fn decide(
             env.push((name.clone(), value));
         }
     }
-    for host in &asked.http {
-        let why = if grant.permissions.http.contains(host) {
-            "outgoing HTTP is not supported by this host version"
-        } else {
-            "not granted"
-        };
-        withheld.push(format!("http {host}: {why}"));
+    let mut http = Vec::new();
+    for entry in &asked.http {
+        if !grant.permissions.http.contains(entry) {
+            withheld.push(format!("http {entry}: not granted"));
+            continue;
+        }
+        match HostPattern::parse(entry) {
+            Ok(pattern) => http.push(pattern),
+            Err(e) => withheld.push(format!("http {entry}: {e}")),
+        }
     }
     let asked_mb = limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB);
     let allowed_mb = grant
@@ -112,6 +118,7 @@ pub fn decide(
             cwd,
             env,
             memory_bytes: (asked_mb.min(allowed_mb) * 1024 * 1024) as usize,
+            http,
         },
         withheld,
     }
@@ -194,6 +201,14 @@ impl Policy {
 
 /// One `permissions.http` entry: `host`, `*.domain`, either with `:port`, optionally
 /// prefixed with `http://` (otherwise only `https` is allowed).
+///
+/// Matching ([`HostPattern::allows`]): the scheme must be the entry's; the port must be
+/// the entry's, or with no port in the entry the scheme's default (443 or 80) only;
+/// `host` matches that host exactly (IP literals compare as addresses), `*.domain`
+/// matches any subdomain of `domain` at any depth but **not** `domain` itself (list both
+/// to allow both). A private, loopback or link-local address is reached only by a request
+/// to that address allowed by an entry naming it literally, never through a host name
+/// (see `transport::wasm::outgoing`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostPattern {
     pub scheme: &'static str,
@@ -249,6 +264,53 @@ impl HostPattern {
             host: host.to_ascii_lowercase(),
             port,
         })
+    }
+}
+
+impl HostPattern {
+    /// The scheme's port when the entry names none.
+    pub fn port_or_default(&self) -> u16 {
+        self.port
+            .unwrap_or(if self.scheme == "https" { 443 } else { 80 })
+    }
+
+    /// The address, when the entry is an IP literal.
+    pub fn literal_ip(&self) -> Option<IpAddr> {
+        self.host.parse().ok()
+    }
+
+    /// Whether a request to `scheme://host:port` is allowed by this entry; `host` is
+    /// lower-case, without brackets.
+    pub fn allows(&self, scheme: &str, host: &str, port: u16) -> bool {
+        if self.scheme != scheme || self.port_or_default() != port {
+            return false;
+        }
+        if let Some(domain) = self.host.strip_prefix("*.") {
+            return host
+                .strip_suffix(domain)
+                .and_then(|sub| sub.strip_suffix('.'))
+                .is_some_and(|sub| !sub.is_empty() && !sub.ends_with('.'));
+        }
+        match (self.literal_ip(), host.parse::<IpAddr>()) {
+            (Some(a), Ok(b)) => a == b,
+            (Some(_), Err(_)) | (None, Ok(_)) => false,
+            (None, Err(_)) => self.host == host,
+        }
+    }
+}
+
+impl std::fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        write!(f, "{}://{host}", self.scheme)?;
+        if let Some(port) = self.port {
+            write!(f, ":{port}")?;
+        }
+        Ok(())
     }
 }
 
@@ -356,5 +418,74 @@ mod tests {
         for bad in ["ftp://x", "x.com/path", "a*.b", "", "x:port", "user@x"] {
             assert!(HostPattern::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn host_pattern_matching() {
+        let p = |e: &str| HostPattern::parse(e).unwrap();
+        let exact = p("api.example.com");
+        assert!(exact.allows("https", "api.example.com", 443));
+        assert!(!exact.allows("http", "api.example.com", 80), "https only");
+        assert!(
+            !exact.allows("https", "api.example.com", 8443),
+            "default port only"
+        );
+        assert!(!exact.allows("https", "x.api.example.com", 443));
+        assert!(!exact.allows("https", "api.example.com.evil.net", 443));
+        let wild = p("*.example.com");
+        assert!(wild.allows("https", "a.example.com", 443));
+        assert!(wild.allows("https", "a.b.example.com", 443));
+        assert!(
+            !wild.allows("https", "example.com", 443),
+            "not the bare domain"
+        );
+        assert!(!wild.allows("https", "badexample.com", 443));
+        assert!(!wild.allows("https", ".example.com", 443));
+        assert!(!wild.allows("https", "a..example.com", 443));
+        let local = p("http://127.0.0.1:8080");
+        assert!(local.allows("http", "127.0.0.1", 8080));
+        assert!(!local.allows("http", "127.0.0.1", 80));
+        assert!(!local.allows("http", "localhost", 8080));
+        assert!(!local.allows("http", "::ffff:127.0.0.1", 8080));
+        assert_eq!(local.literal_ip(), Some("127.0.0.1".parse().unwrap()));
+        let v6 = p("http://[::1]:80");
+        assert!(v6.allows("http", "::1", 80));
+        assert!(v6.allows("http", "0:0:0:0:0:0:0:1", 80));
+        assert_eq!(v6.to_string(), "http://[::1]:80");
+        assert_eq!(p("*.Example.com").to_string(), "https://*.example.com");
+    }
+
+    #[test]
+    fn granted_http_entries_are_in_the_policy() {
+        let grant = Grant {
+            sha256: String::new(),
+            permissions: asks(false, &[], &["api.example.com", "http://127.0.0.1:8080"]),
+            memory_mb: None,
+        };
+        let d = decide(
+            &asks(false, &[], &["http://127.0.0.1:8080", "*.other.org"]),
+            &Limits::default(),
+            Some(&grant),
+            "/d".into(),
+            Path::new("/p"),
+            host_env,
+        );
+        assert_eq!(
+            d.policy.http,
+            vec![HostPattern::parse("http://127.0.0.1:8080").unwrap()]
+        );
+        assert_eq!(
+            d.withheld,
+            vec!["http *.other.org: not granted".to_string()]
+        );
+        let none = decide(
+            &asks(false, &[], &[]),
+            &Limits::default(),
+            Some(&grant),
+            "/d".into(),
+            Path::new("/p"),
+            host_env,
+        );
+        assert!(none.policy.http.is_empty(), "granted but not asked");
     }
 }

@@ -7,7 +7,7 @@
 //! for one (no deadline while it waits). A guest that spins instead of reading again is
 //! stopped when the budget of the frame it took runs out.
 
-use super::{exit_for, killed, Deadline, Guest, GuestData, Stop, START_BUDGET};
+use super::{add_wasi_to_linker, exit_for, killed, Deadline, Guest, GuestData, Stop, START_BUDGET};
 use crate::transport::{pipe, Exit, Outbound};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -42,7 +42,7 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
     let (mut store, component, log) = guest.store(deadline.clone());
     let exit = async {
         let mut linker = Linker::<GuestData>::new(store.engine());
-        if let Err(e) = wasmtime_wasi::p2::add_to_linker_async(&mut linker) {
+        if let Err(e) = add_wasi_to_linker(&mut linker) {
             return exit_for(&store, &e);
         }
         deadline.set(START_BUDGET);

@@ -7,13 +7,14 @@
 //! as the extension's exit (`trap: …`, `deadline exceeded`, `memory limit`).
 
 mod command;
+mod outgoing;
 mod reactor;
 
 use super::{
     Connection, Control, Exit, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
 };
 use crate::log::ExtLog;
-use crate::sandbox::{Policy, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
+use crate::sandbox::{HostPattern, Policy, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -22,6 +23,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use wasmtime::component::{Component, ResourceTable};
 use wasmtime::{Config, Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// The WIT package version this host speaks.
 pub const WIT_VERSION: &str = "0.1.0";
@@ -120,6 +122,7 @@ pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
         component: loaded.component,
         wasi,
         memory_bytes: spec.policy.memory_bytes,
+        http: spec.policy.http,
         log: spec.log,
         max_frame: spec.max_frame,
         to_host: in_tx,
@@ -183,6 +186,8 @@ struct Guest {
     component: Component,
     wasi: wasmtime_wasi::WasiCtxBuilder,
     memory_bytes: usize,
+    /// Where outgoing HTTP may go.
+    http: Vec<HostPattern>,
     log: ExtLog,
     max_frame: usize,
     to_host: mpsc::Sender<Inbound>,
@@ -279,6 +284,8 @@ impl ResourceLimiter for Limiter {
 struct GuestData {
     wasi: WasiCtx,
     table: ResourceTable,
+    http: WasiHttpCtx,
+    http_gate: outgoing::HttpGate,
     limiter: Limiter,
     deadline: Arc<Deadline>,
     stop: Arc<Stop>,
@@ -295,6 +302,25 @@ impl WasiView for GuestData {
             table: &mut self.table,
         }
     }
+}
+
+/// `wasi:http` is linked for every component, whatever it was granted: with no entry in
+/// force every request is refused (and logged) by [`outgoing::HttpGate`], so a component
+/// that merely imports `wasi:http` still starts.
+impl WasiHttpView for GuestData {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_gate,
+        }
+    }
+}
+
+/// The WASI preview-2 interfaces and `wasi:http` (outgoing only), async.
+fn add_wasi_to_linker(linker: &mut wasmtime::component::Linker<GuestData>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
 }
 
 impl GuestData {
@@ -318,6 +344,8 @@ impl Guest {
         let data = GuestData {
             wasi: self.wasi.build(),
             table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            http_gate: outgoing::HttpGate::new(self.http, self.log.clone()),
             limiter: Limiter {
                 memory_bytes: self.memory_bytes,
                 memory_used: 0,

@@ -1,7 +1,9 @@
 //! Reactor components: `start()` once, then one `handle(frame)` call per frame; the guest
 //! sends frames back through the imported `host.send`.
 
-use super::{exit_for, guest_log, killed, Deadline, Guest, GuestData, START_BUDGET};
+use super::{
+    add_wasi_to_linker, exit_for, guest_log, killed, Deadline, Guest, GuestData, START_BUDGET,
+};
 use crate::transport::{Exit, Outbound};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -31,7 +33,7 @@ pub(super) async fn run(guest: Guest, mut frames: mpsc::Receiver<Outbound>) -> E
     let deadline = Arc::new(Deadline::default());
     let (mut store, component, log) = guest.store(deadline.clone());
     let mut linker = Linker::<GuestData>::new(store.engine());
-    let linked = wasmtime_wasi::p2::add_to_linker_async(&mut linker).and_then(|()| {
+    let linked = add_wasi_to_linker(&mut linker).and_then(|()| {
         Extension::add_to_linker::<GuestData, HasSelf<GuestData>>(&mut linker, |d| d)
     });
     if let Err(e) = linked {

@@ -43,6 +43,7 @@
 //! | `big` | `bytes` | [`payload`]`(bytes)` |
 //! | `big_in` | `data` | `{"len":…,"fnv1a":"<16 hex digits>"}` of `data` |
 //! | `frames` | — | first one of every one-way frame (see [`Scenario`]), then `frames sent` |
+//! | `http_get` | `url` | `{"status":…,"body":…}` of a GET through `wasi:http`; else `is_error` with `<url>: <error code>`; natively always `is_error` (sandbox only) |
 
 use serde_json::{json, Map, Value};
 use std::hint::black_box;
@@ -73,6 +74,7 @@ pub const TOOLS: &[&str] = &[
     "big",
     "big_in",
     "frames",
+    "http_get",
 ];
 /// Intercepted events.
 pub const INTERCEPT: &[&str] = &["tool_call", "turn_start", "assistant_message"];
@@ -370,9 +372,83 @@ fn tool(out: &mut dyn FnMut(String), call: ToolCall) {
             frames(out);
             text_result(id, "frames sent".into())
         }
+        "http_get" => {
+            let url = str_arg(&args, "url");
+            match http_get(url) {
+                Ok((status, body)) => {
+                    text_result(id, json!({"status": status, "body": body}).to_string())
+                }
+                Err(e) => ToolResult::error(id, format!("{url}: {e}")),
+            }
+        }
         other => ToolResult::error(id, format!("guest: no tool {other}")),
     };
     send(out, &ExtFrame::ToolResult(result));
+}
+
+/// A GET of `url` (`http://` or `https://`) through `wasi:http/outgoing-handler`:
+/// (status, body as text).
+#[cfg(target_os = "wasi")]
+fn http_get(url: &str) -> Result<(u16, String), String> {
+    use wasi::http::outgoing_handler;
+    use wasi::http::types::{Fields, IncomingBody, Method, OutgoingRequest, Scheme};
+    use wasi::io::streams::StreamError;
+
+    let (scheme, rest) = if let Some(rest) = url.strip_prefix("http://") {
+        (Scheme::Http, rest)
+    } else if let Some(rest) = url.strip_prefix("https://") {
+        (Scheme::Https, rest)
+    } else {
+        return Err("only http:// and https:// URLs".into());
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(at) => (&rest[..at], &rest[at..]),
+        None => (rest, "/"),
+    };
+    let request = OutgoingRequest::new(Fields::new());
+    request
+        .set_method(&Method::Get)
+        .map_err(|()| "bad method")?;
+    request
+        .set_scheme(Some(&scheme))
+        .map_err(|()| "bad scheme")?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|()| "bad authority")?;
+    request
+        .set_path_with_query(Some(path))
+        .map_err(|()| "bad path")?;
+    let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    let response = loop {
+        match future.get() {
+            Some(r) => break r,
+            None => future.subscribe().block(),
+        }
+    };
+    let response = response
+        .map_err(|()| "the response was taken twice".to_string())?
+        .map_err(|e| format!("{e:?}"))?;
+    let status = response.status();
+    let body = response.consume().map_err(|()| "no body")?;
+    let mut bytes = Vec::new();
+    {
+        let stream = body.stream().map_err(|()| "no body stream")?;
+        loop {
+            match stream.blocking_read(64 * 1024) {
+                Ok(chunk) => bytes.extend_from_slice(&chunk),
+                Err(StreamError::Closed) => break,
+                Err(StreamError::LastOperationFailed(e)) => return Err(e.to_debug_string()),
+            }
+        }
+    }
+    drop(IncomingBody::finish(body));
+    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// Natively there is no sandbox to ask.
+#[cfg(not(target_os = "wasi"))]
+fn http_get(_url: &str) -> Result<(u16, String), String> {
+    Err("http_get is only available in the sandbox".into())
 }
 
 /// Never returns, and cannot be optimised away.
