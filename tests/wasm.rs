@@ -1778,3 +1778,23 @@ fn without_http_permissions_every_request_is_refused() {
     assert_unharmed(&host, name);
     host.shutdown();
 }
+
+#[test]
+fn a_component_of_another_wit_version_is_refused_clearly() {
+    let mut b = HostBuilder::new();
+    b.explicit("future", &component("future", zot_test_guests::FUTURE));
+    b.explicit("steady", &component("steady", REACTOR));
+    let host = b.start();
+    host.ready();
+    let e = host.entry("future");
+    println!("future: {e}");
+    assert_eq!(e["state"], "error", "{e}");
+    let error = e["error"].as_str().unwrap();
+    assert!(error.contains("zot:extension/guest@0.2.0"), "{error}");
+    assert!(
+        error.contains("this host speaks zot:extension@0.1.0"),
+        "{error}"
+    );
+    assert_unharmed(&host, "steady");
+    host.shutdown();
+}

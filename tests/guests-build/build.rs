@@ -85,6 +85,11 @@ fn main() {
             "the command component (`wasi:cli/run`, frames on stdin/stdout)",
         ),
         (
+            "FUTURE",
+            wasm_dir.join("future.wasm"),
+            "a reactor of `zot:extension@0.2.0`, a version this host does not speak",
+        ),
+        (
             "COMMAND_NATIVE",
             target_dir
                 .join(&native_target)
