@@ -1798,3 +1798,47 @@ fn a_component_of_another_wit_version_is_refused_clearly() {
     assert_unharmed(&host, "steady");
     host.shutdown();
 }
+
+#[test]
+fn ext_list_json_shows_the_component_kind_without_starting_it() {
+    let scratch = TempDir::new("listkind");
+    let home = scratch.path().join("home");
+    for (name, wasm) in [
+        ("r", REACTOR),
+        ("c", COMMAND),
+        ("f", zot_test_guests::FUTURE),
+    ] {
+        write_manifest(
+            &home.join("extensions").join(name),
+            &component_with(name, wasm, json!({"env": ["X"]}), json!({"memory_mb": 32})),
+        );
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "list", "--json"])
+        .env("ZOT_HOME", &home)
+        .current_dir(scratch.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |n: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(row("r")["transport"], "wasm");
+    assert_eq!(row("r")["sandbox"]["component"], "reactor");
+    assert_eq!(row("c")["sandbox"]["component"], "command");
+    assert_eq!(
+        row("f")["sandbox"]["component"],
+        Value::Null,
+        "another WIT version"
+    );
+    assert_eq!(row("r")["sandbox"]["asked"]["env"], json!(["X"]));
+    assert_eq!(row("r")["sandbox"]["limits"]["memory_mb"], 32);
+    assert_eq!(row("r")["sandbox"]["granted"], Value::Null);
+    assert!(!home.join("cache").exists(), "listing compiles nothing");
+}

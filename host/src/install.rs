@@ -418,9 +418,12 @@ pub struct Listed {
     pub sandbox: Option<ListedSandbox>,
 }
 
-/// A component's permissions in `zot ext list --json`.
+/// A component's kind and permissions in `zot ext list --json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ListedSandbox {
+    /// `reactor` or `command`, read from the file's exports; `null` when it cannot be
+    /// read or is not a component of a supported kind.
+    pub component: Option<crate::transport::wasm::Kind>,
     pub asked: crate::manifest::Permissions,
     pub limits: crate::manifest::Limits,
     /// `null` when no grant is recorded (the data dir only).
@@ -481,7 +484,14 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
     let row = |f: &Found| {
         let mut row = Listed::from(f);
         if let Some(m) = f.manifest.as_ref().ok().filter(|m| m.wasm.is_some()) {
+            let component = match m.launch(&f.dir) {
+                crate::manifest::Launch::Wasm(path) => fs::read(path)
+                    .ok()
+                    .and_then(|bytes| crate::transport::wasm::kind_of_bytes(&bytes).ok()),
+                crate::manifest::Launch::Exec(_) => None,
+            };
             row.sandbox = Some(ListedSandbox {
+                component,
                 asked: m.permissions.clone(),
                 limits: m.limits.clone(),
                 granted: crate::grants::load(home, &m.name).ok().flatten(),

@@ -155,6 +155,37 @@ fn kind_of(engine: &Engine, component: &Component) -> Result<Kind, String> {
         .exports(engine)
         .map(|(name, _)| name.to_string())
         .collect();
+    kind_from_exports(&exports)
+}
+
+/// The kind of the component in `bytes`, read from its top-level exports without
+/// compiling it (for listings).
+pub fn kind_of_bytes(bytes: &[u8]) -> Result<Kind, String> {
+    use wasmparser::{Parser, Payload};
+    let mut exports = Vec::new();
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload.map_err(|e| format!("not a valid component: {e}"))? {
+            Payload::Version { encoding, .. }
+                if depth == 0 && encoding != wasmparser::Encoding::Component =>
+            {
+                return Err("not a component (a core module?)".into());
+            }
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentExportSection(reader) if depth == 0 => {
+                for export in reader {
+                    let export = export.map_err(|e| format!("not a valid component: {e}"))?;
+                    exports.push(export.name.name.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    kind_from_exports(&exports)
+}
+
+fn kind_from_exports(exports: &[String]) -> Result<Kind, String> {
     if exports.iter().any(|e| e == GUEST_EXPORT) {
         return Ok(Kind::Reactor);
     }
