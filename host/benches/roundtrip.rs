@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use zot_host::paths::ZotHome;
 use zot_host::{Host, HostConfig};
 
-const EXT: &str = env!("CARGO_BIN_EXE_zot-test-ext");
+const EXT: &str = zot_test_guests::TEST_EXT;
 const ZOT: &str = env!("CARGO_BIN_EXE_zot");
 
 fn main() {

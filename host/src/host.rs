@@ -287,12 +287,12 @@ impl Host {
                     EntryState::Error(msg) => ("error", Some(msg.clone()), Owned::default(), None),
                     EntryState::Running(ext) => {
                         let status = ext.status();
-                        let (state, error) = match ext.phase() {
-                            Phase::Starting => ("starting", None),
-                            Phase::Ready => ("ready", None),
-                            Phase::Exited => {
-                                ("exited", status.exit.as_ref().map(|x| x.reason.clone()))
-                            }
+                        // The exit is recorded before `extension_exited` is sent, so a
+                        // listing made after that event always says `exited`.
+                        let (state, error) = match (&status.exit, ext.phase()) {
+                            (Some(exit), _) => ("exited", Some(exit.reason.clone())),
+                            (None, Phase::Starting) => ("starting", None),
+                            (None, _) => ("ready", None),
                         };
                         (state, error, registry.of(ext), Some(status))
                     }

@@ -50,7 +50,7 @@ pub fn node_ext() -> PathBuf {
 
 /// The Rust test extension binary.
 pub fn rs_ext() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_zot-test-ext"))
+    PathBuf::from(zot_test_guests::TEST_EXT)
 }
 
 /// `examples/hello-py`: the published quick start.
@@ -110,28 +110,9 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// The test payload the extensions produce for `big`: block i is `format!("{i:015}A")`,
-/// cut to `n` bytes.
-pub fn payload(n: usize) -> String {
-    let mut s = String::with_capacity(n + 16);
-    let mut i = 0u64;
-    while s.len() < n {
-        s.push_str(&format!("{i:015}A"));
-        i += 1;
-    }
-    s.truncate(n);
-    s
-}
-
-/// FNV-1a, 64 bit: a cheap fingerprint to print for large payloads.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
+// Each test binary uses some of these.
+#[allow(unused_imports)]
+pub use zot_test_fixtures::{fnv1a, payload};
 
 // ---------------------------------------------------------------------------------------
 // Scratch directories and serialisation

@@ -1,10 +1,10 @@
 //! Builds the test guests (`tests/guests`, a cargo workspace of its own) with a nested
 //! cargo, as wasmtime's test-programs artifacts crate does:
 //!
-//! 1. `cargo build --release --target wasm32-wasip2` of the whole guest workspace:
-//!    `reactor.wasm` and `command.wasm`, both components;
-//! 2. `cargo build --release --target <TARGET> -p command`: the same command guest as a
-//!    native stdio extension.
+//! 1. `cargo build --release --target wasm32-wasip2 -p reactor -p command -p future`:
+//!    `reactor.wasm`, `command.wasm` and `future.wasm`, all components;
+//! 2. `cargo build --release --target <TARGET> -p command -p zot-test-ext`: the same
+//!    command guest as a native stdio extension, and the Rust test extension.
 //!
 //! Both go to `<target>/wasm-guests`, beside (not inside) the outer build's profile
 //! directories: a target directory of its own, so the nested cargo never waits for the
@@ -47,7 +47,8 @@ fn main() {
     let manifest = guests.join("Cargo.toml");
     let started = Instant::now();
     run(inner_cargo(&cargo)
-        .args(["build", "--release", "--workspace", "--target", WASM_TARGET])
+        .args(["build", "--release", "--target", WASM_TARGET])
+        .args(["-p", "reactor", "-p", "command", "-p", "future"])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
@@ -58,6 +59,8 @@ fn main() {
             "--release",
             "-p",
             "command",
+            "-p",
+            "zot-test-ext",
             "--target",
             &native_target,
         ])
@@ -88,6 +91,14 @@ fn main() {
             "FUTURE",
             wasm_dir.join("future.wasm"),
             "a reactor of `zot:extension@0.2.0`, a version this host does not speak",
+        ),
+        (
+            "TEST_EXT",
+            target_dir
+                .join(&native_target)
+                .join("release")
+                .join(format!("zot-test-ext{exe}")),
+            "`zot-test-ext`, the Rust stdio extension of the tests (tests/guests/ext-rs)",
         ),
         (
             "COMMAND_NATIVE",

@@ -181,28 +181,7 @@ impl Scenario {
     }
 }
 
-/// The test payload of `big`: block i is `format!("{i:015}A")`, cut to `n` bytes (the
-/// same as tests/common/mod.rs `payload`).
-pub fn payload(n: usize) -> String {
-    let mut s = String::with_capacity(n + 16);
-    let mut i = 0u64;
-    while s.len() < n {
-        s.push_str(&format!("{i:015}A"));
-        i += 1;
-    }
-    s.truncate(n);
-    s
-}
-
-/// FNV-1a, 64 bit (the same as tests/common/mod.rs `fnv1a`).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
+pub use zot_test_fixtures::{fnv1a, payload};
 
 /// Serialises a frame into a buffer sized up front, so a large frame is not copied
 /// through ever-doubling buffers (a component has 64 MiB by default).
@@ -239,45 +218,23 @@ fn report(out: &mut dyn FnMut(String), what: &str, frame: &HostFrame) {
 }
 
 fn command(out: &mut dyn FnMut(String), id: String, name: &str, args: &str) {
-    let mut r = CommandResponse {
-        id,
-        ..Default::default()
-    };
-    let (verb, rest) = args.split_once(' ').unwrap_or((args, ""));
-    if name != COMMAND {
-        r.action = "noop".into();
-        r.error = Some(format!("guest: no command {name}"));
+    let r = if name == COMMAND {
+        let panel = Panel {
+            id: "guest-panel".into(),
+            title: "Guest panel".into(),
+            lines: vec!["line one".into(), "line two".into()],
+            footer: "q to close".into(),
+            ..Default::default()
+        };
+        zot_test_fixtures::command_response(id, args, panel)
     } else {
-        match verb {
-            "prompt" => {
-                r.action = "prompt".into();
-                r.prompt = Some(rest.into());
-            }
-            "insert" => {
-                r.action = "insert".into();
-                r.insert = Some(rest.into());
-            }
-            "panel" => {
-                r.action = "open_panel".into();
-                r.open_panel = Some(Panel {
-                    id: "guest-panel".into(),
-                    title: "Guest panel".into(),
-                    lines: vec!["line one".into(), "line two".into()],
-                    footer: "q to close".into(),
-                    ..Default::default()
-                });
-            }
-            "noop" => r.action = "noop".into(),
-            "error" => {
-                r.action = "noop".into();
-                r.error = Some(rest.into());
-            }
-            _ => {
-                r.action = "display".into();
-                r.display = Some(args.into());
-            }
+        CommandResponse {
+            id,
+            action: "noop".into(),
+            error: Some(format!("guest: no command {name}")),
+            ..Default::default()
         }
-    }
+    };
     send(out, &ExtFrame::CommandResponse(r));
 }
 

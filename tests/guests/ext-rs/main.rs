@@ -265,51 +265,26 @@ fn handle(out: &Out, bytes: &[u8]) {
 }
 
 fn command(out: &Out, id: String, name: &str, args: &str) {
-    let mut r = CommandResponse {
-        id,
-        ..Default::default()
-    };
     if name == "rs-frames" {
         frames(out, args.trim());
-        r.action = "noop".into();
+        let r = CommandResponse {
+            id,
+            action: "noop".into(),
+            ..Default::default()
+        };
         out.send(&ExtFrame::CommandResponse(r));
         return;
     }
-    let (verb, rest) = args.split_once(' ').unwrap_or((args, ""));
-    match verb {
-        "prompt" => {
-            r.action = "prompt".into();
-            r.prompt = Some(rest.into());
-        }
-        "insert" => {
-            r.action = "insert".into();
-            r.insert = Some(rest.into());
-        }
-        "display" => {
-            r.action = "display".into();
-            r.display = Some(rest.into());
-        }
-        "panel" => {
-            r.action = "open_panel".into();
-            r.open_panel = Some(Panel {
-                id: "rs-panel".into(),
-                title: "RS panel".into(),
-                lines: vec!["line one".into(), "line two".into()],
-                footer: "q to close".into(),
-                ..Default::default()
-            });
-        }
-        "noop" => r.action = "noop".into(),
-        "error" => {
-            r.action = "noop".into();
-            r.error = Some(rest.into());
-        }
-        _ => {
-            r.action = "display".into();
-            r.display = Some(args.into());
-        }
-    }
-    out.send(&ExtFrame::CommandResponse(r));
+    let panel = Panel {
+        id: "rs-panel".into(),
+        title: "RS panel".into(),
+        lines: vec!["line one".into(), "line two".into()],
+        footer: "q to close".into(),
+        ..Default::default()
+    };
+    out.send(&ExtFrame::CommandResponse(
+        zot_test_fixtures::command_response(id, args, panel),
+    ));
 }
 
 /// One of every one-way extension → host frame.
