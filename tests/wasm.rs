@@ -1075,23 +1075,9 @@ fn notify_flood_is_delivered_in_full(kind: Kind) {
         "call_tool",
         json!({"name": "flood", "args": {"count": FLOOD}, "timeout_ms": 600_000}),
     );
-    let mut pings = 0;
-    let mut worst = Duration::ZERO;
-    let r = loop {
-        if let Some(r) = host.try_wait_response(&id, Duration::from_millis(50)) {
-            break r;
-        }
-        let p = Instant::now();
-        assert_eq!(host.ok("ping", json!({}))["pong"], true);
-        worst = worst.max(p.elapsed());
-        pings += 1;
-        assert!(
-            t.elapsed() < Duration::from_secs(600),
-            "flood not done after 600 s: {} notifies seen{}",
-            host.filtered_events(),
-            host.diagnostics()
-        );
-    };
+    let (r, pings, worst) = host.ping_until(Duration::from_secs(600), |host| {
+        host.try_wait_response(&id, Duration::from_millis(50))
+    });
     let call_took = t.elapsed();
     assert_eq!(r["success"], true, "{r}{}", host.diagnostics());
     let text = first_text(&r["data"]);

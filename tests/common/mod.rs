@@ -614,6 +614,33 @@ impl Host {
         self.shared.state.lock().unwrap().filter = Some(Box::new(keep));
     }
 
+    /// Pings the host until `done` gives a value (it may wait a little each time), and
+    /// fails after `limit`: returns the value, how many pings were answered, and the
+    /// slowest. Shows that the host stays responsive while something heavy runs.
+    pub fn ping_until<T>(
+        &self,
+        limit: Duration,
+        mut done: impl FnMut(&Host) -> Option<T>,
+    ) -> (T, u32, Duration) {
+        let started = Instant::now();
+        let (mut pings, mut worst) = (0, Duration::ZERO);
+        loop {
+            if let Some(value) = done(self) {
+                return (value, pings, worst);
+            }
+            let p = Instant::now();
+            assert_eq!(self.ok("ping", json!({}))["pong"], true);
+            worst = worst.max(p.elapsed());
+            pings += 1;
+            assert!(
+                started.elapsed() < limit,
+                "not done after {limit:?}: {} events filtered{}",
+                self.filtered_events(),
+                self.diagnostics()
+            );
+        }
+    }
+
     /// How many events the filter dropped.
     pub fn filtered_events(&self) -> u64 {
         self.shared.state.lock().unwrap().filtered
