@@ -39,8 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use zot_protocol::{
     encode, CommandResponse, EventInterceptResponse, ExtFrame, HostFrame, Line, LineDecoder,
-    Notify, OpenPanel, Panel, PanelClose, PanelRender, RegisterCommand, RegisterTool, Submit,
-    Subscribe, ToolCall, ToolResult,
+    Notify, Panel, RegisterCommand, RegisterTool, Submit, Subscribe, ToolCall, ToolResult,
 };
 
 const ALL_EVENTS: &[&str] = &[
@@ -298,27 +297,9 @@ fn frames(out: &Out, tool: &str) {
             extra,
         }));
     }
-    out.send(&ExtFrame::OpenPanel(OpenPanel {
-        panel: Panel {
-            id: "p1".into(),
-            title: "Frames".into(),
-            lines: vec!["a".into(), "b".into()],
-            footer: "footer".into(),
-            ..Default::default()
-        },
-        ..Default::default()
-    }));
-    out.send(&ExtFrame::PanelRender(PanelRender {
-        panel_id: "p1".into(),
-        title: "Frames 2".into(),
-        lines: vec!["c".into()],
-        footer: "footer 2".into(),
-        ..Default::default()
-    }));
-    out.send(&ExtFrame::PanelClose(PanelClose {
-        panel_id: "p1".into(),
-        ..Default::default()
-    }));
+    for frame in zot_test_fixtures::panel_frames("p1") {
+        out.send(&frame);
+    }
     out.send(&ExtFrame::ClearNotes(Default::default()));
     out.send(&ExtFrame::Submit(Submit {
         text: "   \n\t ".into(),

@@ -49,8 +49,7 @@ use serde_json::{json, Map, Value};
 use std::hint::black_box;
 use zot_protocol::{
     CommandResponse, Event, EventInterceptResponse, ExtFrame, Hello, HelloAck, HostFrame, Notify,
-    OpenPanel, Panel, PanelClose, PanelRender, RegisterCommand, RegisterTool, Submit, Subscribe,
-    ToolCall, ToolResult, EVENTS,
+    Panel, RegisterCommand, RegisterTool, Submit, Subscribe, ToolCall, ToolResult, EVENTS,
 };
 
 /// The extension's name in `hello`.
@@ -508,36 +507,9 @@ fn frames(out: &mut dyn FnMut(String)) {
     for level in ["info", "success", "warn", "error"] {
         notify(out, level, format!("frames {level}"));
     }
-    send(
-        out,
-        &ExtFrame::OpenPanel(OpenPanel {
-            panel: Panel {
-                id: "guest-p1".into(),
-                title: "Frames".into(),
-                lines: vec!["a".into(), "b".into()],
-                footer: "footer".into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        }),
-    );
-    send(
-        out,
-        &ExtFrame::PanelRender(PanelRender {
-            panel_id: "guest-p1".into(),
-            title: "Frames 2".into(),
-            lines: vec!["c".into()],
-            footer: "footer 2".into(),
-            ..Default::default()
-        }),
-    );
-    send(
-        out,
-        &ExtFrame::PanelClose(PanelClose {
-            panel_id: "guest-p1".into(),
-            ..Default::default()
-        }),
-    );
+    for frame in zot_test_fixtures::panel_frames("guest-p1") {
+        send(out, &frame);
+    }
     send(out, &ExtFrame::ClearNotes(Default::default()));
     send(
         out,
