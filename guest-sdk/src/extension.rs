@@ -58,10 +58,12 @@ impl Extension {
         }
     }
 
-    /// A slash command `/name`. The handler gets the text after the name, trimmed.
-    pub fn command<F>(mut self, name: &str, description: &str, handler: F) -> Self
+    /// A slash command `/name`. The handler gets the text after the name, trimmed, and
+    /// returns a [`Response`] or a `Result` of one (an `Err` is shown as an error).
+    pub fn command<F, R>(mut self, name: &str, description: &str, mut handler: F) -> Self
     where
-        F: FnMut(&mut Ctx, &str) -> Response + 'static,
+        F: FnMut(&mut Ctx, &str) -> R + 'static,
+        R: Into<Response>,
     {
         let frame = zot_protocol::RegisterCommand {
             name: name.into(),
@@ -69,7 +71,8 @@ impl Extension {
             extra: Default::default(),
         };
         self.commands.retain(|(c, _)| c.name != name);
-        self.commands.push((frame, Box::new(handler)));
+        self.commands
+            .push((frame, Box::new(move |ctx, args| handler(ctx, args).into())));
         self
     }
 
