@@ -181,24 +181,6 @@ fn hello_ack(host: &Host, name: &str) -> Value {
 // ---------------------------------------------------------------------------------------
 // 1. Parity: the same scripted session, natively and as both kinds of component
 
-/// One request of the parity script: type, fields, how many events it causes, and a
-/// subset of `data` it must answer with (`null`: no check).
-struct Step {
-    ty: &'static str,
-    fields: Value,
-    events: usize,
-    expect: Value,
-}
-
-fn step(ty: &'static str, fields: Value, events: usize, expect: Value) -> Step {
-    Step {
-        ty,
-        fields,
-        events,
-        expect,
-    }
-}
-
 fn parity_script(name: &str) -> Vec<Step> {
     let cmd = |args: &str| json!({"name": "guest-cmd", "args": args});
     let intercept = |fields: Value| fields;
@@ -339,15 +321,6 @@ fn parity_script(name: &str) -> Vec<Step> {
     ]
 }
 
-/// Every key of `expect` has the same value in `data`.
-fn assert_subset(what: &str, data: &Value, expect: &Value) {
-    if let Some(obj) = expect.as_object() {
-        for (k, v) in obj {
-            assert_eq!(&data[k], v, "{what}: field {k} of {data}");
-        }
-    }
-}
-
 /// Runs the parity script against one extension alone in its own host; returns the
 /// normalised transcript, one line per response or event.
 fn transcript(label: &str, manifest: impl Fn(&str) -> Value) -> Vec<String> {
@@ -369,41 +342,26 @@ fn transcript(label: &str, manifest: impl Fn(&str) -> Value) -> Vec<String> {
     }
     lines.push(format!("hello_ack {ack}"));
 
-    for (i, s) in parity_script(&name).into_iter().enumerate() {
-        let r = host.request(s.ty, s.fields.clone());
-        let what = format!("{label} step {i} {} {}", s.ty, s.fields);
-        assert_eq!(r["success"], true, "{what}: {r}{}", host.diagnostics());
-        let data = r.get("data").cloned().unwrap_or(Value::Null);
-        assert_subset(&what, &data, &s.expect);
-        lines.push(format!("#{i} {} {} -> {data}", s.ty, s.fields));
-        let mut events = Vec::new();
-        for n in 0..s.events {
-            let mut ev = host.wait_event(&format!("event {n} of {what}"), EVENT_TIMEOUT, |_| true);
-            ev.as_object_mut().unwrap().remove("_seq");
-            events.push(ev);
-        }
-        match s.ty {
-            // The guest reports each event it got: one, this one.
-            "emit" => {
-                let got = notified_json(events[0]["message"].as_str().unwrap_or_default());
-                assert_eq!(got["type"], "event", "{what}: {got}");
-                assert_eq!(got["event"], s.fields["event"]["event"], "{what}: {got}");
+    lines.extend(run_steps(
+        &host,
+        label,
+        parity_script(&name),
+        |what, s, events| {
+            match s.ty {
+                // The guest reports each event it got: one, this one.
+                "emit" => {
+                    let got = notified_json(events[0]["message"].as_str().unwrap_or_default());
+                    assert_eq!(got["type"], "event", "{what}: {got}");
+                    assert_eq!(got["event"], s.fields["event"]["event"], "{what}: {got}");
+                }
+                "panel_key" | "panel_resize" | "panel_close" => {
+                    let msg = events[0]["message"].as_str().unwrap_or_default();
+                    assert!(msg.starts_with(s.ty), "{what}: {msg}");
+                }
+                _ => {}
             }
-            "panel_key" | "panel_resize" | "panel_close" => {
-                let msg = events[0]["message"].as_str().unwrap_or_default();
-                assert!(msg.starts_with(s.ty), "{what}: {msg}");
-            }
-            _ => {}
-        }
-        for ev in events {
-            lines.push(format!("    {ev}"));
-        }
-    }
-    // Nothing else arrives.
-    std::thread::sleep(Duration::from_millis(300));
-    for ev in host.events(|_| true) {
-        lines.push(format!("    unexpected {ev}"));
-    }
+        },
+    ));
     host.shutdown();
     lines
         .into_iter()
@@ -423,31 +381,10 @@ fn native_command_and_reactor_give_identical_transcripts() {
         native_t.len(),
         t.elapsed()
     );
-    let show = |label: &str, t: &[String]| format!("--- {label}:\n{}\n", t.join("\n"));
-    let mut report = String::new();
-    for (label, other) in [("command", &command_t), ("reactor", &reactor_t)] {
-        if *other != native_t {
-            let at = native_t
-                .iter()
-                .zip(other.iter())
-                .position(|(a, b)| a != b)
-                .unwrap_or(native_t.len().min(other.len()));
-            report.push_str(&format!(
-                "{label} differs from native at line {at}:\n  native:  {}\n  {label}: {}\n",
-                native_t.get(at).map_or("<end>", String::as_str),
-                other.get(at).map_or("<end>", String::as_str)
-            ));
-        }
-    }
-    if !report.is_empty() {
-        panic!(
-            "transcripts differ:\n{report}{}{}{}",
-            show("native", &native_t),
-            show("command", &command_t),
-            show("reactor", &reactor_t)
-        );
-    }
-    println!("{}", show("transcript (all three)", &native_t));
+    assert_same_transcripts(
+        ("native", &native_t),
+        &[("command", &command_t), ("reactor", &reactor_t)],
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1572,69 +1509,14 @@ fn a_grant_made_with_the_cli_is_in_force() {
 // ---------------------------------------------------------------------------------------
 // Outgoing HTTP
 
-/// A local HTTP server on `127.0.0.1:<ephemeral port>`: answers each connection with a
-/// fixed `200` whose body is `body`, counting them; it stops by itself after `max`
-/// connections or a minute, whichever comes first.
-struct LocalServer {
-    port: u16,
-    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl LocalServer {
-    fn start(body: &'static str, max: usize) -> LocalServer {
-        use std::io::{Read, Write};
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let hits = std::sync::Arc::new(AtomicUsize::new(0));
-        let counted = hits.clone();
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while counted.load(Ordering::SeqCst) < max && Instant::now() < deadline {
-                let mut stream = match listener.accept() {
-                    Ok((stream, _)) => stream,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(10));
-                        continue;
-                    }
-                    Err(_) => return,
-                };
-                counted.fetch_add(1, Ordering::SeqCst);
-                let _ = stream.set_nonblocking(false);
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut request = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
-                     Connection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        LocalServer { port, hits }
-    }
-
-    fn hits(&self) -> usize {
-        self.hits.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
 /// The allow-list in force: (a) a listed loopback literal is reached; (b) an unlisted host
 /// is refused before any lookup; (c) a listed name resolving to loopback is refused after
 /// DNS; (d) an entry asked but not granted is withheld and refused. Every refusal names
 /// the host in the guest's error and in the extension's log.
 fn http_follows_the_allow_list(kind: Kind) {
     const BODY: &str = "hello from the local server";
-    let server = LocalServer::start(BODY, 8);
-    let ungranted = LocalServer::start("must not be reached", 8);
+    let server = LocalServer::text(BODY, 8);
+    let ungranted = LocalServer::text("must not be reached", 8);
     let name = format!("http-{}", kind.label());
     let literal = format!("http://127.0.0.1:{}", server.port);
     let by_name = format!("http://localhost:{}", server.port);
@@ -1748,7 +1630,7 @@ fn command_http_follows_the_allow_list() {
 
 #[test]
 fn without_http_permissions_every_request_is_refused() {
-    let server = LocalServer::start("must not be reached", 4);
+    let server = LocalServer::text("must not be reached", 4);
     let name = "nohttp";
     let mut b = HostBuilder::new();
     b.explicit(name, &component(name, REACTOR));

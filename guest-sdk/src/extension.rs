@@ -437,9 +437,14 @@ fn guarded<T>(ctx: &mut Ctx, what: &str, fallback: T, handler: impl FnOnce(&mut 
     }
 }
 
-/// `A`'s JSON Schema as a tool schema (without the `$schema` marker).
+/// `A`'s JSON Schema as a tool schema: self-contained (nested types inlined, no `$ref`,
+/// which not every model provider resolves) and without the `$schema` marker.
 pub(crate) fn schema_of<A: JsonSchema>() -> Value {
-    let mut schema = schemars::schema_for!(A).to_value();
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<A>()
+        .to_value();
     if let Some(object) = schema.as_object_mut() {
         object.remove("$schema");
     }

@@ -37,6 +37,16 @@ struct Add {
     /// First.
     a: i64,
     b: i64,
+    /// Unused by the tool; here for its schema (an enum, inlined).
+    #[serde(default)]
+    #[allow(dead_code)]
+    mode: Option<Mode>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    Exact,
 }
 
 #[test]
@@ -129,6 +139,12 @@ fn typed_tools_derive_the_schema_and_refuse_bad_args() {
     assert_eq!(schema["properties"]["a"]["description"], "First.");
     assert_eq!(schema["required"], json!(["a", "b"]));
     assert!(schema.get("$schema").is_none());
+    let text = schema.to_string();
+    assert!(
+        !text.contains("$ref") && !text.contains("$defs"),
+        "inlined: {text}"
+    );
+    assert!(text.contains("\"exact\""), "{text}");
     assert_eq!(out[3]["content"][0]["text"], "5");
     assert_eq!(out[3]["is_error"], false);
     assert_eq!(out[4]["is_error"], true);

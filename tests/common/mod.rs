@@ -852,3 +852,178 @@ pub fn str_list(v: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// The request target (`/path?query`) of a request head.
+fn request_target(head: &[u8]) -> String {
+    let head = String::from_utf8_lossy(head);
+    head.split_whitespace().nth(1).unwrap_or("").to_string()
+}
+
+/// A status code and a body.
+pub type Reply = (u16, String);
+
+/// A local HTTP server on `127.0.0.1:<ephemeral port>`: answers each connection with what
+/// its handler returns for the request target, recording the targets; it stops by itself
+/// after `max` connections or a minute, whichever comes first.
+pub struct LocalServer {
+    pub port: u16,
+    targets: Arc<Mutex<Vec<String>>>,
+}
+
+impl LocalServer {
+    /// Answers every request with `200` and `body`.
+    pub fn text(body: &'static str, max: usize) -> LocalServer {
+        LocalServer::start(max, move |_| (200, body.to_string()))
+    }
+
+    /// Answers each request with `handler(target)`.
+    pub fn start(max: usize, handler: impl Fn(&str) -> Reply + Send + 'static) -> LocalServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let targets = Arc::new(Mutex::new(Vec::new()));
+        let seen = targets.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while seen.lock().unwrap().len() < max && Instant::now() < deadline {
+                let mut stream = match listener.accept() {
+                    Ok((stream, _)) => stream,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    }
+                    Err(_) => return,
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let target = request_target(&request);
+                let (status, body) = handler(&target);
+                seen.lock().unwrap().push(target);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        LocalServer { port, targets }
+    }
+
+    /// How many requests it answered.
+    pub fn hits(&self) -> usize {
+        self.targets.lock().unwrap().len()
+    }
+
+    /// The request targets, in order.
+    pub fn targets(&self) -> Vec<String> {
+        self.targets.lock().unwrap().clone()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Scripted sessions: the same requests against different builds of one extension
+
+/// One request of a script: type, fields, how many events it causes, and a subset of
+/// `data` it must answer with (`null`: no check).
+pub struct Step {
+    pub ty: &'static str,
+    pub fields: Value,
+    pub events: usize,
+    pub expect: Value,
+}
+
+pub fn step(ty: &'static str, fields: Value, events: usize, expect: Value) -> Step {
+    Step {
+        ty,
+        fields,
+        events,
+        expect,
+    }
+}
+
+/// Every key of `expect` has the same value in `data`.
+pub fn assert_subset(what: &str, data: &Value, expect: &Value) {
+    if let Some(obj) = expect.as_object() {
+        for (k, v) in obj {
+            assert_eq!(&data[k], v, "{what}: field {k} of {data}");
+        }
+    }
+}
+
+/// Runs `steps` (each must succeed at the host level and answer its `expect`), waiting
+/// for each step's events; `check` sees them. Then waits 300 ms for stray events.
+/// Returns the transcript: one line per response and per event (without `_seq`).
+pub fn run_steps(
+    host: &Host,
+    label: &str,
+    steps: Vec<Step>,
+    check: impl Fn(&str, &Step, &[Value]),
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (i, s) in steps.into_iter().enumerate() {
+        let r = host.request(s.ty, s.fields.clone());
+        let what = format!("{label} step {i} {} {}", s.ty, s.fields);
+        assert_eq!(r["success"], true, "{what}: {r}{}", host.diagnostics());
+        let data = r.get("data").cloned().unwrap_or(Value::Null);
+        assert_subset(&what, &data, &s.expect);
+        lines.push(format!("#{i} {} {} -> {data}", s.ty, s.fields));
+        let mut events = Vec::new();
+        for n in 0..s.events {
+            let mut ev = host.wait_event(&format!("event {n} of {what}"), EVENT_TIMEOUT, |_| true);
+            ev.as_object_mut().unwrap().remove("_seq");
+            events.push(ev);
+        }
+        check(&what, &s, &events);
+        for ev in events {
+            lines.push(format!("    {ev}"));
+        }
+    }
+    // Nothing else arrives.
+    std::thread::sleep(Duration::from_millis(300));
+    for mut ev in host.events(|_| true) {
+        ev.as_object_mut().unwrap().remove("_seq");
+        lines.push(format!("    unexpected {ev}"));
+    }
+    lines
+}
+
+/// Panics, showing where and all of them, unless every transcript equals the first.
+pub fn assert_same_transcripts(first: (&str, &[String]), others: &[(&str, &[String])]) {
+    let show = |label: &str, t: &[String]| format!("--- {label}:\n{}\n", t.join("\n"));
+    let (base_label, base) = first;
+    let mut report = String::new();
+    for (label, other) in others {
+        if *other != base {
+            let at = base
+                .iter()
+                .zip(other.iter())
+                .position(|(a, b)| a != b)
+                .unwrap_or(base.len().min(other.len()));
+            report.push_str(&format!(
+                "{label} differs from {base_label} at line {at}:\n  {base_label}: {}\n  {label}: {}\n",
+                base.get(at).map_or("<end>", String::as_str),
+                other.get(at).map_or("<end>", String::as_str)
+            ));
+        }
+    }
+    if !report.is_empty() {
+        let all: String = std::iter::once(first)
+            .chain(others.iter().copied())
+            .map(|(l, t)| show(l, t))
+            .collect();
+        panic!("transcripts differ:\n{report}{all}");
+    }
+    println!(
+        "{}",
+        show(&format!("transcript (all {})", others.len() + 1), base)
+    );
+}

@@ -1,17 +1,23 @@
-//! Builds the test guests (`tests/guests`, a cargo workspace of its own) with a nested
-//! cargo, as wasmtime's test-programs artifacts crate does:
+//! Builds the test guests (`tests/guests`, a cargo workspace of its own) and the Rust
+//! examples (`examples/`, another one) with a nested cargo, as wasmtime's test-programs
+//! artifacts crate does:
 //!
-//! 1. `cargo build --release --target wasm32-wasip2 -p reactor -p command -p future`:
-//!    `reactor.wasm`, `command.wasm` and `future.wasm`, all components;
-//! 2. `cargo build --release --target <TARGET> -p command -p zot-test-ext`: the same
-//!    command guest as a native stdio extension, and the Rust test extension.
+//! 1. `cargo build --release --target wasm32-wasip2 -p reactor -p command -p future -p
+//!    sdk-probe`: `reactor.wasm`, `command.wasm`, `future.wasm` and `sdk-probe.wasm`, all
+//!    components;
+//! 2. `cargo build --release --target <TARGET> -p command -p zot-test-ext -p sdk-probe`:
+//!    the same command guest and SDK probe as native stdio extensions, and the Rust test
+//!    extension;
+//! 3. the examples, `cargo build --release` for wasm32-wasip2 and for `<TARGET>`: each
+//!    one both as a component and as a native stdio extension.
 //!
-//! Both go to `<target>/wasm-guests`, beside (not inside) the outer build's profile
+//! All go to `<target>/wasm-guests`, beside (not inside) the outer build's profile
 //! directories: a target directory of its own, so the nested cargo never waits for the
 //! outer one's build lock. The paths are written to `$OUT_DIR/guests.rs` for `src/lib.rs`.
 //!
-//! The build reruns when a source of the guests, of the `zot-protocol` crate they use or
-//! of the WIT package changes, or when `<target>/wasm-guests` was deleted.
+//! The build reruns when a source of the guests, the examples, the `zot-ext` SDK, the
+//! `zot-protocol` crate or the WIT package changes, or when `<target>/wasm-guests` was
+//! deleted.
 
 use std::env;
 use std::ffi::{OsStr, OsString};
@@ -21,6 +27,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// The members of examples/Cargo.toml: each binary is named after its example.
+const EXAMPLES: &[&str] = &["hello", "weather", "guard", "todo"];
 
 /// Written after a successful build with an mtime in the distant past: cargo reruns this
 /// script when a `rerun-if-changed` path is missing, so deleting `<target>/wasm-guests`
@@ -36,19 +45,29 @@ fn main() {
         .expect("tests/guests-build sits two levels below the workspace root")
         .to_path_buf();
     let guests = root.join("tests").join("guests");
+    let examples = root.join("examples");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     let target_dir = outer_target_dir(&out_dir).join("wasm-guests");
     let native_target = env::var("TARGET").expect("TARGET");
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
 
-    rerun_if_changed(&root, &guests, &target_dir);
+    rerun_if_changed(&root, &[&guests, &examples], &target_dir);
     require_wasm_target();
 
     let manifest = guests.join("Cargo.toml");
     let started = Instant::now();
     run(inner_cargo(&cargo)
         .args(["build", "--release", "--target", WASM_TARGET])
-        .args(["-p", "reactor", "-p", "command", "-p", "future"])
+        .args([
+            "-p",
+            "reactor",
+            "-p",
+            "command",
+            "-p",
+            "future",
+            "-p",
+            "sdk-probe",
+        ])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
@@ -61,6 +80,8 @@ fn main() {
             "command",
             "-p",
             "zot-test-ext",
+            "-p",
+            "sdk-probe",
             "--target",
             &native_target,
         ])
@@ -68,7 +89,16 @@ fn main() {
         .arg(&manifest)
         .arg("--target-dir")
         .arg(&target_dir));
-    eprintln!("test guests built in {:?}", started.elapsed());
+    let examples_manifest = examples.join("Cargo.toml");
+    for target in [WASM_TARGET, native_target.as_str()] {
+        run(inner_cargo(&cargo)
+            .args(["build", "--release", "--target", target])
+            .arg("--manifest-path")
+            .arg(&examples_manifest)
+            .arg("--target-dir")
+            .arg(&target_dir));
+    }
+    eprintln!("test guests and examples built in {:?}", started.elapsed());
 
     let wasm_dir = target_dir.join(WASM_TARGET).join("release");
     let exe = if native_target.contains("windows") {
@@ -101,6 +131,19 @@ fn main() {
             "`zot-test-ext`, the Rust stdio extension of the tests (tests/guests/ext-rs)",
         ),
         (
+            "SDK_PROBE",
+            wasm_dir.join("sdk-probe.wasm"),
+            "the SDK's probe (tests/guests/sdk-probe) as a component",
+        ),
+        (
+            "SDK_PROBE_NATIVE",
+            target_dir
+                .join(&native_target)
+                .join("release")
+                .join(format!("sdk-probe{exe}")),
+            "the SDK's probe built natively",
+        ),
+        (
             "COMMAND_NATIVE",
             target_dir
                 .join(&native_target)
@@ -111,20 +154,40 @@ fn main() {
     ];
     let mut code = String::from("// Generated by tests/guests-build/build.rs.\n");
     for (name, path, doc) in &artifacts {
-        assert!(
-            path.is_file(),
-            "the guest build did not produce {}",
-            path.display()
-        );
-        let path = path.to_str().expect("the target directory's path is UTF-8");
+        let path = built(path);
         code += &format!("\n/// {doc}\npub const {name}: &str = {path:?};\n");
     }
+    code += "\n/// The Rust examples (examples/), each built natively and as a component.\n";
+    code += "pub const EXAMPLES: &[Example] = &[\n";
+    for name in EXAMPLES {
+        let native = built(
+            &target_dir
+                .join(&native_target)
+                .join("release")
+                .join(format!("{name}{exe}")),
+        );
+        let wasm = built(&wasm_dir.join(format!("{name}.wasm")));
+        code += &format!("    Example {{ name: {name:?}, native: {native:?}, wasm: {wasm:?} }},\n");
+    }
+    code += "];\n";
     fs::write(out_dir.join("guests.rs"), code).expect("write guests.rs");
 
     let stamp = fs::File::create(target_dir.join(STAMP)).expect("write the stamp");
     stamp
         .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1))
         .expect("set the stamp's mtime");
+}
+
+/// `path` as a string, which the build must have produced.
+fn built(path: &Path) -> String {
+    assert!(
+        path.is_file(),
+        "the guest build did not produce {}",
+        path.display()
+    );
+    path.to_str()
+        .expect("the target directory's path is UTF-8")
+        .to_string()
 }
 
 /// The outer build's target directory: `CARGO_TARGET_DIR` when set to an absolute path,
@@ -254,10 +317,11 @@ fn require_wasm_target() {
     }
 }
 
-/// `rerun-if-changed` for every input of the guests: their sources, manifests and lock
-/// file (not their `target/` if someone built them in place), the `zot-protocol` crate
-/// they depend on, the workspace manifest it inherits from, and the WIT package.
-fn rerun_if_changed(root: &Path, guests: &Path, target_dir: &Path) {
+/// `rerun-if-changed` for every input of the guests and examples: their sources,
+/// manifests and lock files (not their `target/`, nor artifacts copied beside the
+/// examples' manifests), the crates they depend on (`zot-ext`, `zot-protocol`), the
+/// workspace manifest those inherit from, and the WIT package.
+fn rerun_if_changed(root: &Path, workspaces: &[&Path], target_dir: &Path) {
     fn walk(dir: &Path) {
         let mut entries: Vec<_> = fs::read_dir(dir)
             .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
@@ -266,18 +330,25 @@ fn rerun_if_changed(root: &Path, guests: &Path, target_dir: &Path) {
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
             let name = entry.file_name();
-            if name == "target" || name.to_string_lossy().starts_with('.') {
+            let name = name.to_string_lossy();
+            if name == "target" || name.starts_with('.') {
                 continue;
             }
             let path = entry.path();
             if path.is_dir() {
                 walk(&path);
-            } else {
+            } else if [".rs", ".toml", ".lock", ".json", ".wit"]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+            {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
         }
     }
-    walk(guests);
+    for dir in workspaces {
+        walk(dir);
+    }
+    walk(&root.join("guest-sdk"));
     for path in ["protocol/Cargo.toml", "protocol/src", "Cargo.toml", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }

@@ -9,7 +9,33 @@
 //! * [`TEST_EXT`]: `zot-test-ext`, the Rust stdio extension of the tests (every frame
 //!   type, faults on request)
 //!
+//! * [`SDK_PROBE`], [`SDK_PROBE_NATIVE`]: `tests/guests/sdk-probe`, a `zot-ext` extension
+//!   for the SDK's own tests, as a component and natively
+//! * [`EXAMPLES`]: every Rust example of `examples/`, native and as a component
+//!
 //! The reactor, the command and its native build run the `scenario` crate
 //! (tests/guests/scenario/src/lib.rs documents the behaviour). The paths are absolute.
+
+/// One Rust example, built both ways from the same source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Example {
+    /// Its name: the directory under `examples/`, the binary and the manifest's `name`.
+    pub name: &'static str,
+    /// The native executable (a classic stdio extension).
+    pub native: &'static str,
+    /// The WASI command component.
+    pub wasm: &'static str,
+}
+
+/// The example named `name`.
+///
+/// # Panics
+/// If there is no such example.
+pub fn example(name: &str) -> Example {
+    *EXAMPLES
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no example {name:?}"))
+}
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));

@@ -100,9 +100,10 @@ impl FrameStdin {
 }
 
 impl StdinState {
-    /// Makes `frame` the one being read: its budget starts now.
+    /// Makes `frame` the one being read: its budget starts now (after a wait for input,
+    /// the deadline was cleared; while busy, it is extended, never shortened).
     fn take(&mut self, frame: Outbound) {
-        self.deadline.set(frame.budget);
+        self.deadline.extend(frame.budget);
         self.current = Bytes::from(frame.line);
     }
 }

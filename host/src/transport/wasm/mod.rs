@@ -258,6 +258,14 @@ impl Deadline {
     fn set(&self, budget: Duration) {
         *self.0.lock().unwrap() = Some(Instant::now() + budget);
     }
+    /// A frame taken while the guest is still busy with earlier ones (it reads ahead,
+    /// e.g. to see a `tool_cancel` mid-call): the deadline becomes the later of the two,
+    /// so reading ahead never cuts the work in hand short.
+    fn extend(&self, budget: Duration) {
+        let new = Instant::now() + budget;
+        let mut deadline = self.0.lock().unwrap();
+        *deadline = Some(deadline.map_or(new, |d| d.max(new)));
+    }
     fn clear(&self) {
         *self.0.lock().unwrap() = None;
     }

@@ -1,0 +1,690 @@
+//! The Rust examples (`examples/`, on the `zot-ext` SDK), each run twice through the same
+//! scripted `zot host` session: once as its native executable (a classic stdio
+//! extension) and once as its wasm32-wasip2 component (sandboxed). The transcripts
+//! (every response and event) must be identical; each example's own behaviour is
+//! checked on top.
+//!
+//! Each run loads the example from a copy of its committed manifest
+//! (`examples/<name>/native/extension.json` or `…/wasm/extension.json`) with the built
+//! artifact put where that manifest names it, as `examples/build.sh` does.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use zot_test_guests::{example, Example, EXAMPLES};
+
+/// The two builds of one example.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Build {
+    Native,
+    Wasm,
+}
+
+impl Build {
+    const BOTH: [Build; 2] = [Build::Native, Build::Wasm];
+
+    fn dir(self) -> &'static str {
+        match self {
+            Build::Native => "native",
+            Build::Wasm => "wasm",
+        }
+    }
+
+    fn artifact(self, ex: Example) -> &'static str {
+        match self {
+            Build::Native => ex.native,
+            Build::Wasm => ex.wasm,
+        }
+    }
+}
+
+/// The committed manifest of `ex`'s `build`.
+fn committed_manifest(ex: Example, build: Build) -> Value {
+    let path = workspace()
+        .join("examples")
+        .join(ex.name)
+        .join(build.dir())
+        .join("extension.json");
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Lays out `ex`'s `build` in `<scratch>/exts/<name>-<build>` from its committed manifest
+/// (changed by `edit`) and the built artifact, and passes it with `--ext`.
+fn lay_out(b: &mut HostBuilder, ex: Example, build: Build, edit: impl Fn(&mut Value)) -> PathBuf {
+    let mut manifest = committed_manifest(ex, build);
+    assert_eq!(manifest["name"], ex.name, "the manifest names its example");
+    let field = match build {
+        Build::Native => "exec",
+        Build::Wasm => "wasm",
+    };
+    let file = manifest[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{} manifest of {} has no {field}", build.dir(), ex.name))
+        .trim_start_matches("./")
+        .to_string();
+    edit(&mut manifest);
+    let dir = b.explicit(&format!("{}-{}", ex.name, build.dir()), &manifest);
+    let to = dir.join(&file);
+    std::fs::copy(build.artifact(ex), &to)
+        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", build.artifact(ex), to.display()));
+    dir
+}
+
+/// How a test changes an example's manifest, and whether it grants everything asked.
+struct Setup {
+    edit: Box<dyn Fn(&mut Value)>,
+    grant: bool,
+}
+
+/// The committed manifest, nothing granted.
+fn as_committed() -> Setup {
+    Setup {
+        edit: Box::new(|_| {}),
+        grant: false,
+    }
+}
+
+/// A host with `ex`'s `build` alone, ready.
+fn start(mut b: HostBuilder, ex: Example, build: Build, setup: Setup) -> Host {
+    let dir = lay_out(&mut b, ex, build, setup.edit);
+    if setup.grant {
+        grant_all(&b.home(), &dir);
+    }
+    b.arg("--provider").arg("test-provider");
+    b.arg("--model").arg("test-model");
+    let host = b.start();
+    host.set_event_filter(|v| v["type"] != "registry_changed");
+    assert_eq!(
+        host.ready(),
+        vec![ex.name.to_string()],
+        "{}",
+        host.diagnostics()
+    );
+    let entry = host.entry(ex.name);
+    assert_eq!(entry["state"], "ready", "{entry}");
+    let transport = match build {
+        Build::Native => "stdio",
+        Build::Wasm => "wasm",
+    };
+    assert_eq!(entry["transport"], transport, "{entry}");
+    host
+}
+
+/// `zot ext grant <dir> --all` for a component laid out in `dir`.
+fn grant_all(home: &Path, dir: &Path) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "grant"])
+        .arg(dir)
+        .arg("--all")
+        .env("ZOT_HOME", home)
+        .output()
+        .expect("zot runs");
+    assert!(
+        out.status.success(),
+        "zot ext grant --all: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `script` against each build of `ex` (each alone in a fresh host, set up by
+/// `setup`), asserts identical transcripts, and returns the transcript and, per build, the
+/// host's `ZOT_HOME` (kept for inspection until the returned dirs drop).
+fn parity(
+    ex: Example,
+    script: impl Fn() -> Vec<Step>,
+    setup: impl Fn(&mut HostBuilder, Build) -> Setup,
+) -> (Vec<String>, Vec<(Build, TempDir)>) {
+    let mut transcripts = Vec::new();
+    let mut homes = Vec::new();
+    for build in Build::BOTH {
+        let scratch = TempDir::new(&format!("{}-{}", ex.name, build.dir()));
+        let mut b = HostBuilder::in_dir(scratch.path());
+        let setup = setup(&mut b, build);
+        let started = Instant::now();
+        let host = start(b, ex, build, setup);
+        let label = format!("{} {}", ex.name, build.dir());
+        let lines = run_steps(&host, &label, script(), |_, _, _| {});
+        println!("{label}: {} lines in {:?}", lines.len(), started.elapsed());
+        host.shutdown();
+        transcripts.push((build, lines));
+        homes.push((build, scratch));
+    }
+    let (native, wasm) = (&transcripts[0].1, &transcripts[1].1);
+    assert_same_transcripts(("native", native), &[("wasm", wasm)]);
+    (native.clone(), homes)
+}
+
+fn no_setup(_: &mut HostBuilder, _: Build) -> Setup {
+    as_committed()
+}
+
+fn cmd(name: &str, args: &str) -> Value {
+    json!({"name": name, "args": args})
+}
+
+fn tool(name: &str, args: Value) -> Value {
+    json!({"name": name, "args": args})
+}
+
+fn text(t: &str) -> Value {
+    json!([{"type": "text", "text": t}])
+}
+
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn every_example_has_a_parity_test() {
+    let names: Vec<&str> = EXAMPLES.iter().map(|e| e.name).collect();
+    assert_eq!(names, ["hello", "weather", "guard", "todo"]);
+    for ex in EXAMPLES {
+        for build in Build::BOTH {
+            let manifest = committed_manifest(*ex, build);
+            let readme = workspace().join("examples").join(ex.name).join("README.md");
+            assert!(readme.is_file(), "{} has a README", ex.name);
+            assert_eq!(manifest["version"], "0.1.0", "{manifest}");
+        }
+    }
+}
+
+#[test]
+fn hello_answers_every_command_action_the_same_both_ways() {
+    let ex = example("hello");
+    let panel_key =
+        |key: &str| json!({"extension": "hello", "panel_id": "hello", "key": key, "text": key});
+    let script = || {
+        vec![
+            step(
+                "invoke_command",
+                cmd("hello", ""),
+                0,
+                json!({"action": "prompt", "prompt": "Greet me in one short sentence."}),
+            ),
+            step(
+                "invoke_command",
+                cmd("hello", "Ada"),
+                0,
+                json!({"action": "prompt", "prompt": "Greet Ada in one short sentence."}),
+            ),
+            step(
+                "invoke_command",
+                cmd("hello-insert", "Ada"),
+                0,
+                json!({"action": "insert", "insert": "Hello, Ada!"}),
+            ),
+            step(
+                "invoke_command",
+                cmd("hello-display", ""),
+                0,
+                json!({"action": "display",
+                       "display": format!("Hello from zot {} (model \"test-model\" of \"test-provider\").",
+                                          env!("CARGO_PKG_VERSION"))}),
+            ),
+            step(
+                "invoke_command",
+                cmd("hello-panel", ""),
+                0,
+                json!({"action": "open_panel", "open_panel": {"id": "hello", "title": "Hello",
+                       "lines": ["Press any key; q closes."], "footer": "q: close"}}),
+            ),
+            step("panel_key", panel_key("j"), 1, json!({})),
+            step("panel_key", panel_key("q"), 1, json!({})),
+            step(
+                "invoke_command",
+                cmd("hello-submit", "tell me a joke"),
+                1,
+                json!({"action": "noop"}),
+            ),
+            step(
+                "invoke_command",
+                cmd("hello-submit", ""),
+                0,
+                json!({"action": "noop", "error": "usage: /hello-submit <text>"}),
+            ),
+            step(
+                "invoke_command",
+                cmd("hello-noop", ""),
+                1,
+                json!({"action": "noop"}),
+            ),
+            step(
+                "invoke_command",
+                cmd("hello-error", ""),
+                0,
+                json!({"action": "noop", "error": "hello: this command always fails"}),
+            ),
+        ]
+    };
+    let (transcript, _homes) = parity(ex, script, no_setup);
+    let events: Vec<Value> = transcript
+        .iter()
+        .filter_map(|l| l.strip_prefix("    "))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            json!({"type": "panel_render", "extension": "hello", "panel_id": "hello", "title": "Hello",
+                   "lines": ["You pressed \"j\" (text \"j\")."], "footer": "q: close"}),
+            json!({"type": "panel_close", "extension": "hello", "panel_id": "hello"}),
+            json!({"type": "submit", "extension": "hello", "text": "tell me a joke"}),
+            json!({"type": "notify", "extension": "hello", "level": "info",
+                   "message": "hello: nothing to do"}),
+        ]
+    );
+}
+
+/// A stand-in for wttr.in: `/<city>?format=j1` for Berlin and "New York", 404 otherwise.
+fn weather_server() -> LocalServer {
+    LocalServer::start(16, |target| {
+        let report = |desc: &str, temp: &str| {
+            json!({"current_condition": [{"temp_C": temp, "FeelsLikeC": "7", "humidity": "81",
+                   "windspeedKmph": "13", "weatherDesc": [{"value": desc}], "unused": 1}]})
+            .to_string()
+        };
+        match target {
+            "/Berlin?format=j1" => (200, report("Light rain", "9")),
+            "/New%20York?format=j1" => (200, report("Sunny", "21")),
+            _ => (404, "unknown location".into()),
+        }
+    })
+}
+
+#[test]
+fn weather_asks_its_service_the_same_way_both_ways() {
+    let ex = example("weather");
+    let server = weather_server();
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let script = || {
+        vec![
+            step(
+                "call_tool",
+                tool("weather", json!({"city": "Berlin"})),
+                0,
+                json!({"is_error": false, "content": text(
+                    "Berlin: Light rain, 9 °C (feels like 7 °C), humidity 81%, wind 13 km/h")}),
+            ),
+            step(
+                "call_tool",
+                tool("weather", json!({"city": " New York "})),
+                0,
+                json!({"is_error": false, "content": text(
+                    "New York: Sunny, 21 °C (feels like 7 °C), humidity 81%, wind 13 km/h")}),
+            ),
+            step(
+                "call_tool",
+                tool("weather", json!({"city": "Atlantis"})),
+                0,
+                json!({"is_error": true, "content": text("weather: the service answered 404")}),
+            ),
+            step(
+                "call_tool",
+                tool("weather", json!({"city": ""})),
+                0,
+                json!({"is_error": true, "content": text("weather: name a city")}),
+            ),
+            step(
+                "call_tool",
+                tool("weather", json!({})),
+                0,
+                json!({"is_error": true}),
+            ),
+        ]
+    };
+    let setup = |b: &mut HostBuilder, build: Build| -> Setup {
+        b.env("WEATHER_API_URL", &base);
+        if build == Build::Native {
+            return as_committed();
+        }
+        // The sandbox reaches only what is asked and granted: the local server instead of
+        // wttr.in, and the variable naming it.
+        let entry = base.clone();
+        Setup {
+            edit: Box::new(move |m: &mut Value| {
+                assert_eq!(m["permissions"]["http"], json!(["wttr.in"]));
+                assert_eq!(m["permissions"]["env"], json!(["WEATHER_API_URL"]));
+                m["permissions"]["http"] = json!([entry]);
+            }),
+            grant: true,
+        }
+    };
+    let (transcript, _homes) = parity(ex, script, setup);
+    println!("{}", transcript.join("\n"));
+    let expected = [
+        "/Berlin?format=j1",
+        "/New%20York?format=j1",
+        "/Atlantis?format=j1",
+    ];
+    let targets = server.targets();
+    assert_eq!(targets, [expected, expected].concat(), "native, then wasm");
+}
+
+#[test]
+fn weather_without_a_grant_reaches_nothing() {
+    let ex = example("weather");
+    let server = weather_server();
+    let mut b = HostBuilder::new();
+    b.env(
+        "WEATHER_API_URL",
+        &format!("http://127.0.0.1:{}", server.port),
+    );
+    let host = start(b, ex, Build::Wasm, as_committed());
+    let data = host.call_tool("weather", json!({"city": "Berlin"}));
+    assert_eq!(data["is_error"], true, "{data}");
+    // Not granted, the variable is not even there: the component falls back to wttr.in,
+    // which is asked for but not granted either.
+    let said = first_text(&data);
+    assert!(
+        said.starts_with("weather: https://wttr.in/Berlin?format=j1: ") && said.contains("Denied"),
+        "{said}"
+    );
+    assert_eq!(server.hits(), 0);
+    assert!(
+        host.log("weather").contains("denied HTTP to wttr.in"),
+        "{}",
+        host.log("weather")
+    );
+    host.shutdown();
+}
+
+#[test]
+fn guard_audits_events_and_refuses_dangerous_commands_the_same_both_ways() {
+    let ex = example("guard");
+    let bash = |id: &str, command: &str| {
+        json!({"event": "tool_call", "tool_id": id, "tool_name": "bash",
+               "tool_args": {"command": command}})
+    };
+    let refused =
+        |why: &str| json!({"block": true, "reason": format!("guard: refused to run {why}")});
+    let allowed = json!({"block": false});
+    let script = || {
+        let emit = |event: Value| step("emit", json!({"event": event}), 0, json!({"delivered": 1}));
+        let mut steps = vec![
+            emit(json!({"event": "session_start"})),
+            emit(json!({"event": "turn_start", "step": 1})),
+            emit(
+                json!({"event": "tool_call", "tool_id": "t1", "tool_name": "bash",
+                        "tool_args": {"command": "ls"}}),
+            ),
+            emit(json!({"event": "assistant_message", "text": "done"})),
+            emit(json!({"event": "turn_end", "stop": "end_turn"})),
+        ];
+        for (i, (command, verdict)) in [
+            ("rm -rf /", refused("rm -rf")),
+            (
+                "cd /tmp && sudo reboot",
+                refused("a command as root (sudo)"),
+            ),
+            (
+                "dd if=/dev/zero of=/dev/sda",
+                refused("dd writing to an absolute path"),
+            ),
+            ("mkfs.ext4 /dev/sdb1", refused("mkfs")),
+            (":(){ :|:& };:", refused("a fork bomb")),
+            ("chmod -R 777 /", refused("chmod -R 777")),
+            ("ls -la", allowed.clone()),
+            ("rm -r build", allowed.clone()),
+            ("cargo test", allowed.clone()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            steps.push(step(
+                "intercept",
+                bash(&format!("i{i}"), command),
+                0,
+                verdict,
+            ));
+        }
+        steps.push(step(
+            "intercept",
+            json!({"event": "tool_call", "tool_id": "r", "tool_name": "read",
+                   "tool_args": {"path": "rm -rf /"}}),
+            0,
+            allowed.clone(),
+        ));
+        steps
+    };
+    let (transcript, homes) = parity(ex, script, no_setup);
+    // Allowed calls come back unchanged: no rewritten arguments anywhere.
+    assert!(
+        !transcript.iter().any(|l| l.contains("modified_args")),
+        "{transcript:?}"
+    );
+
+    // One audit line per event and per verdict, the same both ways. Events travel on their
+    // own queue, so only the order among events and among verdicts is fixed.
+    let audits: Vec<(Vec<Value>, Vec<Value>)> = homes
+        .iter()
+        .map(|(build, scratch)| {
+            let log = wait_audit(scratch.path(), 15);
+            println!("{build:?} audit.log:\n{log}");
+            log.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .partition(|l| l.get("event").is_some())
+        })
+        .collect();
+    assert_eq!(audits[0], audits[1], "native and wasm audit logs");
+    let (events, verdicts) = &audits[0];
+    let names: Vec<&str> = events.iter().filter_map(|l| l["event"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "session_start",
+            "turn_start",
+            "tool_call",
+            "assistant_message",
+            "turn_end"
+        ]
+    );
+    assert_eq!(events[2]["tool_args"], json!({"command": "ls"}));
+    let blocks = |v: &str| verdicts.iter().filter(|l| l["verdict"] == v).count();
+    assert_eq!((blocks("block"), blocks("allow")), (6, 4), "{verdicts:?}");
+}
+
+/// The guard's audit log under the scratch dir `root`, once it has `lines` lines (or
+/// after 10 s).
+fn wait_audit(root: &Path, lines: usize) -> String {
+    let path = root.join("home/data/guard/audit.log");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = std::fs::read_to_string(&path).unwrap_or_default();
+        if log.lines().count() >= lines || Instant::now() > deadline {
+            return log;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn guard_command_counts_what_it_audited() {
+    let ex = example("guard");
+    for build in Build::BOTH {
+        let scratch = TempDir::new("guard-count");
+        let host = start(
+            HostBuilder::in_dir(scratch.path()),
+            ex,
+            build,
+            as_committed(),
+        );
+        host.ok("emit", json!({"event": {"event": "turn_start", "step": 1}}));
+        let blocked = host.ok(
+            "intercept",
+            json!({"event": "tool_call", "tool_id": "x", "tool_name": "bash",
+                   "tool_args": {"command": "sudo rm -rf /"}}),
+        );
+        assert_eq!(blocked["block"], true);
+        wait_audit(scratch.path(), 2);
+        let data = host.ok("invoke_command", cmd("guard", ""));
+        assert_eq!(
+            data["display"], "guard: 1 events audited, 1 tool calls blocked",
+            "{build:?}: {data}"
+        );
+        host.shutdown();
+    }
+}
+
+#[test]
+fn todo_keeps_its_list_the_same_both_ways() {
+    let ex = example("todo");
+    let key = |k: &str| json!({"extension": "todo", "panel_id": "todo", "key": k, "text": ""});
+    let script = || {
+        vec![
+            step(
+                "call_tool",
+                tool("todo", json!({"action": "list"})),
+                0,
+                json!({"is_error": false, "content": text("The todo list is empty.")}),
+            ),
+            step(
+                "call_tool",
+                tool("todo", json!({"action": "add", "text": "buy milk"})),
+                0,
+                json!({"is_error": false}),
+            ),
+            step(
+                "call_tool",
+                tool("todo", json!({"action": "add", "text": "write tests"})),
+                0,
+                json!({"is_error": false}),
+            ),
+            step(
+                "call_tool",
+                tool("todo", json!({"action": "add"})),
+                0,
+                json!({"is_error": true, "content": text("todo: `add` needs `text`")}),
+            ),
+            step(
+                "call_tool",
+                tool("todo", json!({"action": "done", "index": 1})),
+                0,
+                json!({"is_error": false}),
+            ),
+            step(
+                "call_tool",
+                tool("todo", json!({"action": "done", "index": 5})),
+                0,
+                json!({"is_error": true, "content": text("todo: there is no item 5 (the list has 2)")}),
+            ),
+            step(
+                "call_tool",
+                tool("todo", json!({"action": "fly"})),
+                0,
+                json!({"is_error": true}),
+            ),
+            step(
+                "call_tool",
+                tool("todo", json!({"action": "list"})),
+                0,
+                json!({"is_error": false, "content": text("1. [x] buy milk\n2. [ ] write tests")}),
+            ),
+            step(
+                "invoke_command",
+                cmd("todo", "call mum"),
+                0,
+                json!({"action": "open_panel", "open_panel": {"id": "todo", "title": "Todo (2 open)",
+                       "lines": ["> [x] buy milk", "  [ ] write tests", "  [ ] call mum"],
+                       "footer": "j/k move · space toggle · d remove · q close"}}),
+            ),
+            step("panel_key", key("j"), 1, json!({})),
+            step("panel_key", key("space"), 1, json!({})),
+            step("panel_key", key("j"), 1, json!({})),
+            step("panel_key", key("d"), 1, json!({})),
+            step("panel_key", key("q"), 1, json!({})),
+            step(
+                "call_tool",
+                tool("todo", json!({"action": "list"})),
+                0,
+                json!({"is_error": false, "content": text("1. [x] buy milk\n2. [x] write tests")}),
+            ),
+        ]
+    };
+    let (transcript, homes) = parity(ex, script, no_setup);
+    let renders: Vec<Value> = transcript
+        .iter()
+        .filter_map(|l| l.strip_prefix("    "))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        renders[1]["lines"],
+        json!(["  [x] buy milk", "> [x] write tests", "  [ ] call mum"])
+    );
+    assert_eq!(
+        renders[3]["lines"],
+        json!(["  [x] buy milk", "> [x] write tests"])
+    );
+    assert_eq!(renders[4]["type"], "panel_close");
+    // The list is a file in the data dir, where the host put it for either build.
+    for (build, scratch) in &homes {
+        let saved = std::fs::read_to_string(scratch.path().join("home/data/todo/todos.json"))
+            .unwrap_or_else(|e| panic!("{build:?}: todos.json: {e}"));
+        let items: Value = serde_json::from_str(&saved).unwrap();
+        assert_eq!(
+            items.as_array().map(Vec::len),
+            Some(2),
+            "{build:?}: {saved}"
+        );
+    }
+}
+
+#[test]
+fn todo_list_survives_a_restart_and_is_shared_by_both_builds() {
+    let ex = example("todo");
+    let scratch = TempDir::new("todo-restart");
+    let list = |host: &Host| first_text(&host.call_tool("todo", json!({"action": "list"})));
+    let host = start(
+        HostBuilder::in_dir(scratch.path()),
+        ex,
+        Build::Native,
+        as_committed(),
+    );
+    host.call_tool("todo", json!({"action": "add", "text": "from native"}));
+    host.shutdown();
+    // The component sees the same data dir as `/data`.
+    let host = start(
+        HostBuilder::in_dir(scratch.path()),
+        ex,
+        Build::Wasm,
+        as_committed(),
+    );
+    assert_eq!(list(&host), "1. [ ] from native");
+    host.call_tool("todo", json!({"action": "add", "text": "from wasm"}));
+    host.shutdown();
+    let host = start(
+        HostBuilder::in_dir(scratch.path()),
+        ex,
+        Build::Native,
+        as_committed(),
+    );
+    assert_eq!(list(&host), "1. [ ] from native\n2. [ ] from wasm");
+    host.shutdown();
+}
+
+#[test]
+fn tool_schemas_are_derived_from_the_argument_types() {
+    let host = start(
+        HostBuilder::new(),
+        example("todo"),
+        Build::Wasm,
+        as_committed(),
+    );
+    let tools = host.ok("tools", json!({}));
+    let schema = &tools["tools"][0]["schema"];
+    assert_eq!(schema["type"], "object", "{schema}");
+    assert_eq!(schema["required"], json!(["action"]), "{schema}");
+    assert_eq!(
+        schema["properties"]["action"]["enum"],
+        json!(["add", "done", "undo", "remove", "list"]),
+        "{schema}"
+    );
+    assert!(!schema.to_string().contains("$ref"), "{schema}");
+    assert_eq!(
+        schema["properties"]["index"]["description"],
+        "The item's number as `list` shows it, from 1."
+    );
+    host.shutdown();
+}
