@@ -4,6 +4,9 @@
 //!   `zot host` sidecar, against the Rust test extension;
 //! * stdio vs wasm: the same guest source (tests/guests) as a native stdio extension,
 //!   a wasm command component and a wasm reactor component, through the library;
+//! * an SDK example (`examples/todo`, the `zot-ext` SDK) built natively and as a
+//!   component, through the library: its `todo` tool listing a three-item list, read from
+//!   its data dir on every call;
 //! * a component's cold start (compile) and warm starts (disk cache in a new process;
 //!   already loaded in this process), and the memory an idle component adds to the host.
 //!
@@ -69,6 +72,29 @@ fn main() {
             ("native stdio (baseline)", native_rt),
             ("wasm command component", stats(library(n, &dir, &command))),
             ("wasm reactor component", stats(library(n, &dir, &reactor))),
+        ],
+    );
+
+    let todo = zot_test_guests::example("todo");
+    let todo_native = guest("todo-native", json!({"name": "todo", "exec": todo.native}));
+    let todo_wasm = guest("todo-wasm", json!({"name": "todo", "wasm": todo.wasm}));
+    let data = dir.join("home/data/todo");
+    std::fs::create_dir_all(&data).unwrap();
+    let items = json!([{"text": "one", "done": false}, {"text": "two", "done": true},
+                       {"text": "three", "done": false}]);
+    std::fs::write(data.join("todos.json"), items.to_string()).unwrap();
+    let list = |_| json!({"action": "list"});
+    table(
+        &format!("examples/todo (zot-ext SDK), its `list` tool, {n} sequential calls each"),
+        &[
+            (
+                "native stdio (baseline)",
+                stats(library_calls(n, &dir, &todo_native, "todo", list)),
+            ),
+            (
+                "wasm command component",
+                stats(library_calls(n, &dir, &todo_wasm, "todo", list)),
+            ),
         ],
     );
 
@@ -246,7 +272,19 @@ fn raw_pipe(n: usize) -> Vec<Duration> {
     )
 }
 
+/// `n` sequential calls of the test guests' `echo` tool through the library.
 fn library(n: usize, home: &Path, ext_dir: &Path) -> Vec<Duration> {
+    library_calls(n, home, ext_dir, "echo", |i| json!({"i": i}))
+}
+
+/// `n` sequential calls of `tool` (with `args(i)`) through the library.
+fn library_calls(
+    n: usize,
+    home: &Path,
+    ext_dir: &Path,
+    tool: &str,
+    args: impl Fn(usize) -> Value,
+) -> Vec<Duration> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let mut config = HostConfig::new(ZotHome::new(home.join("home")), home.to_path_buf());
@@ -258,7 +296,7 @@ fn library(n: usize, home: &Path, ext_dir: &Path) -> Vec<Duration> {
         let mut samples = Vec::with_capacity(n);
         for i in 0..n {
             let t = Instant::now();
-            let (_, result) = host.call_tool("echo", json!({"i": i}), None).await.unwrap();
+            let (_, result) = host.call_tool(tool, args(i), None).await.unwrap();
             samples.push(t.elapsed());
             assert!(!result.is_error);
         }
