@@ -255,6 +255,34 @@ fn end_of_stdin_exits_cleanly() {
     host.assert_clean_stdout();
 }
 
+/// Input that ends right after its requests (`printf … | zot host`) still gets every
+/// answer: the requests in flight finish before the extensions stop.
+#[test]
+fn end_of_stdin_answers_the_requests_in_flight_first() {
+    let mut b = HostBuilder::new();
+    b.explicit("py", &py_manifest("py", &[]));
+    let mut host = b.start();
+    host.ready();
+    host.send_with_id(
+        "slow",
+        "call_tool",
+        json!({"name": "sleep", "args": {"ms": 400}}),
+    );
+    host.send_with_id(
+        "fast",
+        "call_tool",
+        json!({"name": "echo", "args": {"x": 1}}),
+    );
+    host.close_stdin();
+    let status = host.wait_exit(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{status}");
+    let slow = host.wait_response("slow", Duration::from_secs(1));
+    assert_eq!(slow["success"], true, "{slow}");
+    assert_eq!(first_text(&slow["data"]), "slept 400");
+    let fast = host.wait_response("fast", Duration::from_secs(1));
+    assert_eq!(fast["success"], true, "{fast}");
+}
+
 #[test]
 fn shutdown_request_responds_then_exits_zero() {
     let mut b = HostBuilder::new();

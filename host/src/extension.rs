@@ -26,6 +26,10 @@ pub const EVENT_QUEUE: usize = 1024;
 pub const READY_SILENCE: Duration = Duration::from_millis(250);
 /// How long an extension may take to handle a one-way frame (event, hello_ack, …).
 pub const ONE_WAY_BUDGET: Duration = Duration::from_secs(1);
+/// How much longer than a request's timeout an extension that runs inside the host (a
+/// component) may go on with that request's frame: time to read the `tool_cancel` sent
+/// at the timeout and stop, instead of being stopped at the very moment it is told.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
 /// How long a notification may wait for the application to make room.
 pub const NOTE_WAIT: Duration = Duration::from_secs(1);
 /// How long an extension whose output closed may take to exit before it is killed.
@@ -493,7 +497,7 @@ impl Extension {
         }
         inner
             .outbound
-            .try_send(outbound(&frame(id), timeout))
+            .try_send(outbound(&frame(id), timeout + CANCEL_GRACE))
             .map_err(|e| self.send_error(e, target))?;
         guard.cancel_tool = kind == Kind::Tool;
         match tokio::time::timeout(timeout, rx).await {

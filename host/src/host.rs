@@ -57,12 +57,14 @@ impl Default for Timeouts {
 
 impl Timeouts {
     /// How long an extension may take to handle a frame of type `frame_type`: its
-    /// request's timeout, or one second for one-way frames.
+    /// request's timeout and [`CANCEL_GRACE`](crate::extension::CANCEL_GRACE), or one
+    /// second for one-way frames.
     pub fn budget(&self, frame_type: &str) -> Duration {
+        let grace = crate::extension::CANCEL_GRACE;
         match frame_type {
-            "tool_call" => self.tool,
-            "command_invoked" => self.command,
-            "event_intercept" => self.intercept,
+            "tool_call" => self.tool + grace,
+            "command_invoked" => self.command + grace,
+            "event_intercept" => self.intercept + grace,
             "shutdown" => self.shutdown,
             _ => crate::extension::ONE_WAY_BUDGET,
         }

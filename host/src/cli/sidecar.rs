@@ -143,10 +143,18 @@ async fn serve(config: HostConfig) {
     let mut stdin = BufReader::new(tokio::io::stdin());
     let mut line = Vec::new();
     let mut shutdown_request = None;
+    // Requests being answered; at end of input they are finished before the extensions
+    // stop (each has its own deadline), so input that ends right after its requests
+    // still gets every answer.
+    let mut in_flight = tokio::task::JoinSet::new();
     loop {
         line.clear();
+        while in_flight.try_join_next().is_some() {}
         match stdin.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
+            Ok(0) | Err(_) => {
+                while in_flight.join_next().await.is_some() {}
+                break;
+            }
             Ok(_) => {}
         }
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -163,7 +171,7 @@ async fn serve(config: HostConfig) {
             Ok((id, kind, fields)) => {
                 let host = host.clone();
                 let out = out.clone();
-                tokio::spawn(async move {
+                in_flight.spawn(async move {
                     let response = respond(id, &kind, handle(&host, &kind, fields).await);
                     let _ = out.send(encode(&response)).await;
                 });

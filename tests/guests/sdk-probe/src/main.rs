@@ -27,7 +27,7 @@ fn main() {
                         ctx.notify(Level::Info, format!("cancelled {id}"));
                         return ToolOutput::text("cancelled");
                     }
-                    std::thread::sleep(Duration::from_millis(2));
+                    std::thread::sleep(Duration::from_millis(10));
                 }
                 ToolOutput::text(format!("waited {ms} ms"))
             },
