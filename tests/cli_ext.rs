@@ -51,11 +51,18 @@ impl Env {
         self.command(args).output().unwrap()
     }
 
-    /// A source directory `root/<dir>` holding `extension.json` with `manifest`.
+    /// `zot ext install <source> --yes`.
+    fn install(&self, source: &str) -> Output {
+        self.zot(&["install", source, "--yes"])
+    }
+
+    /// A source directory `root/<dir>` holding `extension.json` with `manifest`, and the
+    /// `run.sh` that [`manifest`] names.
     fn source(&self, dir: &str, manifest: &str) -> PathBuf {
         let src = self.root.join(dir);
         fs::create_dir_all(&src).unwrap();
         fs::write(src.join("extension.json"), manifest).unwrap();
+        fs::write(src.join("run.sh"), "#!/bin/sh\n").unwrap();
         src
     }
 
@@ -155,7 +162,7 @@ fn install_from_a_local_path() {
         std::os::unix::fs::symlink("lib/util.txt", src.join("link")).unwrap();
     }
 
-    let out = env.zot(&["install", src.to_str().unwrap()]);
+    let out = env.install(src.to_str().unwrap());
     assert_ok(&out);
     let dest = env.extensions().join("hello");
     assert!(
@@ -199,7 +206,7 @@ fn install_from_a_git_repository() {
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-q", "-m", "init"]);
 
-    let out = env.zot(&["install", &file_url(&repo)]);
+    let out = env.install(&file_url(&repo));
     assert_ok(&out);
     let dest = env.extensions().join("from-git");
     assert_eq!(env.installed(), ["from-git"], "named after the manifest");
@@ -213,21 +220,18 @@ fn a_source_without_manifest_leaves_nothing_behind() {
     let dir = env.root.join("empty");
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join("README"), "no manifest").unwrap();
-    assert_fails_with(
-        &env.zot(&["install", dir.to_str().unwrap()]),
-        "no extension.json",
-    );
+    assert_fails_with(&env.install(dir.to_str().unwrap()), "no extension.json");
     assert_eq!(env.installed(), Vec::<String>::new());
 
     git(&dir, &["init", "-q"]);
     git(&dir, &["add", "."]);
     git(&dir, &["commit", "-q", "-m", "init"]);
-    let out = env.zot(&["install", &file_url(&dir)]);
+    let out = env.install(&file_url(&dir));
     assert_fails_with(&out, "no extension.json");
     assert_eq!(env.installed(), Vec::<String>::new(), "staging rolled back");
 
     let bad = env.source("bad", r#"{"name":"bad"}"#);
-    let out = env.zot(&["install", bad.to_str().unwrap()]);
+    let out = env.install(bad.to_str().unwrap());
     assert_fails_with(
         &out,
         "field \"exec\" (a program to run) or \"wasm\" (a component) is required",
@@ -235,7 +239,7 @@ fn a_source_without_manifest_leaves_nothing_behind() {
     assert_eq!(env.installed(), Vec::<String>::new());
 
     let missing = env.root.join("missing.git");
-    let out = env.zot(&["install", &file_url(&missing)]);
+    let out = env.install(&file_url(&missing));
     assert_fails_with(&out, "git clone failed");
     assert_eq!(env.installed(), Vec::<String>::new());
 }
@@ -244,12 +248,12 @@ fn a_source_without_manifest_leaves_nothing_behind() {
 fn an_existing_destination_is_refused() {
     let env = Env::new();
     let first = env.source("first", &manifest("dup"));
-    assert_ok(&env.zot(&["install", first.to_str().unwrap()]));
+    assert_ok(&env.install(first.to_str().unwrap()));
     let second = env.source("second", &manifest("dup"));
     fs::write(second.join("marker"), "second").unwrap();
-    let out = env.zot(&["install", second.to_str().unwrap()]);
+    let out = env.install(second.to_str().unwrap());
     assert_fails_with(&out, "already installed");
-    assert!(stderr(&out).contains("zot ext remove dup"));
+    assert!(stderr(&out).contains("--force"));
     assert_eq!(env.installed(), ["dup"]);
     assert!(!env.extensions().join("dup/marker").exists());
 }
@@ -258,7 +262,7 @@ fn an_existing_destination_is_refused() {
 fn a_manifest_name_escaping_the_folder_is_refused() {
     let env = Env::new();
     let src = env.source("evil", r#"{"name":"../evil","exec":"./x"}"#);
-    assert_fails_with(&env.zot(&["install", src.to_str().unwrap()]), "\"name\"");
+    assert_fails_with(&env.install(src.to_str().unwrap()), "\"name\"");
     assert_eq!(env.installed(), Vec::<String>::new());
     assert!(!env.home().join("evil").exists());
 }
@@ -269,16 +273,13 @@ fn a_symlink_out_of_the_source_is_refused() {
     let env = Env::new();
     let src = env.source("linky", &manifest("linky"));
     std::os::unix::fs::symlink("/etc/passwd", src.join("passwd")).unwrap();
-    let out = env.zot(&["install", src.to_str().unwrap()]);
+    let out = env.install(src.to_str().unwrap());
     assert_fails_with(&out, "symlink passwd -> /etc/passwd points outside");
     assert_eq!(env.installed(), Vec::<String>::new());
 
     fs::remove_file(src.join("passwd")).unwrap();
     std::os::unix::fs::symlink("../../etc", src.join("up")).unwrap();
-    assert_fails_with(
-        &env.zot(&["install", src.to_str().unwrap()]),
-        "up -> ../../etc",
-    );
+    assert_fails_with(&env.install(src.to_str().unwrap()), "up -> ../../etc");
     assert_eq!(env.installed(), Vec::<String>::new());
 }
 
@@ -287,7 +288,7 @@ fn enable_and_disable_keep_other_fields_and_their_order() {
     let env = Env::new();
     let text = r#"{"zeta":1,"name":"tog","exec":"./run.sh","custom":{"b":[1,2],"a":null},"enabled":true,"version":"0.1"}"#;
     let src = env.source("tog", text);
-    assert_ok(&env.zot(&["install", src.to_str().unwrap()]));
+    assert_ok(&env.install(src.to_str().unwrap()));
     let path = env.extensions().join("tog/extension.json");
     let read = || serde_json::from_str::<Value>(&fs::read_to_string(&path).unwrap()).unwrap();
     let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
@@ -318,7 +319,7 @@ fn enable_and_disable_keep_other_fields_and_their_order() {
 fn enable_prefers_the_project_local_extension() {
     let env = Env::new();
     let src = env.source("g", &manifest("both"));
-    assert_ok(&env.zot(&["install", src.to_str().unwrap()]));
+    assert_ok(&env.install(src.to_str().unwrap()));
     let local = env.root.join("cwd/.zot/extensions/both");
     fs::create_dir_all(&local).unwrap();
     fs::write(local.join("extension.json"), manifest("both")).unwrap();
@@ -336,7 +337,7 @@ fn enable_prefers_the_project_local_extension() {
 fn remove_with_yes() {
     let env = Env::new();
     let src = env.source("src", &manifest("gone"));
-    assert_ok(&env.zot(&["install", src.to_str().unwrap()]));
+    assert_ok(&env.install(src.to_str().unwrap()));
     let out = env.zot(&["remove", "gone", "--yes"]);
     assert_ok(&out);
     assert!(stdout(&out).contains("Removed gone"));
@@ -346,7 +347,7 @@ fn remove_with_yes() {
         "the source is untouched"
     );
 
-    assert_ok(&env.zot(&["install", src.to_str().unwrap()]));
+    assert_ok(&env.install(src.to_str().unwrap()));
     assert_ok(&env.zot(&["rm", "-y", "gone"]));
     assert_eq!(env.installed(), Vec::<String>::new());
 }
@@ -355,7 +356,7 @@ fn remove_with_yes() {
 fn remove_without_yes_needs_a_terminal() {
     let env = Env::new();
     let src = env.source("src", &manifest("kept"));
-    assert_ok(&env.zot(&["install", src.to_str().unwrap()]));
+    assert_ok(&env.install(src.to_str().unwrap()));
     assert_fails_with(&env.zot(&["remove", "kept"]), "pass --yes");
     assert_eq!(env.installed(), ["kept"]);
 
@@ -380,9 +381,9 @@ fn list_as_text_and_json() {
     assert_eq!(stdout(&env.zot(&["list", "--json"])).trim(), "[]");
 
     let src = env.source("src", &manifest("alpha"));
-    assert_ok(&env.zot(&["install", src.to_str().unwrap()]));
+    assert_ok(&env.install(src.to_str().unwrap()));
     let shadowed = env.source("src2", &manifest("local"));
-    assert_ok(&env.zot(&["install", shadowed.to_str().unwrap()]));
+    assert_ok(&env.install(shadowed.to_str().unwrap()));
     let local = env.root.join("cwd/.zot/extensions/local");
     fs::create_dir_all(&local).unwrap();
     fs::write(
@@ -485,4 +486,501 @@ fn logs_follow_prints_appended_bytes() {
     wait_for("second\nnew\n");
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// Install from git at a ref and path, .wasm, consent, provenance, update, verify
+
+/// Runs `zot ext <args>` on a pseudo-terminal (by python3's `pty`), answering `answer`
+/// to the first `[y/N]` question; returns the exit code and everything it printed.
+fn on_terminal(env: &Env, args: &[&str], answer: &str) -> (i32, String) {
+    const SCRIPT: &str = r#"
+import os, pty, sys
+zot, answer, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(zot, [zot, "ext"] + args)
+out, answered = b"", False
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+    if not answered and b"[y/N]" in out:
+        os.write(fd, answer.encode() + b"\n")
+        answered = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(env!("CARGO_BIN_EXE_zot"))
+        .arg(answer)
+        .args(args)
+        .env("ZOT_HOME", env.home())
+        .current_dir(env.root.join("cwd"))
+        .output()
+        .expect("python3 runs");
+    (out.status.code().unwrap_or(-1), stdout(&out))
+}
+
+/// A git repository `root/<dir>` whose `examples/<ext>` holds `manifest` (plus `run.sh`
+/// and whatever `files` says), committed; returns its path.
+fn repo_with(env: &Env, dir: &str, ext: &str, manifest: &str, files: &[(&str, &[u8])]) -> PathBuf {
+    let repo = env.root.join(dir);
+    let sub = repo.join("examples").join(ext);
+    fs::create_dir_all(&sub).unwrap();
+    fs::write(repo.join("README.md"), "a monorepo").unwrap();
+    fs::write(sub.join("extension.json"), manifest).unwrap();
+    fs::write(sub.join("run.sh"), "#!/bin/sh\n").unwrap();
+    for (name, bytes) in files {
+        fs::write(sub.join(name), bytes).unwrap();
+    }
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "one"]);
+    repo
+}
+
+fn rev_parse(repo: &Path, rev: &str) -> String {
+    let out = Command::new("git")
+        .args(["rev-parse", rev])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    stdout(&out).trim().to_string()
+}
+
+fn info_json(env: &Env, name: &str) -> Value {
+    let out = env.zot(&["info", name, "--json"]);
+    assert_ok(&out);
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// A component manifest for the `hello` example's component, asking `permissions`.
+fn component_manifest(name: &str, version: &str, permissions: &str) -> String {
+    format!(
+        r#"{{"name":"{name}","version":"{version}","wasm":"hello.wasm","permissions":{permissions}}}"#
+    )
+}
+
+fn hello_wasm() -> Vec<u8> {
+    fs::read(zot_test_guests::example("hello").wasm).unwrap()
+}
+
+#[test]
+fn install_from_git_at_a_ref_and_a_path_records_where_it_came_from() {
+    let env = Env::new();
+    let v1 = r#"{"name":"guard","version":"1.0.0","exec":"./run.sh"}"#;
+    let repo = repo_with(&env, "mono", "guard", v1, &[]);
+    git(&repo, &["tag", "v1"]);
+    let first = rev_parse(&repo, "HEAD");
+    let v2 = r#"{"name":"guard","version":"2.0.0","exec":"./run.sh"}"#;
+    fs::write(repo.join("examples/guard/extension.json"), v2).unwrap();
+    git(&repo, &["commit", "-q", "-am", "two"]);
+
+    let url = file_url(&repo);
+    let out = env.zot(&[
+        "install",
+        &url,
+        "--ref",
+        "v1",
+        "--path",
+        "examples/guard",
+        "--yes",
+    ]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("Installed guard 1.0.0"),
+        "{}",
+        stdout(&out)
+    );
+    let dest = env.extensions().join("guard");
+    assert!(dest.join("run.sh").is_file());
+    assert!(!dest.join("README.md").exists(), "only --path is installed");
+    assert!(!dest.join(".git").exists());
+    let info = info_json(&env, "guard");
+    let p = &info["provenance"];
+    assert_eq!(p["kind"], "git", "{info}");
+    assert_eq!(p["source"], url.as_str());
+    assert_eq!(
+        (p["ref"].as_str(), p["path"].as_str()),
+        (Some("v1"), Some("examples/guard"))
+    );
+    assert_eq!(p["commit"], first.as_str());
+    assert!(p["installed_at"].as_str().unwrap().ends_with('Z'), "{p}");
+    assert_eq!(p["files"].as_object().unwrap().len(), 2, "{p}");
+    let listed = list_json(&env);
+    assert_eq!(listed[0]["installed_from"]["commit"], first.as_str());
+
+    // A commit as --ref (not a branch or tag: a full clone), under another name.
+    let out = env.zot(&[
+        "install",
+        &url,
+        "--ref",
+        &first[..10],
+        "--path",
+        "examples/guard",
+        "--name",
+        "guard-old",
+        "--yes",
+    ]);
+    assert_ok(&out);
+    let old = info_json(&env, "guard-old");
+    assert_eq!(
+        (old["name"].as_str(), old["version"].as_str()),
+        (Some("guard-old"), Some("1.0.0"))
+    );
+    assert_eq!(old["provenance"]["commit"], first.as_str());
+
+    // The default branch, and --force replaces the install in place.
+    let out = env.zot(&["install", &url, "--path", "examples/guard", "--yes"]);
+    assert_fails_with(&out, "already installed");
+    let out = env.zot(&[
+        "install",
+        &url,
+        "--path",
+        "examples/guard",
+        "--yes",
+        "--force",
+    ]);
+    assert_ok(&out);
+    assert_eq!(info_json(&env, "guard")["version"], "2.0.0");
+    assert_eq!(env.installed(), ["guard", "guard-old"], "no staging left");
+}
+
+#[test]
+fn bad_sources_are_refused_and_leave_nothing_behind() {
+    let env = Env::new();
+    let repo = repo_with(&env, "mono", "guard", &manifest("guard"), &[]);
+    let url = file_url(&repo);
+    let out = env.zot(&["install", &url, "--path", "examples/missing", "--yes"]);
+    assert_fails_with(&out, "no directory at --path examples/missing");
+    let out = env.zot(&["install", &url, "--yes"]);
+    assert_fails_with(&out, "no extension.json at the top");
+    let out = env.zot(&["install", &url, "--path", "../..", "--yes"]);
+    assert_fails_with(&out, "without `..`");
+    let out = env.zot(&["install", &url, "--ref", "no-such-tag", "--yes"]);
+    assert_fails_with(&out, "git clone failed");
+    let out = env.zot(&[
+        "install",
+        &url,
+        "--path",
+        "examples/guard",
+        "--name",
+        "../evil",
+        "--yes",
+    ]);
+    assert_fails_with(&out, "--name");
+
+    #[cfg(unix)]
+    {
+        let sub = repo.join("examples/guard");
+        std::os::unix::fs::symlink("/etc/passwd", sub.join("passwd")).unwrap();
+        git(&repo, &["add", "."]);
+        git(&repo, &["commit", "-q", "-m", "link"]);
+        let out = env.zot(&["install", &url, "--path", "examples/guard", "--yes"]);
+        assert_fails_with(
+            &out,
+            "symlink passwd -> /etc/passwd points outside the extension",
+        );
+    }
+    let evil = repo_with(
+        &env,
+        "evil",
+        "x",
+        r#"{"name":"../evil","exec":"./run.sh"}"#,
+        &[],
+    );
+    let out = env.zot(&["install", &file_url(&evil), "--path", "examples/x", "--yes"]);
+    assert_fails_with(&out, "\"name\"");
+
+    let no_program = env.source("noprog", r#"{"name":"noprog","exec":"./bin/noprog"}"#);
+    assert_fails_with(
+        &env.install(no_program.to_str().unwrap()),
+        "names bin/noprog, which is not in the source",
+    );
+
+    assert_eq!(env.installed(), Vec::<String>::new());
+    assert!(!env.root.join("evil-escape").exists() && !env.home().join("evil").exists());
+    assert!(!env.home().join("provenance").exists(), "nothing recorded");
+}
+
+#[test]
+fn a_bare_component_is_installed_under_the_name_its_hello_gives() {
+    let env = Env::new();
+    let file = env.root.join("some-file-name.wasm");
+    fs::write(&file, hello_wasm()).unwrap();
+    let out = env.install(file.to_str().unwrap());
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("Installed hello 0.1.0"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        !stderr(&out).contains("to read its hello"),
+        "no progress when piped"
+    );
+    let dest = env.extensions().join("hello");
+    let m: Value =
+        serde_json::from_str(&fs::read_to_string(dest.join("extension.json")).unwrap()).unwrap();
+    assert_eq!(m["wasm"], "hello.wasm");
+    assert_eq!(m["version"], "0.1.0");
+    assert_eq!(fs::read(dest.join("hello.wasm")).unwrap(), hello_wasm());
+    let info = info_json(&env, "hello");
+    assert_eq!(info["transport"], "wasm");
+    assert_eq!(info["provenance"]["kind"], "wasm");
+    assert_eq!(info["grant"]["permissions"]["data_dir"], true, "{info}");
+    // It runs.
+    let check = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "check"])
+        .arg(&dest)
+        .env("ZOT_HOME", env.home())
+        .output()
+        .unwrap();
+    assert_ok(&check);
+
+    // On a terminal the slow step (compiling and starting it) shows progress.
+    let args = ["install", file.to_str().unwrap(), "--name", "hello2"];
+    let (code, shown) = on_terminal(&env, &args, "y");
+    assert_eq!(code, 0, "{shown}");
+    assert!(
+        shown.contains("with no permissions to read its hello"),
+        "{shown}"
+    );
+    assert_eq!(info_json(&env, "hello2")["name"], "hello2");
+
+    // One that never says hello is refused at the start deadline, and not a component
+    // at all straight away.
+    let t = Instant::now();
+    let out = env.install(zot_test_guests::SILENT);
+    assert_fails_with(&out, "refused: no hello within 10s");
+    println!("silent component refused after {:?}", t.elapsed());
+    let junk = env.root.join("junk.wasm");
+    fs::write(&junk, b"\0asm not really").unwrap();
+    assert_fails_with(&env.install(junk.to_str().unwrap()), "junk.wasm");
+    assert_eq!(env.installed(), ["hello", "hello2"]);
+}
+
+#[test]
+fn an_install_killed_midway_leaves_nothing_behind() {
+    let env = Env::new();
+    // The silent component keeps the install busy (waiting for its hello) for 10 s.
+    let mut child = env
+        .command(&["install", zot_test_guests::SILENT, "--yes"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !env
+        .installed()
+        .iter()
+        .any(|n| n.starts_with(".tmp-install-"))
+    {
+        assert!(Instant::now() < deadline, "no staging folder appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The next zot run sweeps what the killed one left.
+    assert_ok(&env.zot(&["list"]));
+    assert_eq!(env.installed(), Vec::<String>::new());
+}
+
+#[test]
+fn consent_is_asked_on_a_terminal_and_required_without_one() {
+    let env = Env::new();
+    let src = env.root.join("asker");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("hello.wasm"), hello_wasm()).unwrap();
+    let asks = r#"{"data_dir":true,"env":["ASKER_TOKEN"],"http":["api.example.com"],"cwd":"read"}"#;
+    fs::write(
+        src.join("extension.json"),
+        component_manifest("asker", "1.0.0", asks),
+    )
+    .unwrap();
+    let src = src.to_str().unwrap();
+
+    // Not a terminal, no --yes: refused, saying how to proceed.
+    let out = env.zot(&["install", src]);
+    assert_fails_with(&out, "pass --yes");
+    assert!(
+        stdout(&out).contains("make HTTP requests to api.example.com"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(env.installed(), Vec::<String>::new());
+
+    // Refused on the terminal.
+    let (code, shown) = on_terminal(&env, &["install", src], "n");
+    assert_eq!(code, 1, "{shown}");
+    assert!(
+        shown.contains("read the environment variable ASKER_TOKEN"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("read (not write) the project directory"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("Grant this and install asker? [y/N]"),
+        "{shown}"
+    );
+    assert!(shown.contains("not confirmed"), "{shown}");
+    assert_eq!(env.installed(), Vec::<String>::new());
+    assert!(!env.home().join("grants/asker.json").exists());
+
+    // Accepted: installed, and what it asked for is granted.
+    let (code, shown) = on_terminal(&env, &["install", src], "y");
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(env.installed(), ["asker"]);
+    let grant: Value =
+        serde_json::from_str(&fs::read_to_string(env.home().join("grants/asker.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        grant["permissions"]["env"],
+        serde_json::json!(["ASKER_TOKEN"])
+    );
+    assert_eq!(
+        grant["permissions"]["http"],
+        serde_json::json!(["api.example.com"])
+    );
+    assert_eq!(grant["permissions"]["cwd"], "read");
+
+    // A classic extension: a warning, and the same question.
+    let classic = env.source("classic", &manifest("classic"));
+    let (code, shown) = on_terminal(&env, &["install", classic.to_str().unwrap()], "y");
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("full user permissions"), "{shown}");
+    assert!(shown.contains("Install classic? [y/N]"), "{shown}");
+}
+
+#[test]
+fn update_fetches_again_and_asks_when_permissions_grow() {
+    let env = Env::new();
+    let wasm = hello_wasm();
+    let v1 = component_manifest("grower", "1.0.0", r#"{"http":["a.example.com"]}"#);
+    let repo = repo_with(&env, "grower", "grower", &v1, &[("hello.wasm", &wasm)]);
+    let url = file_url(&repo);
+    assert_ok(&env.zot(&["install", &url, "--path", "examples/grower", "--yes"]));
+    let out = env.zot(&["update", "grower"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("grower is up to date"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A new version asking for no more: updated without a question; grant re-pinned.
+    let v2 = component_manifest("grower", "2.0.0", r#"{"http":["a.example.com"]}"#);
+    fs::write(repo.join("examples/grower/extension.json"), &v2).unwrap();
+    git(&repo, &["commit", "-q", "-am", "two"]);
+    let out = env.zot(&["update", "grower"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("version  1.0.0 -> 2.0.0"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("asks for nothing more"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(info_json(&env, "grower")["version"], "2.0.0");
+
+    // Asking for more: refused without a terminal, granted when the user says yes.
+    let v3 = component_manifest(
+        "grower",
+        "3.0.0",
+        r#"{"http":["a.example.com","b.example.com"],"env":["GROW"]}"#,
+    );
+    fs::write(repo.join("examples/grower/extension.json"), &v3).unwrap();
+    git(&repo, &["commit", "-q", "-am", "three"]);
+    let out = env.zot(&["update", "grower"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("make HTTP requests to b.example.com"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
+    assert_eq!(info_json(&env, "grower")["version"], "2.0.0", "unchanged");
+    let (code, shown) = on_terminal(&env, &["update", "grower"], "y");
+    assert_eq!(code, 0, "{shown}");
+    assert!(
+        shown.contains("read the environment variable GROW"),
+        "{shown}"
+    );
+    let info = info_json(&env, "grower");
+    assert_eq!(info["version"], "3.0.0");
+    assert_eq!(
+        info["provenance"]["commit"],
+        rev_parse(&repo, "HEAD").as_str()
+    );
+    assert_eq!(
+        info["grant"]["permissions"]["env"],
+        serde_json::json!(["GROW"]),
+        "{info}"
+    );
+    assert_eq!(env.installed(), ["grower"]);
+}
+
+#[test]
+fn verify_reports_files_changed_since_install() {
+    let env = Env::new();
+    let src = env.source("v", &manifest("verified"));
+    fs::write(src.join("data.txt"), "original").unwrap();
+    assert_ok(&env.install(src.to_str().unwrap()));
+    let out = env.zot(&["verify", "verified"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("all 3 files match"),
+        "{}",
+        stdout(&out)
+    );
+
+    let dest = env.extensions().join("verified");
+    fs::write(dest.join("data.txt"), "tampered").unwrap();
+    fs::write(dest.join("extra.sh"), "new").unwrap();
+    fs::remove_file(dest.join("run.sh")).unwrap();
+    let out = env.zot(&["verify", "verified"]);
+    assert_fails_with(&out, "3 file(s) changed since it was installed");
+    let shown = stdout(&out);
+    for line in ["modified data.txt", "added    extra.sh", "removed  run.sh"] {
+        assert!(shown.contains(line), "{line:?} in {shown}");
+    }
+    let out = env.zot(&["verify", "verified", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(
+        v["changes"][0],
+        serde_json::json!({"change": "modified", "path": "data.txt"})
+    );
+}
+
+#[test]
+fn project_installs_go_to_the_project() {
+    let env = Env::new();
+    let src = env.source("p", &manifest("local"));
+    assert_ok(&env.zot(&["install", src.to_str().unwrap(), "--project", "--yes"]));
+    let cwd = env.root.join("cwd");
+    assert!(cwd.join(".zot/extensions/local/extension.json").is_file());
+    assert!(cwd.join(".zot/provenance/local.json").is_file());
+    assert_eq!(env.installed(), Vec::<String>::new());
+    let info = info_json(&env, "local");
+    assert_eq!(info["scope"], "project");
+    assert_ok(&env.zot(&["verify", "local"]));
+    // Removing a global install forgets its record too.
+    assert_ok(&env.install(src.to_str().unwrap()));
+    assert!(env.home().join("provenance/local.json").is_file());
+    assert_ok(&env.zot(&["remove", "local", "--yes"]));
+    assert!(!env.home().join("provenance/local.json").exists());
 }

@@ -103,13 +103,15 @@ pub struct Discovery {
     pub shadowed: Vec<Found>,
 }
 
-/// Sub-directories of `root` that hold a manifest, sorted by name.
+/// Sub-directories of `root` that hold a manifest, sorted by name. Dot directories are
+/// not extensions (installs are staged in them).
 fn list_dir(root: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(root) else {
         return Vec::new();
     };
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .filter(|p| p.join(MANIFEST_FILE).is_file())
         .collect();

@@ -227,19 +227,25 @@ pub fn validate_name(name: &str) -> Result<(), String> {
 /// Sets `enabled` in `dir/extension.json`, keeping every other field and their order.
 /// The file is replaced atomically.
 pub fn set_enabled(dir: &Path, enabled: bool) -> Result<(), ManifestError> {
+    set_field(dir, "enabled", Value::Bool(enabled))
+}
+
+/// Sets one top-level field of `dir/extension.json`, keeping every other field and their
+/// order. The file is replaced atomically.
+pub fn set_field(dir: &Path, key: &str, value: Value) -> Result<(), ManifestError> {
     let path = dir.join(MANIFEST_FILE);
     let err = |message: String| ManifestError {
         path: path.clone(),
         message,
     };
     let text = std::fs::read(&path).map_err(|e| err(format!("cannot read: {e}")))?;
-    let mut value: Value =
+    let mut manifest: Value =
         serde_json::from_slice(&text).map_err(|e| err(format!("invalid manifest: {e}")))?;
-    let object = value
+    let object = manifest
         .as_object_mut()
         .ok_or_else(|| err("not a JSON object".into()))?;
-    object.insert("enabled".into(), Value::Bool(enabled));
-    let mut out = serde_json::to_vec_pretty(&value).expect("JSON value serialises");
+    object.insert(key.into(), value);
+    let mut out = serde_json::to_vec_pretty(&manifest).expect("JSON value serialises");
     out.push(b'\n');
     let tmp = dir.join(format!(".{MANIFEST_FILE}.tmp"));
     std::fs::write(&tmp, out).map_err(|e| err(format!("cannot write: {e}")))?;

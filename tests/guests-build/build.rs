@@ -3,8 +3,8 @@
 //! artifacts crate does:
 //!
 //! 1. `cargo build --release --target wasm32-wasip2 -p reactor -p command -p future -p
-//!    sdk-probe`: `reactor.wasm`, `command.wasm`, `future.wasm` and `sdk-probe.wasm`, all
-//!    components;
+//!    sdk-probe -p silent`: `reactor.wasm`, `command.wasm`, `future.wasm`,
+//!    `sdk-probe.wasm` and `silent.wasm`, all components;
 //! 2. `cargo build --release --target <TARGET> -p command -p zot-test-ext -p sdk-probe`:
 //!    the same command guest and SDK probe as native stdio extensions, and the Rust test
 //!    extension;
@@ -58,16 +58,8 @@ fn main() {
     let started = Instant::now();
     run(inner_cargo(&cargo)
         .args(["build", "--release", "--target", WASM_TARGET])
-        .args([
-            "-p",
-            "reactor",
-            "-p",
-            "command",
-            "-p",
-            "future",
-            "-p",
-            "sdk-probe",
-        ])
+        .args(["-p", "reactor", "-p", "command", "-p", "future"])
+        .args(["-p", "sdk-probe", "-p", "silent"])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
@@ -129,6 +121,11 @@ fn main() {
                 .join("release")
                 .join(format!("zot-test-ext{exe}")),
             "`zot-test-ext`, the Rust stdio extension of the tests (tests/guests/ext-rs)",
+        ),
+        (
+            "SILENT",
+            wasm_dir.join("silent.wasm"),
+            "a command component that never says hello (tests/guests/silent)",
         ),
         (
             "SDK_PROBE",

@@ -1,13 +1,13 @@
-//! `zot ext list|install|remove|enable|disable|logs`: printing around `zot_host::install`.
+//! `zot ext list|remove|enable|disable|logs`: printing around `zot_host::install`.
 
 use super::{zot_home, ExtCommand};
 use std::fs::File;
-use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use zot_host::discovery::Source;
-use zot_host::install::{self, InstallSource, Listed, State};
+use zot_host::install::{self, Listed, State};
 use zot_host::paths::ZotHome;
 
 /// Runs one management subcommand; a failure is one `zot: …` line on stderr, exit 1.
@@ -25,7 +25,10 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
     let home = zot_home(None)?;
     match cmd {
         ExtCommand::List { json } => list(&home, json),
-        ExtCommand::Install { source } => install(&home, &source),
+        ExtCommand::Install(args) => super::install::install(&home, args),
+        ExtCommand::Update(args) => super::install::update(&home, args),
+        ExtCommand::Info { name, json } => super::install::info(&home, &name, json),
+        ExtCommand::Verify { name, json } => super::install::verify(&home, &name, json),
         ExtCommand::Remove { name, yes } => remove(&home, &name, yes),
         ExtCommand::Enable { name } => set_enabled(&home, &name, true),
         ExtCommand::Disable { name } => set_enabled(&home, &name, false),
@@ -39,7 +42,7 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
     }
 }
 
-fn cwd() -> Result<PathBuf, String> {
+pub(crate) fn cwd() -> Result<PathBuf, String> {
     std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))
 }
 
@@ -128,67 +131,13 @@ fn print_table(rows: &[Listed]) {
     }
 }
 
-fn install(home: &ZotHome, source: &str) -> Result<(), String> {
-    let done = install::install(home, &InstallSource::parse(source))
-        .map_err(|e| format!("install {source}: {e}"))?;
-    let m = &done.manifest;
-    let version = if m.version.is_empty() {
-        String::new()
-    } else {
-        format!(" {}", m.version)
-    };
-    println!("Installed {}{version} into {}", m.name, done.dir.display());
-    if !m.enabled {
-        println!(
-            "It is disabled; turn it on with `zot ext enable {}`.",
-            m.name
-        );
-    }
-    if m.wasm.is_some() {
-        eprintln!(
-            "{} is a sandboxed component: it gets its data dir only, until you grant more \
-             (`zot ext grant {}` shows what it asks for)",
-            m.name, m.name
-        );
-    } else {
-        eprintln!(
-            "warning: {} runs as a program with your full user permissions (files, network); \
-             install only extensions you trust",
-            m.name
-        );
-    }
-    Ok(())
-}
-
 fn remove(home: &ZotHome, name: &str, yes: bool) -> Result<(), String> {
     let what = |e: String| format!("remove {name}: {e}");
     let dir = install::find_installed(home, name).map_err(|e| what(e.0))?;
-    if !yes {
-        confirm(&dir).map_err(what)?;
-    }
+    super::install::ask(&format!("Remove {}?", dir.display()), yes).map_err(what)?;
     install::remove(&dir).map_err(|e| what(e.0))?;
     println!("Removed {name} ({})", dir.display());
     Ok(())
-}
-
-/// Asks on the terminal; without one, refuses (the caller must pass --yes).
-fn confirm(dir: &Path) -> Result<(), String> {
-    let shown = dir.display();
-    if !io::stdin().is_terminal() {
-        return Err(format!(
-            "not deleting {shown} without confirmation: stdin is not a terminal; pass --yes"
-        ));
-    }
-    eprint!("Remove {shown}? [y/N] ");
-    let _ = io::stderr().flush();
-    let mut answer = String::new();
-    io::stdin()
-        .read_line(&mut answer)
-        .map_err(|e| format!("cannot read the answer: {e}"))?;
-    match answer.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => Ok(()),
-        _ => Err(format!("not confirmed; {shown} was kept")),
-    }
 }
 
 fn set_enabled(home: &ZotHome, name: &str, enabled: bool) -> Result<(), String> {

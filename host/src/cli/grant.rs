@@ -83,14 +83,10 @@ fn locate(home: &ZotHome, target: &str) -> Result<(Manifest, PathBuf), String> {
 fn run_grant(args: GrantArgs) -> Result<(), String> {
     let home = super::zot_home(None)?;
     let (m, wasm) = locate(&home, &args.target)?;
-    let bytes = std::fs::read(&wasm).map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
-    let sha256 = zot_host::cache::sha256_hex(&bytes);
+    let sha256 = sha256_of(&wasm)?;
     let old = grants::load(&home, &m.name)?;
     println!("{} asks for:", m.name);
-    describe(
-        &m.permissions,
-        m.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
-    );
+    describe_asked(&m);
     if !args.all && args.permissions.is_empty() {
         match &old {
             Some(g) => {
@@ -101,35 +97,106 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
         }
         return Ok(());
     }
-    let mut grant = old.unwrap_or_else(|| Grant {
+    let mut grant = old.unwrap_or(current(&home, &m)?);
+    grant.sha256 = sha256;
+    if args.all {
+        add_asked(&mut grant, &m);
+    }
+    for permission in &args.permissions {
+        apply(&mut grant, permission)?;
+    }
+    save(&home, &m.name, &grant)?;
+    println!("granted:");
+    describe(&grant.permissions, granted_memory(&grant));
+    Ok(())
+}
+
+/// Adds everything `m` asks for to `grant`.
+fn add_asked(grant: &mut Grant, m: &Manifest) {
+    let asked = &m.permissions;
+    let p = &mut grant.permissions;
+    p.data_dir |= asked.data_dir;
+    p.cwd = p.cwd.or(asked.cwd);
+    add_all(&mut p.env, &asked.env);
+    add_all(&mut p.http, &asked.http);
+    grant.memory_mb = grant.memory_mb.max(m.limits.memory_mb);
+}
+
+/// The recorded grant of `m`, else one of its data dir only.
+fn current(home: &ZotHome, m: &Manifest) -> Result<Grant, String> {
+    Ok(grants::load(home, &m.name)?.unwrap_or_else(|| Grant {
         permissions: Permissions {
             data_dir: true,
             ..Permissions::default()
         },
         ..Grant::default()
-    });
-    grant.sha256 = sha256;
-    if args.all {
-        let asked = &m.permissions;
-        let p = &mut grant.permissions;
-        p.data_dir |= asked.data_dir;
-        p.cwd = p.cwd.or(asked.cwd);
-        add_all(&mut p.env, &asked.env);
-        add_all(&mut p.http, &asked.http);
-        grant.memory_mb = grant.memory_mb.max(m.limits.memory_mb);
+    }))
+}
+
+fn save(home: &ZotHome, name: &str, grant: &Grant) -> Result<(), String> {
+    grants::save(home, name, grant)
+        .map_err(|e| format!("cannot write {}: {e}", grants::path(home, name).display()))
+}
+
+fn sha256_of(wasm: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(wasm).map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+    Ok(zot_host::cache::sha256_hex(&bytes))
+}
+
+/// Grants everything `m` asks for (the user consented at install or update), for the
+/// component `wasm`.
+pub(crate) fn grant_asked(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), String> {
+    let mut grant = current(home, m)?;
+    add_asked(&mut grant, m);
+    grant.sha256 = sha256_of(wasm)?;
+    save(home, &m.name, &grant)
+}
+
+/// Keeps `m`'s grant as it is for the updated component `wasm` (it asks for no more).
+pub(crate) fn repin(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), String> {
+    let Some(mut grant) = grants::load(home, &m.name)? else {
+        return Ok(());
+    };
+    grant.sha256 = sha256_of(wasm)?;
+    save(home, &m.name, &grant)
+}
+
+/// What `new` asks for that `old` did not, in plain words (a change of transport counts).
+pub(crate) fn grown(old: &Manifest, new: &Manifest) -> Vec<String> {
+    let mut out = Vec::new();
+    match (old.wasm.is_some(), new.wasm.is_some()) {
+        (true, false) => out.push(
+            "run as a classic program with your full user permissions (it was sandboxed)".into(),
+        ),
+        (false, true) | (false, false) => return out,
+        (true, true) => {}
     }
-    for permission in &args.permissions {
-        apply(&mut grant, permission)?;
+    let (a, b) = (&old.permissions, &new.permissions);
+    if b.data_dir && !a.data_dir {
+        out.push("read and write its own data directory".into());
     }
-    grants::save(&home, &m.name, &grant).map_err(|e| {
-        format!(
-            "cannot write {}: {e}",
-            grants::path(&home, &m.name).display()
-        )
-    })?;
-    println!("granted:");
-    describe(&grant.permissions, granted_memory(&grant));
-    Ok(())
+    if b.cwd.is_some() && a.cwd.is_none() {
+        out.push("read (not write) the project directory".into());
+    }
+    for name in b.env.iter().filter(|n| !a.env.contains(n)) {
+        out.push(format!("read the environment variable {name}"));
+    }
+    for host in b.http.iter().filter(|h| !a.http.contains(h)) {
+        out.push(format!("make HTTP requests to {host}"));
+    }
+    let memory = |m: &Manifest| m.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB);
+    if memory(new) > memory(old).max(DEFAULT_MEMORY_MB) {
+        out.push(format!("use up to {} MiB of memory", memory(new)));
+    }
+    out
+}
+
+/// Prints what `m` asks for, in plain words.
+pub(crate) fn describe_asked(m: &Manifest) {
+    describe(
+        &m.permissions,
+        m.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
+    );
 }
 
 /// The most memory `grant` allows (never less than the default).

@@ -3,6 +3,7 @@
 mod check;
 mod ext;
 mod grant;
+mod install;
 mod run;
 mod sidecar;
 
@@ -34,10 +35,25 @@ pub(crate) enum ExtCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Install an extension from a directory or a git URL into $ZOT_HOME/extensions.
-    Install {
-        /// A directory holding extension.json, or a git URL (https://, git@, ssh://, file://, *.git).
-        source: String,
+    /// Install an extension from a directory, a git URL or a .wasm component, after
+    /// showing what it may do and asking for consent.
+    Install(install::InstallArgs),
+    /// Fetch installed extensions again from where they came from; asks again if they now
+    /// ask for more.
+    Update(install::UpdateArgs),
+    /// Show an extension's manifest, where it was installed from, and its grant.
+    Info {
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report files of an install that changed since it was installed (exit 1 if any).
+    Verify {
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Delete an installed extension.
     #[command(alias = "rm")]

@@ -11,6 +11,7 @@
 //!
 //! * [`SDK_PROBE`], [`SDK_PROBE_NATIVE`]: `tests/guests/sdk-probe`, a `zot-ext` extension
 //!   for the SDK's own tests, as a component and natively
+//! * [`SILENT`]: a component that never says hello
 //! * [`EXAMPLES`]: every Rust example of `examples/`, native and as a component
 //!
 //! The reactor, the command and its native build run the `scenario` crate

@@ -1,0 +1,751 @@
+//! Managing installed extensions: install, update, remove, enable/disable, list.
+//!
+//! An install is staged in a fresh folder inside the extensions directory (same
+//! filesystem): fetched ([`fetch`]), checked (symlinks stay inside, `extension.json` is
+//! valid and names a program or component that is there), then renamed to
+//! `<extensions>/<manifest name>` and recorded ([`provenance`]). A failure removes the
+//! staging folder; one left by a killed process is removed by the next install.
+
+mod fetch;
+pub mod provenance;
+
+pub use fetch::{Progress, Quiet};
+pub use provenance::{Provenance, SourceKind};
+
+use crate::discovery::{discover, Found, SearchPath, Source};
+use crate::manifest::{self, Manifest, MANIFEST_FILE};
+use crate::paths::{project_extensions_dir, ZotHome};
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Why an operation failed, worded for the user: it names the file or extension and,
+/// where there is one, the next step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn fail<T>(message: impl Into<String>) -> Result<T, Error> {
+    Err(Error(message.into()))
+}
+
+/// Where an install comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstallSource {
+    /// A local directory holding `extension.json`, copied recursively.
+    Dir(PathBuf),
+    /// A git URL, cloned (shallowly when it can be).
+    Git(String),
+    /// A single WebAssembly component; its manifest is written from its `hello`.
+    Wasm(PathBuf),
+}
+
+impl InstallSource {
+    /// Classifies a command-line argument. `https://`, `git@`, `ssh://` and `file://` are
+    /// git URLs, as is anything ending in `.git` unless it is a directory holding
+    /// `extension.json`; a file ending in `.wasm` is a component; everything else is a
+    /// directory.
+    pub fn parse(arg: &str) -> InstallSource {
+        const GIT_PREFIXES: [&str; 4] = ["https://", "git@", "ssh://", "file://"];
+        let is_extension_dir = Path::new(arg).join(MANIFEST_FILE).is_file();
+        if GIT_PREFIXES.iter().any(|p| arg.starts_with(p))
+            || arg.ends_with(".git") && !is_extension_dir
+        {
+            InstallSource::Git(arg.to_string())
+        } else if arg.ends_with(".wasm") && !Path::new(arg).is_dir() {
+            InstallSource::Wasm(PathBuf::from(arg))
+        } else {
+            InstallSource::Dir(PathBuf::from(arg))
+        }
+    }
+}
+
+/// What to install, from where, into which extensions directory.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub source: InstallSource,
+    /// `--ref`: a branch, tag or commit of a git source.
+    pub git_ref: Option<String>,
+    /// `--path`: the extension's folder inside the source (a monorepo).
+    pub path: Option<String>,
+    /// `--name`: install under this name instead of the manifest's.
+    pub name: Option<String>,
+    /// The extensions directory: `$ZOT_HOME/extensions` or `./.zot/extensions`.
+    pub root: PathBuf,
+    /// For the compilation cache and the log of a probed component.
+    pub home: ZotHome,
+}
+
+impl Request {
+    /// The request that fetches `record`'s source again (for `zot ext update`).
+    pub fn again(record: &Provenance, root: PathBuf, home: ZotHome) -> Request {
+        let source = match record.kind {
+            SourceKind::Dir => InstallSource::Dir(PathBuf::from(&record.source)),
+            SourceKind::Git => InstallSource::Git(record.source.clone()),
+            SourceKind::Wasm => InstallSource::Wasm(PathBuf::from(&record.source)),
+        };
+        Request {
+            source,
+            git_ref: record.git_ref.clone(),
+            path: record.path.clone(),
+            name: record.rename.clone(),
+            root,
+            home,
+        }
+    }
+}
+
+/// What [`Staged::commit`] put where.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    pub manifest: Manifest,
+    /// `<root>/<name>`.
+    pub dir: PathBuf,
+}
+
+/// An extension fetched and checked in a staging folder inside the extensions directory,
+/// not installed yet: [`Staged::commit`] moves it into place; dropping it removes every
+/// trace.
+pub struct Staged {
+    /// Removed on drop, with whatever is still in it.
+    _staging: Staging,
+    tree: PathBuf,
+    root: PathBuf,
+    /// Its manifest (with `--name` applied).
+    pub manifest: Manifest,
+    /// What will be recorded once it is installed.
+    pub record: Provenance,
+}
+
+/// Fetches and checks `req`'s extension in a staging folder: the source copied (never
+/// following a symlink out of it; `.git` left out) or cloned, or a component probed for
+/// its `hello` and given a manifest; `--name` applied; the manifest validated and the
+/// program or component it names present. Also removes what interrupted installs left.
+pub fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Error> {
+    fs::create_dir_all(&req.root)
+        .map_err(|e| Error(format!("cannot create {}: {e}", req.root.display())))?;
+    sweep_stale(&req.root);
+    let staging = Staging::create(&req.root)?;
+    let tree = staging.0.join("tree");
+    if req.git_ref.is_some() && !matches!(req.source, InstallSource::Git(_)) {
+        return fail("--ref needs a git URL");
+    }
+    let sub = req.path.as_deref().map(fetch::sub_path).transpose()?;
+    let (kind, source, commit) = match &req.source {
+        InstallSource::Dir(dir) => {
+            let src = source_dir(dir)?;
+            let from = sub.as_ref().map_or(src.clone(), |p| src.join(p));
+            extension_dir(&from, req.path.as_deref())?;
+            if req.root.canonicalize().is_ok_and(|r| r.starts_with(&from)) {
+                return fail(format!(
+                    "{} contains zot's extensions directory; install from a separate directory",
+                    from.display()
+                ));
+            }
+            fetch::copy_dir(&from, &tree)?;
+            (SourceKind::Dir, src.display().to_string(), None)
+        }
+        InstallSource::Git(url) => {
+            let checkout = staging.0.join("checkout");
+            let commit = fetch::clone(url, req.git_ref.as_deref(), &checkout, progress)?;
+            let from = sub.as_ref().map_or(checkout.clone(), |p| checkout.join(p));
+            extension_dir(&from, req.path.as_deref())?;
+            fetch::copy_dir(&from, &tree)?;
+            (SourceKind::Git, url.clone(), Some(commit))
+        }
+        InstallSource::Wasm(file) => {
+            if req.path.is_some() {
+                return fail("--path needs a directory or a git URL, not a .wasm file");
+            }
+            let file = file
+                .canonicalize()
+                .map_err(|e| Error(format!("{}: {e}", file.display())))?;
+            stage_component(&file, &tree, req, progress)?;
+            (SourceKind::Wasm, file.display().to_string(), None)
+        }
+    };
+    if let Some(name) = &req.name {
+        manifest::validate_name(name).map_err(|e| Error(format!("--name: {e}")))?;
+        manifest::set_field(&tree, "name", Value::String(name.clone()))
+            .map_err(|e| Error(e.to_string()))?;
+    }
+    let manifest = read_manifest(&tree)?;
+    let program = match manifest.launch(&tree) {
+        manifest::Launch::Wasm(path) => Some(path),
+        manifest::Launch::Exec(path) if path.starts_with(&tree) => Some(path),
+        manifest::Launch::Exec(_) => None, // on PATH, e.g. `python3`
+    };
+    if let Some(path) = program.filter(|p| !p.is_file()) {
+        let shown = path.strip_prefix(&tree).unwrap_or(&path);
+        return fail(format!(
+            "{MANIFEST_FILE} names {}, which is not in the source (build it first?)",
+            shown.display()
+        ));
+    }
+    let record = Provenance {
+        name: manifest.name.clone(),
+        kind,
+        source,
+        git_ref: req.git_ref.clone(),
+        path: req.path.clone(),
+        rename: req.name.clone(),
+        commit,
+        installed_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        files: provenance::hash_tree(&tree)?,
+    };
+    drop(fs::remove_dir_all(staging.0.join("checkout")));
+    Ok(Staged {
+        _staging: staging,
+        tree,
+        root: req.root.clone(),
+        manifest,
+        record,
+    })
+}
+
+impl Staged {
+    /// Where it will be installed: `<root>/<name>`.
+    pub fn dest(&self) -> PathBuf {
+        self.root.join(&self.manifest.name)
+    }
+
+    /// The staged files (to read the component's hash, say).
+    pub fn tree(&self) -> &Path {
+        &self.tree
+    }
+
+    /// Moves the staged extension into place and records its provenance. An existing
+    /// install of that name is refused unless `replace`, in which case the two are
+    /// swapped in one atomic rename (Linux; elsewhere two renames, rolled back on
+    /// failure) and the old one is deleted.
+    pub fn commit(self, replace: bool) -> Result<Installed, Error> {
+        let dest = self.dest();
+        let name = &self.manifest.name;
+        if dest.symlink_metadata().is_ok() {
+            if !replace {
+                return fail(format!(
+                    "{name} is already installed at {}; pass --force to replace it, or use \
+                     `zot ext update {name}`",
+                    dest.display()
+                ));
+            }
+            exchange(&self.tree, &dest)
+                .map_err(|e| Error(format!("cannot replace {}: {e}", dest.display())))?;
+        } else {
+            fs::rename(&self.tree, &dest).map_err(|e| {
+                Error(format!(
+                    "cannot move the extension to {}: {e}",
+                    dest.display()
+                ))
+            })?;
+        }
+        provenance::save(&self.root, &self.record).map_err(|e| {
+            Error(format!(
+                "{name} is installed, but its provenance was not recorded: {e}"
+            ))
+        })?;
+        Ok(Installed {
+            manifest: self.manifest,
+            dir: dest,
+        })
+    }
+}
+
+/// Swaps `new` and `old` atomically: afterwards `old` holds the new tree and `new` the
+/// old one (which goes with the staging folder).
+#[cfg(target_os = "linux")]
+fn exchange(new: &Path, old: &Path) -> std::io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
+    let (a, b) = (c(new)?, c(old)?);
+    // SAFETY: two valid NUL-terminated paths; renameat2 reads them only.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Two renames where the platform has no atomic exchange, undone on failure.
+#[cfg(not(target_os = "linux"))]
+fn exchange(new: &Path, old: &Path) -> std::io::Result<()> {
+    let aside = new.with_file_name("replaced");
+    fs::rename(old, &aside)?;
+    if let Err(e) = fs::rename(new, old) {
+        let _ = fs::rename(&aside, old);
+        return Err(e);
+    }
+    fs::rename(&aside, new)
+}
+
+/// The canonical path of a directory source, or why it is not one.
+fn source_dir(dir: &Path) -> Result<PathBuf, Error> {
+    let hint = "give a directory holding extension.json, a git URL or a .wasm file";
+    let src = dir
+        .canonicalize()
+        .map_err(|e| Error(format!("{}: {e}; {hint}", dir.display())))?;
+    if !src.is_dir() {
+        return fail(format!("{} is not a directory; {hint}", dir.display()));
+    }
+    Ok(src)
+}
+
+/// `dir` must be a directory holding a manifest (`path` is the `--path` that led there).
+fn extension_dir(dir: &Path, path: Option<&str>) -> Result<(), Error> {
+    let at = path.map_or(String::new(), |p| format!(" at --path {p}"));
+    if !dir.is_dir() {
+        return fail(format!("the source has no directory{at}"));
+    }
+    if !dir.join(MANIFEST_FILE).is_file() {
+        return fail(format!(
+            "no {MANIFEST_FILE}{} of the source; an extension must hold one",
+            if at.is_empty() {
+                " at the top".to_string()
+            } else {
+                at
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// Stages a bare component: runs it with nothing granted to read its `hello`, then
+/// writes it as `<name>.wasm` beside a manifest naming it.
+fn stage_component(
+    file: &Path,
+    tree: &Path,
+    req: &Request,
+    progress: &dyn Progress,
+) -> Result<(), Error> {
+    let bytes =
+        fs::read(file).map_err(|e| Error(format!("cannot read {}: {e}", file.display())))?;
+    crate::transport::wasm::kind_of_bytes(&bytes)
+        .map_err(|e| Error(format!("{}: {e}", file.display())))?;
+    progress.begin(&format!(
+        "starting {} with no permissions to read its hello",
+        file.display()
+    ));
+    let log = crate::log::ExtLog::open(&req.home.logs_dir().join("install.log"));
+    let hello = crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), log);
+    progress.end();
+    let (name, version) = hello.map_err(|e| Error(format!("{}: refused: {e}", file.display())))?;
+    let name = req.name.clone().unwrap_or(name);
+    manifest::validate_name(&name).map_err(|e| {
+        Error(format!(
+            "the component's hello names it {name:?}, which cannot be an extension name: {e}; \
+             pass --name"
+        ))
+    })?;
+    let err = |e: std::io::Error| Error(format!("cannot stage the component: {e}"));
+    fs::create_dir(tree).map_err(err)?;
+    let wasm = format!("{name}.wasm");
+    fs::write(tree.join(&wasm), &bytes).map_err(err)?;
+    let file_name = file.file_name().unwrap_or_default().to_string_lossy();
+    let manifest = serde_json::json!({
+        "name": name,
+        "version": version,
+        "description": format!("{file_name}, installed as a component"),
+        "wasm": wasm,
+    });
+    let mut text = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
+    text.push(b'\n');
+    fs::write(tree.join(MANIFEST_FILE), text).map_err(err)
+}
+
+/// Staging folders are `.tmp-install-<pid>-<n>`.
+const STAGING_PREFIX: &str = ".tmp-install-";
+
+/// A staging folder, removed with everything in it on drop.
+struct Staging(PathBuf);
+
+impl Staging {
+    fn create(root: &Path) -> Result<Staging, Error> {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = root.join(format!("{STAGING_PREFIX}{}-{n}", std::process::id()));
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(Staging(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return fail(format!("cannot create {}: {e}", path.display())),
+            }
+        }
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Removes the staging folders of installs whose process is gone (killed mid-install).
+pub fn sweep_stale(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX)) else {
+            continue;
+        };
+        let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !process_alive(pid)) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(not(unix))]
+fn process_alive(_pid: u32) -> bool {
+    true
+}
+
+fn read_manifest(tree: &Path) -> Result<Manifest, Error> {
+    if !tree.join(MANIFEST_FILE).is_file() {
+        return fail(format!(
+            "no {MANIFEST_FILE} at the top of the source; an extension must hold one"
+        ));
+    }
+    Manifest::read(tree).map_err(|e| Error(format!("invalid {MANIFEST_FILE}: {}", e.message)))
+}
+
+/// Whether `name` is one plain path component, so it cannot address another folder.
+fn is_plain_name(name: &str) -> bool {
+    let mut parts = Path::new(name).components();
+    matches!(parts.next(), Some(Component::Normal(_))) && parts.next().is_none()
+}
+
+fn plain_name(name: &str) -> Result<(), Error> {
+    if is_plain_name(name) {
+        Ok(())
+    } else {
+        fail(format!("{name:?} is not an extension name"))
+    }
+}
+
+/// The global install called `name`: the directory in `$ZOT_HOME/extensions` whose
+/// manifest has that name, else the directory of that name (a broken install).
+pub fn find_installed(home: &ZotHome, name: &str) -> Result<PathBuf, Error> {
+    plain_name(name)?;
+    let root = home.extensions_dir();
+    let by_manifest = fs::read_dir(&root).ok().and_then(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|dir| Manifest::read(dir).is_ok_and(|m| m.name == name))
+    });
+    let by_dir = || Some(root.join(name)).filter(|d| d.symlink_metadata().is_ok());
+    by_manifest.or_else(by_dir).ok_or_else(|| {
+        Error(format!(
+            "no extension named {name:?} in {}; `zot ext list` shows the installed ones",
+            root.display()
+        ))
+    })
+}
+
+/// Deletes an installed extension's directory (a symlinked install loses only the link)
+/// and its install record.
+pub fn remove(dir: &Path) -> Result<(), Error> {
+    let err = |e: std::io::Error| Error(format!("cannot delete {}: {e}", dir.display()));
+    if dir.symlink_metadata().map_err(err)?.is_dir() {
+        fs::remove_dir_all(dir).map_err(err)?;
+    } else {
+        fs::remove_file(dir).map_err(err)?;
+    }
+    match (dir.parent(), dir.file_name().and_then(|n| n.to_str())) {
+        (Some(root), Some(name)) => provenance::forget(root, name),
+        _ => Ok(()),
+    }
+}
+
+/// Every extension installed for `cwd` (project-local, then global), one per name.
+pub fn installed(cwd: &Path, home: &ZotHome) -> Vec<Found> {
+    discover(&search_path(cwd, home)).found
+}
+
+/// The extension called `name` that would be loaded from `cwd`: project-local first,
+/// then global.
+pub fn find(cwd: &Path, home: &ZotHome, name: &str) -> Result<Found, Error> {
+    discover(&search_path(cwd, home))
+        .found
+        .into_iter()
+        .find(|f| f.name() == name)
+        .ok_or_else(|| {
+            Error(format!(
+                "no extension named {name:?} in {} or {}; `zot ext list` shows the installed ones",
+                project_extensions_dir(cwd).display(),
+                home.extensions_dir().display()
+            ))
+        })
+}
+
+/// Sets `enabled` in the manifest of the extension [`find`] returns, keeping its other
+/// fields and their order; returns that extension.
+pub fn set_enabled(cwd: &Path, home: &ZotHome, name: &str, enabled: bool) -> Result<Found, Error> {
+    let found = find(cwd, home, name)?;
+    manifest::set_enabled(&found.dir, enabled).map_err(|e| Error(e.to_string()))?;
+    Ok(found)
+}
+
+/// `$ZOT_HOME/logs/ext-<name>.log`, once `name` is known not to address another folder.
+pub fn log_path(home: &ZotHome, name: &str) -> Result<PathBuf, Error> {
+    plain_name(name)?;
+    Ok(home.log_path(name))
+}
+
+fn search_path(cwd: &Path, home: &ZotHome) -> SearchPath {
+    SearchPath {
+        explicit: Vec::new(),
+        cwd: cwd.to_path_buf(),
+        home: home.clone(),
+        installed: true,
+    }
+}
+
+/// An extension's state as `zot ext list` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    Enabled,
+    Disabled,
+    /// The manifest cannot be used; see [`Listed::error`].
+    Error,
+}
+
+/// One row of `zot ext list`. Its JSON form is the public `--json` contract
+/// (docs/cli.md): change it only additively.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub source: Source,
+    pub dir: String,
+    /// How the host talks to it: `stdio` for a manifest with `exec`, `wasm` for one with
+    /// `wasm`.
+    pub transport: &'static str,
+    pub enabled: bool,
+    pub state: State,
+    /// Why the manifest cannot be used (only when `state` is `error`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Components only: what the manifest asks and what the user granted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<ListedSandbox>,
+    /// Components only: the recorded grant (`null` when none: the data dir only);
+    /// the same as `sandbox.granted`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Option<crate::sandbox::Grant>>,
+    /// Where it was installed from (`null` when there is no install record).
+    pub installed_from: Option<Origin>,
+}
+
+/// Where an install came from: its record without the file hashes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Origin {
+    pub kind: SourceKind,
+    pub source: String,
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    pub installed_at: String,
+}
+
+impl From<Provenance> for Origin {
+    fn from(p: Provenance) -> Origin {
+        Origin {
+            kind: p.kind,
+            source: p.source,
+            git_ref: p.git_ref,
+            path: p.path,
+            commit: p.commit,
+            installed_at: p.installed_at,
+        }
+    }
+}
+
+/// A component's kind and permissions in `zot ext list --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListedSandbox {
+    /// `reactor` or `command`, read from the file's exports; `null` when it cannot be
+    /// read or is not a component of a supported kind.
+    pub component: Option<crate::transport::wasm::Kind>,
+    pub asked: crate::manifest::Permissions,
+    pub limits: crate::manifest::Limits,
+    /// `null` when no grant is recorded (the data dir only).
+    pub granted: Option<crate::sandbox::Grant>,
+}
+
+impl From<&Found> for Listed {
+    fn from(found: &Found) -> Listed {
+        let raw = raw_manifest(&found.dir);
+        let text = |key: &str| raw.get(key).and_then(Value::as_str).unwrap_or_default();
+        let enabled = raw.get("enabled").and_then(Value::as_bool).unwrap_or(true);
+        let state = match (&found.manifest, enabled) {
+            (Err(_), _) => State::Error,
+            (Ok(_), true) => State::Enabled,
+            (Ok(_), false) => State::Disabled,
+        };
+        Listed {
+            name: found.name(),
+            version: text("version").to_string(),
+            description: text("description").to_string(),
+            source: found.source,
+            dir: found.dir.display().to_string(),
+            transport: match &found.manifest {
+                Ok(m) if m.wasm.is_none() => "stdio",
+                Ok(_) => "wasm",
+                Err(_) if raw.get("wasm").is_some_and(|w| !w.is_null()) => "wasm",
+                Err(_) => "stdio",
+            },
+            enabled,
+            state,
+            error: found.manifest.as_ref().err().map(ToString::to_string),
+            sandbox: None,
+            grant: None,
+            installed_from: match (found.source, found.dir.parent()) {
+                (Source::Explicit, _) | (_, None) => None,
+                (_, Some(root)) => provenance::load(root, &found.name())
+                    .ok()
+                    .flatten()
+                    .map(Origin::from),
+            },
+        }
+    }
+}
+
+/// The manifest as a JSON object, best effort (empty when unreadable), so that a broken
+/// manifest still shows its version, description and `enabled`.
+fn raw_manifest(dir: &Path) -> serde_json::Map<String, Value> {
+    fs::read(dir.join(MANIFEST_FILE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// What `zot ext list` shows.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// Project-local then global extensions, one per name, in load order.
+    pub active: Vec<Listed>,
+    /// Extensions hidden by an earlier one of the same name.
+    pub shadowed: Vec<Listed>,
+}
+
+/// Lists the project-local (below `cwd`) and global extensions.
+pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
+    sweep_stale(&home.extensions_dir());
+    sweep_stale(&project_extensions_dir(cwd));
+    let found = discover(&search_path(cwd, home));
+    let row = |f: &Found| {
+        let mut row = Listed::from(f);
+        if let Some(m) = f.manifest.as_ref().ok().filter(|m| m.wasm.is_some()) {
+            let component = match m.launch(&f.dir) {
+                crate::manifest::Launch::Wasm(path) => fs::read(path)
+                    .ok()
+                    .and_then(|bytes| crate::transport::wasm::kind_of_bytes(&bytes).ok()),
+                crate::manifest::Launch::Exec(_) => None,
+            };
+            let granted = crate::grants::load(home, &m.name).ok().flatten();
+            row.grant = Some(granted.clone());
+            row.sandbox = Some(ListedSandbox {
+                component,
+                asked: m.permissions.clone(),
+                limits: m.limits.clone(),
+                granted,
+            });
+        }
+        row
+    };
+    Listing {
+        active: found.found.iter().map(row).collect(),
+        shadowed: found.shadowed.iter().map(row).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("zot-install-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn classifies_sources() {
+        for url in [
+            "https://github.com/a/b",
+            "git@github.com:a/b.git",
+            "ssh://host/repo",
+            "file:///tmp/repo",
+            "../repo.git",
+        ] {
+            assert_eq!(InstallSource::parse(url), InstallSource::Git(url.into()));
+        }
+        assert_eq!(
+            InstallSource::parse("./hello-py"),
+            InstallSource::Dir("./hello-py".into())
+        );
+        assert_eq!(
+            InstallSource::parse("guard.wasm"),
+            InstallSource::Wasm("guard.wasm".into())
+        );
+    }
+
+    #[test]
+    fn plain_names_only() {
+        assert!(is_plain_name("hello-py"));
+        for bad in ["", ".", "..", "../x", "a/b", "/abs"] {
+            assert!(!is_plain_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn staging_is_removed_on_drop() {
+        let root = temp("staging");
+        let path = {
+            let staging = Staging::create(&root).unwrap();
+            fs::write(staging.0.join("f"), "x").unwrap();
+            staging.0.clone()
+        };
+        assert!(!path.exists());
+        fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,0 +1,200 @@
+//! Where an install came from and what it was: recorded beside (not inside) the
+//! extensions directory, in `<root>/../provenance/<name>.json` — `$ZOT_HOME/provenance`
+//! for global installs, `./.zot/provenance` for project ones — so an extension cannot
+//! rewrite its own record. `zot ext verify` compares the files against it and `zot ext
+//! update` fetches again from the recorded source.
+
+use super::{fail, Error};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// What kind of source an install came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// A local directory.
+    Dir,
+    /// A git repository.
+    Git,
+    /// A single component file, with a generated manifest.
+    Wasm,
+}
+
+/// The record of one install. Its JSON form is public (`zot ext info --json`,
+/// docs/installing.md): change it only additively.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The installed extension's name.
+    pub name: String,
+    pub kind: SourceKind,
+    /// The URL, or the absolute path of the directory or file.
+    pub source: String,
+    /// `--ref` as given (branch, tag or commit), if any.
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// `--path` as given, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// `--name` as given, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rename: Option<String>,
+    /// The commit installed (git sources).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// RFC 3339, UTC.
+    pub installed_at: String,
+    /// Every installed file, by path relative to the extension (`/`-separated): its
+    /// SHA-256, or `symlink:<target>` for a link.
+    pub files: BTreeMap<String, String>,
+}
+
+/// `<root>/../provenance/<name>.json` for the extensions directory `root`.
+pub fn path(root: &Path, name: &str) -> PathBuf {
+    root.parent()
+        .unwrap_or(root)
+        .join("provenance")
+        .join(format!("{name}.json"))
+}
+
+/// The record of `name` installed under `root`, if there is one.
+pub fn load(root: &Path, name: &str) -> Result<Option<Provenance>, Error> {
+    let file = path(root, name);
+    match fs::read(&file) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error(format!("{} is damaged: {e}", file.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => fail(format!("cannot read {}: {e}", file.display())),
+    }
+}
+
+/// Writes the record (to a temporary file renamed into place).
+pub fn save(root: &Path, record: &Provenance) -> Result<(), Error> {
+    let file = path(root, &record.name);
+    let err = |e: std::io::Error| Error(format!("cannot write {}: {e}", file.display()));
+    fs::create_dir_all(file.parent().expect("the record has a folder")).map_err(err)?;
+    let tmp = file.with_extension("json.tmp");
+    let mut text = serde_json::to_vec_pretty(record).expect("the record serialises");
+    text.push(b'\n');
+    fs::write(&tmp, text).map_err(err)?;
+    fs::rename(&tmp, &file).map_err(err)
+}
+
+/// Deletes the record of `name`, if any.
+pub fn forget(root: &Path, name: &str) -> Result<(), Error> {
+    let file = path(root, name);
+    match fs::remove_file(&file) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            fail(format!("cannot delete {}: {e}", file.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The SHA-256 (or `symlink:<target>`) of every file below `dir`, by relative path.
+pub fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, Error> {
+    let mut files = BTreeMap::new();
+    hash_into(dir, "", &mut files)?;
+    Ok(files)
+}
+
+fn hash_into(dir: &Path, prefix: &str, files: &mut BTreeMap<String, String>) -> Result<(), Error> {
+    let io = |p: &Path, e: std::io::Error| Error(format!("cannot read {}: {e}", p.display()));
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .map_err(|e| io(dir, e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| io(dir, e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let rel = format!("{prefix}{name}");
+        let path = entry.path();
+        let kind = entry.file_type().map_err(|e| io(&path, e))?;
+        if kind.is_symlink() {
+            let target = fs::read_link(&path).map_err(|e| io(&path, e))?;
+            files.insert(rel, format!("symlink:{}", target.display()));
+        } else if kind.is_dir() {
+            hash_into(&path, &format!("{rel}/"), files)?;
+        } else {
+            let bytes = fs::read(&path).map_err(|e| io(&path, e))?;
+            files.insert(rel, crate::cache::sha256_hex(&bytes));
+        }
+    }
+    Ok(())
+}
+
+/// One difference between an install and its record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "change", content = "path", rename_all = "snake_case")]
+pub enum Change {
+    Modified(String),
+    Added(String),
+    Removed(String),
+}
+
+/// How the files in `dir` differ from `record`, sorted by path.
+pub fn verify(dir: &Path, record: &Provenance) -> Result<Vec<Change>, Error> {
+    let now = hash_tree(dir)?;
+    let mut changes = Vec::new();
+    for (path, hash) in &record.files {
+        match now.get(path) {
+            None => changes.push(Change::Removed(path.clone())),
+            Some(h) if h != hash => changes.push(Change::Modified(path.clone())),
+            Some(_) => {}
+        }
+    }
+    changes.extend(
+        now.keys()
+            .filter(|p| !record.files.contains_key(*p))
+            .map(|p| Change::Added(p.clone())),
+    );
+    changes.sort_by(|a, b| change_path(a).cmp(change_path(b)));
+    Ok(changes)
+}
+
+fn change_path(c: &Change) -> &str {
+    match c {
+        Change::Modified(p) | Change::Added(p) | Change::Removed(p) => p,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_finds_modified_added_and_removed_files() {
+        let dir = std::env::temp_dir().join(format!("zot-prov-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("sub")).unwrap();
+        fs::write(dir.join("a"), "a").unwrap();
+        fs::write(dir.join("sub/b"), "b").unwrap();
+        fs::write(dir.join("c"), "c").unwrap();
+        let record = Provenance {
+            name: "x".into(),
+            kind: SourceKind::Dir,
+            source: "/src".into(),
+            git_ref: None,
+            path: None,
+            rename: None,
+            commit: None,
+            installed_at: "2026-01-01T00:00:00Z".into(),
+            files: hash_tree(&dir).unwrap(),
+        };
+        assert_eq!(verify(&dir, &record).unwrap(), []);
+        fs::write(dir.join("sub/b"), "changed").unwrap();
+        fs::remove_file(dir.join("c")).unwrap();
+        fs::write(dir.join("d"), "new").unwrap();
+        assert_eq!(
+            verify(&dir, &record).unwrap(),
+            [
+                Change::Removed("c".into()),
+                Change::Added("d".into()),
+                Change::Modified("sub/b".into())
+            ]
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
