@@ -135,17 +135,7 @@ fn text_block(text: impl Into<String>) -> Value {
 fn main() {
     let opts = parse_args();
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
-    out.send(&ExtFrame::Hello(zot_protocol::Hello {
-        name: opts.name.clone(),
-        version: "0.9.0".into(),
-        capabilities: vec![
-            "commands".into(),
-            "tools".into(),
-            "events".into(),
-            "panels".into(),
-        ],
-        ..Default::default()
-    }));
+    out.send(&zot_test_fixtures::hello(&opts.name, "0.9.0"));
     eprintln!("zot-test-ext stderr: started {} ({})", opts.name, opts.mode);
 
     if opts.mode == "flood" {

@@ -48,8 +48,8 @@
 use serde_json::{json, Map, Value};
 use std::hint::black_box;
 use zot_protocol::{
-    CommandResponse, Event, EventInterceptResponse, ExtFrame, Hello, HelloAck, HostFrame, Notify,
-    Panel, RegisterCommand, RegisterTool, Submit, Subscribe, ToolCall, ToolResult, EVENTS,
+    CommandResponse, Event, EventInterceptResponse, ExtFrame, HelloAck, HostFrame, Notify, Panel,
+    RegisterCommand, RegisterTool, Submit, Subscribe, ToolCall, ToolResult, EVENTS,
 };
 
 /// The extension's name in `hello`.
@@ -109,20 +109,7 @@ impl Scenario {
             Ok(mode) if mode.trim() == "trap" => panic!("guest: start-mode trap"),
             _ => {}
         }
-        send(
-            out,
-            &ExtFrame::Hello(Hello {
-                name: NAME.into(),
-                version: VERSION.into(),
-                capabilities: vec![
-                    "commands".into(),
-                    "tools".into(),
-                    "events".into(),
-                    "panels".into(),
-                ],
-                ..Default::default()
-            }),
-        );
+        send(out, &zot_test_fixtures::hello(NAME, VERSION));
         send(
             out,
             &ExtFrame::RegisterCommand(RegisterCommand {
