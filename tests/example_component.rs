@@ -4,9 +4,9 @@
 //!
 //! The component is built once per test run, by the example's own `build.sh`, into an
 //! extension directory under the cargo target dir, and compiled by the host once per run
-//! (the tests share a `ZOT_HOME` and so its compile cache). componentize-py must be
-//! installed (the version pinned in the example's requirements.txt; `.ci/run` installs
-//! it): without it the tests fail, saying how to install it.
+//! (the tests share a `ZOT_HOME` and so its compile cache). componentize-py, at the
+//! version pinned in the example's requirements.txt, is installed by the first run with
+//! `python3 -m pip install --target` into the cargo target dir, and reused after.
 
 mod common;
 
@@ -66,23 +66,17 @@ fn build() -> Built {
             .expect("the example's manifest names its component in \"wasm\""),
     );
 
+    let site = componentize_py(&example.join("requirements.txt"));
     let started = Instant::now();
     let out = Command::new("bash")
         .arg(example.join("build.sh"))
         .arg(&wasm)
+        .env("PYTHONPATH", &site)
         .output()
         .unwrap_or_else(|e| panic!("cannot run bash {EXAMPLE}/build.sh: {e}"));
     let took = started.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    if out.status.code() == Some(127) {
-        panic!(
-            "componentize-py is needed to build {EXAMPLE} and is not installed.\n\
-             Install it (the pinned version) with:\n    \
-             python3 -m pip install -r {EXAMPLE}/requirements.txt\n\
-             (.ci/run does this). build.sh said:\n{stderr}"
-        );
-    }
     assert!(
         out.status.success(),
         "{EXAMPLE}/build.sh failed ({}):\n{stdout}\n{stderr}",
@@ -97,6 +91,60 @@ fn build() -> Built {
         size as f64 / (1024.0 * 1024.0)
     );
     Built { ext: dir, root }
+}
+
+/// A folder with componentize-py at the version `requirements` pins, for `PYTHONPATH`:
+/// `<target>/tmp/componentize-py-<version>`, installed there by pip on first use (into a
+/// folder of this process's, then renamed into place, so a concurrent run never sees half
+/// an install) and reused after.
+fn componentize_py(requirements: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(requirements)
+        .unwrap_or_else(|e| panic!("read {}: {e}", requirements.display()));
+    let pin = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("componentize-py=="))
+        .unwrap_or_else(|| panic!("{} pins no componentize-py", requirements.display()));
+    let version = &pin["componentize-py==".len()..];
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let site = tmp.join(format!("componentize-py-{version}"));
+    if site.join("componentize_py").is_dir() {
+        return site;
+    }
+    let partial = tmp.join(format!("componentize-py-{version}.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&partial);
+    let started = Instant::now();
+    let out = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(["--no-input", "--target"])
+        .arg(&partial)
+        .arg(pin)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3 -m pip: {e}"));
+    assert!(
+        out.status.success(),
+        "installing {pin} with pip into {} failed ({}):\n{}{}",
+        partial.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if std::fs::rename(&partial, &site).is_err() {
+        // Another run put it there first.
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    println!(
+        "installed {pin} into {} in {:.1?}",
+        site.display(),
+        started.elapsed()
+    );
+    site
 }
 
 /// The lines of a log that say how the component was loaded: `compiled … in N ms (not

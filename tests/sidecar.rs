@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -338,5 +339,180 @@ fn concurrent_requests_each_get_exactly_one_response() {
             "second response to {id}"
         );
     }
+    host.shutdown();
+}
+
+/// Sends `requests` to the host in one write, as an agent in a hurry would.
+fn burst(host: &Host, requests: &[Value]) {
+    let lines: Vec<String> = requests.iter().map(Value::to_string).collect();
+    host.send_raw(&lines.join("\n"));
+}
+
+#[test]
+fn a_burst_of_emits_reaches_the_subscriber_in_order_and_whole() {
+    const N: u64 = 2000;
+    let mut b = HostBuilder::new();
+    b.explicit("sub", &py_manifest("sub", &["--events", "turn_start"]));
+    let host = b.start();
+    assert_eq!(host.ready(), ["sub"]);
+    let requests: Vec<Value> = (1..=N)
+        .map(|step| {
+            json!({"id": format!("e{step}"), "type": "emit",
+                   "event": {"event": "turn_start", "step": step}})
+        })
+        .collect();
+    burst(&host, &requests);
+    for step in 1..=N {
+        let r = host.wait_response(&format!("e{step}"), REQUEST_TIMEOUT);
+        assert_eq!(r["data"]["delivered"], 1, "{r}");
+    }
+    let steps: Vec<u64> = (0..N)
+        .map(|_| {
+            notified_json(&host.wait_notify("sub", "event "))["step"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let out_of_order = steps.windows(2).find(|w| w[0] >= w[1]);
+    assert_eq!(out_of_order, None, "steps not strictly increasing");
+    assert_eq!(steps, (1..=N).collect::<Vec<_>>(), "every step, once");
+    assert_eq!(host.entry("sub")["state"], "ready");
+    host.shutdown();
+}
+
+#[test]
+fn panel_frames_typed_fast_arrive_in_the_order_sent_among_events() {
+    let mut b = HostBuilder::new();
+    b.explicit("panel", &py_manifest("panel", &["--events", "turn_end"]));
+    let host = b.start();
+    assert_eq!(host.ready(), ["panel"]);
+    host.wait_notify("panel", "started");
+    // Keys, a resize every 50 keys and an event every 7, then the close: each becomes one
+    // notify from the extension, in the order it received them.
+    let mut requests = Vec::new();
+    let mut expected = Vec::new();
+    for i in 0..400 {
+        let id = format!("k{i}");
+        if i % 50 == 49 {
+            requests.push(
+                json!({"id": id, "type": "panel_resize", "extension": "panel",
+                                 "panel_id": "p", "width": i, "height": 10}),
+            );
+            expected.push(format!("panel_resize {i}"));
+        } else if i % 7 == 6 {
+            requests.push(json!({"id": id, "type": "emit",
+                                 "event": {"event": "turn_end", "n": i}}));
+            expected.push(format!("event {i}"));
+        } else {
+            requests.push(json!({"id": id, "type": "panel_key", "extension": "panel",
+                                 "panel_id": "p", "key": "char", "text": i.to_string()}));
+            expected.push(format!("panel_key {i}"));
+        }
+    }
+    requests.push(
+        json!({"id": "close", "type": "panel_close", "extension": "panel",
+                         "panel_id": "p"}),
+    );
+    expected.push("panel_close p".into());
+    burst(&host, &requests);
+    for r in &requests {
+        let r = host.wait_response(r["id"].as_str().unwrap(), REQUEST_TIMEOUT);
+        assert_eq!(r["success"], true, "{r}");
+    }
+    let got: Vec<String> = expected
+        .iter()
+        .map(|_| {
+            let msg = host.wait_notify("panel", "");
+            let frame = notified_json(&msg);
+            let kind = msg.split(' ').next().unwrap().to_string();
+            let what = match kind.as_str() {
+                "panel_key" => frame["text"].as_str().unwrap().to_string(),
+                "panel_resize" => frame["width"].to_string(),
+                "event" => frame["n"].to_string(),
+                _ => frame["panel_id"].as_str().unwrap().to_string(),
+            };
+            format!("{kind} {what}")
+        })
+        .collect();
+    assert_eq!(got, expected);
+    host.shutdown();
+}
+
+#[test]
+fn extensions_that_fail_to_load_are_reported_on_stderr_and_in_host_ready() {
+    let scratch = TempDir::new("load-errors");
+    let junk = scratch.path().join("junk.wasm");
+    std::fs::write(&junk, "not a component").unwrap();
+    let mut b = HostBuilder::new();
+    b.ext_path(Path::new("/nonexistent/ext"));
+    b.ext_path(&junk);
+    b.explicit("crasher", &py_manifest("crasher", &["--mode", "exit"]));
+    b.explicit("fine", &py_manifest("fine", &[]));
+    let host = b.start();
+    let ready = host.wait_event("host_ready", READY_TIMEOUT, |v| v["type"] == "host_ready");
+    let errors: Vec<(String, String)> = ready["errors"]
+        .as_array()
+        .unwrap_or_else(|| panic!("host_ready has errors: {ready}"))
+        .iter()
+        .map(|e| {
+            (
+                e["extension"].as_str().unwrap().into(),
+                e["error"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = errors.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["ext", "junk", "crasher"], "{ready}");
+    assert!(errors[0].1.contains("/nonexistent/ext"), "{errors:?}");
+    assert!(errors[1].1.contains("junk.wasm"), "{errors:?}");
+    assert!(
+        errors[2]
+            .1
+            .starts_with("exited while starting: exited with status 2"),
+        "{errors:?}"
+    );
+    assert!(host.ok("ping", json!({}))["pong"] == true);
+    for (name, error) in &errors {
+        // Printed before host_ready; its reader thread may lag behind stdout's.
+        let line = format!("zot: extension {name}: {error}");
+        let deadline = Instant::now() + EVENT_TIMEOUT;
+        while !host.stderr_tail().contains(&line) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            host.stderr_tail().contains(&line),
+            "{line:?} not in stderr{}",
+            host.diagnostics()
+        );
+    }
+    // A reload reports the same, in its response.
+    let reload = host.ok("reload", json!({}));
+    let again: Vec<&str> = reload["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["extension"].as_str().unwrap())
+        .collect();
+    assert_eq!(again, ["ext", "junk", "crasher"], "{reload}");
+    assert!(
+        str_list(&reload["ready"]).contains(&"fine".to_string()),
+        "{reload}"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn a_bare_component_given_with_ext_runs_named_after_its_file() {
+    let scratch = TempDir::new("bare-ext");
+    let wasm = scratch.path().join("probe.wasm");
+    std::fs::copy(zot_test_guests::COMMAND, &wasm).unwrap();
+    let mut b = HostBuilder::new();
+    b.ext_path(&wasm);
+    let host = b.start();
+    let ready = host.wait_event("host_ready", READY_TIMEOUT, |v| v["type"] == "host_ready");
+    assert_eq!(ready["extensions"], json!(["probe"]), "{ready}");
+    assert_eq!(ready["errors"], json!([]), "{ready}");
+    let entry = host.entry("probe");
+    assert_eq!(entry["transport"], "wasm", "{entry}");
     host.shutdown();
 }

@@ -1406,6 +1406,108 @@ fn ext_run_gives_any_stdio_host_the_sandbox() {
 }
 
 #[test]
+fn ext_run_skips_lines_that_are_not_json_and_the_component_goes_on() {
+    use std::io::{BufRead, Write};
+    for kind in Kind::BOTH {
+        let scratch = TempDir::new("run-garbage");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+            .args(["ext", "run", kind.wasm()])
+            .env("ZOT_HOME", scratch.path().join("home"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("zot runs");
+        let mut stdin = child.stdin.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<Value>();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Ok(v) = serde_json::from_str(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        let result = |id: &str| loop {
+            let v = rx
+                .recv_timeout(REQUEST_TIMEOUT)
+                .unwrap_or_else(|_| panic!("{}: no tool_result {id}", kind.label()));
+            if v["type"] == "tool_result" && v["id"] == id {
+                return v;
+            }
+        };
+        let mut input: Vec<u8> = Vec::new();
+        input.extend_from_slice(b"{\"type\":\"hello_ack\",\"protocol_version\":1}\n");
+        input.extend_from_slice(
+            b"{\"type\":\"tool_call\",\"id\":\"1\",\"name\":\"echo\",\"args\":{}}\n",
+        );
+        input.extend_from_slice(b"\xff\xfe not UTF-8 \xc3\x28\n");
+        input.extend_from_slice(b"{\"type\": \"tool_call\", \"id\": \xff}\n");
+        input.extend_from_slice(b"{not json at all\n");
+        input.extend_from_slice(b"{\"type\":\"from_the_future\",\"x\":1}\n");
+        input.extend_from_slice(
+            b"{\"type\":\"tool_call\",\"id\":\"2\",\"name\":\"echo\",\"args\":{\"after\":true}}\n",
+        );
+        stdin.write_all(&input).unwrap();
+        stdin.flush().unwrap();
+        assert_eq!(result("1")["content"][0]["text"], "{}", "{}", kind.label());
+        assert_eq!(
+            result("2")["content"][0]["text"],
+            r#"{"after":true}"#,
+            "{}: the component answers after the bad lines",
+            kind.label()
+        );
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{}: {stderr}", kind.label());
+        assert_eq!(
+            stderr
+                .matches("skipped an input line that is not JSON")
+                .count(),
+            3,
+            "{}: {stderr}",
+            kind.label()
+        );
+        assert!(!stderr.contains("panicked"), "{}: {stderr}", kind.label());
+    }
+}
+
+#[test]
+fn ext_run_exits_non_zero_when_the_component_dies() {
+    use std::io::Write;
+    for kind in Kind::BOTH {
+        let scratch = TempDir::new("run-dies");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+            .args(["ext", "run", "--tool-timeout-ms", "200", kind.wasm()])
+            .env("ZOT_HOME", scratch.path().join("home"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("zot runs");
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"{\"type\":\"tool_call\",\"id\":\"1\",\"name\":\"spin\",\"args\":{}}\n")
+            .unwrap();
+        stdin.flush().unwrap();
+        // Input stays open: the component's death alone ends the run.
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {stderr}", kind.label());
+        assert!(
+            stderr.contains("component ended: deadline exceeded"),
+            "{}: {stderr}",
+            kind.label()
+        );
+    }
+}
+
+#[test]
 fn grant_shows_records_and_revoke_forgets() {
     let scratch = TempDir::new("grant");
     let home = scratch.path().join("home");

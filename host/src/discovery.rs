@@ -45,7 +45,8 @@ impl Found {
 /// Where to look.
 #[derive(Debug, Clone)]
 pub struct SearchPath {
-    /// `--ext` paths: an extension directory or its `extension.json`.
+    /// `--ext` paths: an extension directory, its `extension.json`, or a bare component
+    /// (`.wasm` file, named after the file and asking nothing).
     pub explicit: Vec<PathBuf>,
     /// The project directory whose `.zot/extensions` is searched.
     pub cwd: PathBuf,
@@ -60,27 +61,47 @@ pub struct SearchPath {
 pub fn discover(search: &SearchPath) -> Discovery {
     let mut candidates = Vec::new();
     for path in &search.explicit {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        if path.is_file() && path.extension().is_some_and(|e| e == "wasm") {
+            // A bare component: its folder is its extension directory.
+            candidates.push(Candidate {
+                dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+                source: Source::Explicit,
+                bare: Some(path),
+            });
+            continue;
+        }
         let dir = if path.file_name().is_some_and(|n| n == MANIFEST_FILE) {
             path.parent().map(Path::to_path_buf).unwrap_or_default()
         } else {
-            path.clone()
+            path
         };
-        let dir = std::path::absolute(&dir).unwrap_or(dir);
-        candidates.push((dir, Source::Explicit));
+        candidates.push(Candidate {
+            dir,
+            source: Source::Explicit,
+            bare: None,
+        });
     }
     if search.installed {
         for (root, source) in [
             (project_extensions_dir(&search.cwd), Source::Project),
             (search.home.extensions_dir(), Source::Global),
         ] {
-            candidates.extend(list_dir(&root).into_iter().map(|dir| (dir, source)));
+            candidates.extend(list_dir(&root).into_iter().map(|dir| Candidate {
+                dir,
+                source,
+                bare: None,
+            }));
         }
     }
     let mut seen = HashSet::new();
     let mut out = Discovery::default();
-    for (dir, source) in candidates {
+    for Candidate { dir, source, bare } in candidates {
         let found = Found {
-            manifest: Manifest::read(&dir),
+            manifest: match bare {
+                Some(wasm) => Manifest::bare_component(&wasm),
+                None => Manifest::read(&dir),
+            },
             dir,
             source,
         };
@@ -92,6 +113,13 @@ pub fn discover(search: &SearchPath) -> Discovery {
         }
     }
     out
+}
+
+/// A place to look for an extension: a directory, or a bare component file in it.
+struct Candidate {
+    dir: PathBuf,
+    source: Source,
+    bare: Option<PathBuf>,
 }
 
 /// The result of [`discover`].

@@ -20,7 +20,9 @@ use zot_protocol::{
     INTERCEPTABLE,
 };
 
-/// Events waiting for one extension beyond this are dropped, oldest first.
+/// How many one-way frames (events, panel keys, resizes, closes) may wait for one
+/// extension. Beyond it the oldest waiting event is dropped; a panel frame that finds no
+/// event to make room fails with [`CallError::QueueFull`].
 pub const EVENT_QUEUE: usize = 1024;
 /// Silence after the last frame that counts as `ready` for extensions that never send it.
 pub const READY_SILENCE: Duration = Duration::from_millis(250);
@@ -172,8 +174,9 @@ struct Inner {
     pending: Mutex<HashMap<String, Pending>>,
     phase: watch::Sender<Phase>,
     status: Mutex<Status>,
-    events: Mutex<VecDeque<Outbound>>,
-    events_ready: Notify,
+    /// One-way frames in the order they were sent; `true` marks an event (droppable).
+    one_way: Mutex<VecDeque<(Outbound, bool)>>,
+    one_way_ready: Notify,
     closed: AtomicBool,
     notes: mpsc::Sender<HostEvent>,
 }
@@ -243,13 +246,13 @@ impl Extension {
                 pending: Mutex::new(HashMap::new()),
                 phase: watch::channel(Phase::Starting).0,
                 status: Mutex::new(Status::default()),
-                events: Mutex::new(VecDeque::new()),
-                events_ready: Notify::new(),
+                one_way: Mutex::new(VecDeque::new()),
+                one_way_ready: Notify::new(),
                 closed: AtomicBool::new(false),
                 notes,
             }),
         };
-        tokio::spawn(ext.clone().pump_events());
+        tokio::spawn(ext.clone().pump_one_way());
         tokio::spawn(ext.clone().run(inbound, exit, hello_ack, hub));
         ext
     }
@@ -377,25 +380,52 @@ impl Extension {
         }
     }
 
-    /// Queues a one-way frame (panel key, panel close, …); fails if its queue is full.
+    /// Queues a one-way frame (panel key, panel close, …) behind the one-way frames and
+    /// events sent before it, without waiting; fails if the extension is gone or its
+    /// queue holds [`EVENT_QUEUE`] frames none of which is an event.
     pub fn send(&self, frame: &HostFrame) -> Result<(), CallError> {
         let target = frame.type_name();
-        self.inner
-            .outbound
-            .try_send(outbound(frame, ONE_WAY_BUDGET))
-            .map_err(|e| self.send_error(e, target))
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(self.exited_error(target));
+        }
+        if self.queue_one_way(outbound(frame, ONE_WAY_BUDGET), false) {
+            Ok(())
+        } else {
+            Err(CallError::QueueFull {
+                extension: self.inner.name.clone(),
+                target: target.to_string(),
+            })
+        }
     }
 
-    /// Queues `event` for delivery without waiting. When the queue is full the oldest
-    /// event is dropped and counted in the log.
+    /// Queues `event` for delivery without waiting, behind every one-way frame sent
+    /// before it. When the queue is full the oldest waiting event (or, if none waits,
+    /// this one) is dropped and counted in the log.
     pub fn deliver_event(&self, event: &Event) {
-        let bytes = outbound(&HostFrame::Event(event.clone()), ONE_WAY_BUDGET);
-        let dropped = {
-            let mut q = self.inner.events.lock().unwrap();
-            let dropped = q.len() >= EVENT_QUEUE && q.pop_front().is_some();
-            q.push_back(bytes);
-            dropped
+        let frame = outbound(&HostFrame::Event(event.clone()), ONE_WAY_BUDGET);
+        self.queue_one_way(frame, true);
+    }
+
+    /// Appends to the one-way queue, first dropping (and counting) the oldest waiting
+    /// event if it is full. False when it is full of frames that are not events: then
+    /// nothing was queued (an event is dropped and counted instead).
+    fn queue_one_way(&self, frame: Outbound, is_event: bool) -> bool {
+        let (queued, dropped) = {
+            let mut q = self.inner.one_way.lock().unwrap();
+            if q.len() < EVENT_QUEUE {
+                q.push_back((frame, is_event));
+                (true, false)
+            } else if let Some(oldest_event) = q.iter().position(|(_, event)| *event) {
+                q.remove(oldest_event);
+                q.push_back((frame, is_event));
+                (true, true)
+            } else {
+                (false, is_event)
+            }
         };
+        if queued {
+            self.inner.one_way_ready.notify_one();
+        }
         if dropped {
             let n = {
                 let mut st = self.inner.status.lock().unwrap();
@@ -408,7 +438,7 @@ impl Extension {
                 ));
             }
         }
-        self.inner.events_ready.notify_one();
+        queued
     }
 
     /// Stops it: `shutdown`, input closed, `grace` to exit; then SIGTERM, `term_grace`;
@@ -514,18 +544,18 @@ impl Extension {
         }
     }
 
-    /// Feeds queued events to the transport, in order, one at a time.
-    async fn pump_events(self) {
+    /// Feeds queued one-way frames to the transport, in order, one at a time.
+    async fn pump_one_way(self) {
         loop {
-            let next = self.inner.events.lock().unwrap().pop_front();
+            let next = self.inner.one_way.lock().unwrap().pop_front();
             match next {
-                Some(bytes) => {
+                Some((bytes, _)) => {
                     if self.inner.outbound.send(bytes).await.is_err() {
                         return;
                     }
                 }
                 None if self.inner.closed.load(Ordering::SeqCst) => return,
-                None => self.inner.events_ready.notified().await,
+                None => self.inner.one_way_ready.notified().await,
             }
         }
     }
@@ -620,7 +650,7 @@ impl Extension {
         })
         .await;
         inner.phase.send_replace(Phase::Exited);
-        inner.events_ready.notify_one();
+        inner.one_way_ready.notify_one();
     }
 
     fn become_ready(&self, spawned: Instant, by: ReadyBy, hub: &Arc<dyn Hub>) {
@@ -988,6 +1018,68 @@ mod tests {
             .await;
         assert_eq!(phase, Phase::Ready);
         assert_eq!(ext.status().ready_by, Some(ReadyBy::Silence));
+    }
+
+    fn turn(step: usize) -> Event {
+        Event {
+            id: None,
+            event: "turn_start".into(),
+            fields: json!({"step": step}).as_object().unwrap().clone(),
+        }
+    }
+
+    fn key(text: &str) -> HostFrame {
+        HostFrame::PanelKey(zot_protocol::PanelKey {
+            panel_id: "p".into(),
+            key: "char".into(),
+            text: text.into(),
+            extra: Default::default(),
+        })
+    }
+
+    #[tokio::test]
+    async fn one_way_frames_arrive_in_the_order_sent() {
+        let (ext, mut peer, _notes) = started(4).await;
+        for i in 0..50 {
+            if i % 3 == 0 {
+                ext.send(&key(&i.to_string())).unwrap();
+            } else {
+                ext.deliver_event(&turn(i));
+            }
+        }
+        for i in 0..50 {
+            let frame = peer.next().await;
+            if i % 3 == 0 {
+                assert_eq!(frame["text"], i.to_string(), "{frame}");
+            } else {
+                assert_eq!(frame["step"], i, "{frame}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_makes_room_for_a_panel_frame_by_dropping_an_event() {
+        // Nobody reads: the pump holds one frame, the queue fills up behind it.
+        let (ext, _peer, _notes) = started(1).await;
+        for step in 0..EVENT_QUEUE {
+            ext.deliver_event(&turn(step));
+        }
+        // Let the pump take what it can, then fill the queue to the brim.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for step in 0..EVENT_QUEUE {
+            ext.deliver_event(&turn(step));
+        }
+        let before = ext.status().events_dropped;
+        ext.send(&key("k")).expect("an event makes room");
+        assert_eq!(ext.status().events_dropped, before + 1);
+        // Full of panel frames alone: the next one is refused, not queued.
+        let refused = (0..=EVENT_QUEUE)
+            .map(|_| ext.send(&key("k")))
+            .find_map(Result::err);
+        assert!(
+            matches!(refused, Some(CallError::QueueFull { .. })),
+            "{refused:?}"
+        );
     }
 
     #[tokio::test]

@@ -370,6 +370,11 @@ impl Host {
     }
 
     /// Queues `event` for every subscriber, without waiting; returns how many.
+    ///
+    /// Order: `emit`, [`Host::panel_key`], [`Host::panel_resize`] and
+    /// [`Host::panel_close`] queue their frames at once, each behind those queued before
+    /// it, so calls made one after the other (from one task) reach every extension in
+    /// that order.
     pub fn emit(&self, event: &Event) -> usize {
         let subscribers: Vec<Extension> = self
             .inner
@@ -433,18 +438,18 @@ impl Host {
         verdict
     }
 
-    /// Sends a `panel_key` to `extension`.
+    /// Queues a `panel_key` for `extension`, in order with events (see [`Host::emit`]).
     pub fn panel_key(&self, extension: &str, key: PanelKey) -> Result<(), CallError> {
         self.inner.send_to(extension, &HostFrame::PanelKey(key))
     }
 
-    /// Tells `extension` its panel's new size.
+    /// Tells `extension` its panel's new size, in order with events.
     pub fn panel_resize(&self, extension: &str, resize: PanelResize) -> Result<(), CallError> {
         self.inner
             .send_to(extension, &HostFrame::PanelResize(resize))
     }
 
-    /// Tells `extension` its panel was closed.
+    /// Tells `extension` its panel was closed, in order with events.
     pub fn panel_close(&self, extension: &str, panel_id: String) -> Result<(), CallError> {
         let frame = HostFrame::PanelClose(PanelClose {
             panel_id,
@@ -532,6 +537,7 @@ impl Inner {
         let mut report = LoadReport::default();
         let mut entries = Vec::new();
         let mut starts = tokio::task::JoinSet::new();
+        let mut ranks = std::collections::HashMap::new();
         for (rank, f) in found.found.into_iter().enumerate() {
             let name = f.name();
             let log = self.config.home.log_path(&name);
@@ -549,7 +555,8 @@ impl Inner {
                 Ok(m) => {
                     let (me, dir) = (me.clone(), f.dir.clone());
                     let version = m.version.clone();
-                    starts.spawn(async move { (rank, me.start(rank, &dir, &m).await) });
+                    let task = starts.spawn(async move { me.start(rank, &dir, &m).await });
+                    ranks.insert(task.id(), rank);
                     (version, EntryState::Error("not started".into()))
                 }
             };
@@ -566,8 +573,12 @@ impl Inner {
             });
         }
         // All start in parallel: a cold compile of one component delays no other.
-        while let Some(done) = starts.join_next().await {
-            let (rank, result) = done.expect("starting an extension does not panic");
+        while let Some(done) = starts.join_next_with_id().await {
+            let (rank, result) = match done {
+                Ok((id, result)) => (ranks[&id], result),
+                // A bug, not the extension's doing: that one fails, the others go on.
+                Err(e) => (ranks[&e.id()], Err(format!("its start failed: {e}"))),
+            };
             let entry = &mut entries[rank];
             match result {
                 Ok(started) => {
@@ -598,13 +609,19 @@ impl Inner {
         for ext in &running {
             // All were started already: waiting on each in turn against one deadline
             // waits for them in parallel.
-            if ext.wait_ready(deadline).await == Phase::Ready {
-                report.ready.push(ext.name().to_string());
-            } else if ext.phase() == Phase::Starting {
-                ext.log().warn(&format!(
+            match ext.wait_ready(deadline).await {
+                Phase::Ready => report.ready.push(ext.name().to_string()),
+                Phase::Starting => ext.log().warn(&format!(
                     "not ready within {:?}: registrations may still arrive",
                     self.config.timeouts.ready
-                ));
+                )),
+                Phase::Exited => {
+                    let reason = ext.status().exit.map(|e| e.reason).unwrap_or_default();
+                    report.errors.push(LoadError {
+                        extension: ext.name().to_string(),
+                        error: format!("exited while starting: {reason}"),
+                    });
+                }
             }
         }
         report

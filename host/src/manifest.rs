@@ -180,6 +180,34 @@ impl Manifest {
         Ok(manifest)
     }
 
+    /// The manifest of a bare component file (no `extension.json`): named after the file
+    /// (`guard.wasm` → `guard`), asking nothing but its data dir.
+    pub fn bare_component(wasm: &Path) -> Result<Manifest, ManifestError> {
+        let err = |message: String| ManifestError {
+            path: wasm.to_path_buf(),
+            message,
+        };
+        let name = wasm
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        validate_name(&name)
+            .map_err(|e| err(format!("cannot name the extension after the file: {e}")))?;
+        Ok(Manifest {
+            name,
+            version: String::new(),
+            exec: None,
+            args: Vec::new(),
+            language: String::new(),
+            description: String::new(),
+            enabled: true,
+            wasm: Some(wasm.display().to_string()),
+            permissions: Permissions::default(),
+            limits: Limits::default(),
+            extra: Map::new(),
+        })
+    }
+
     /// How to run it; paths resolved against `dir`.
     pub fn launch(&self, dir: &Path) -> Launch {
         match &self.wasm {

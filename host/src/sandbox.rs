@@ -154,7 +154,7 @@ pub fn for_manifest(
 /// the old grant (never more), and the user is told how to review it.
 pub fn warn_if_changed(grant: Option<&Grant>, sha256: &str, name: &str, log: &ExtLog) {
     if let Some(g) = grant.filter(|g| g.sha256 != sha256) {
-        let short = |s: &str| s[..s.len().min(12)].to_string();
+        let short = |s: &str| s.chars().take(12).collect::<String>();
         log.warn(&format!(
             "the component changed since permissions were granted (sha256 {} then, {} now): \
              running with the old grant; `zot ext grant {name}` to review",

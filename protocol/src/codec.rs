@@ -81,12 +81,50 @@ impl LineDecoder {
     }
 }
 
+/// One frame encoded as a single line of JSON text, newline included. Only [`encode`]
+/// builds one, so whatever carries it (a pipe, a component's `handle(frame: string)`)
+/// can rely on valid UTF-8 JSON with exactly one newline, at the end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded(String);
+
+impl Encoded {
+    /// The line, newline included.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
+    /// The JSON text, without the newline.
+    pub fn json(&self) -> &str {
+        &self.0[..self.0.len() - 1]
+    }
+
+    /// The line's bytes, newline included.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.0.into_bytes()
+    }
+
+    /// The JSON text, without the newline.
+    pub fn into_json(mut self) -> String {
+        self.0.pop();
+        self.0
+    }
+}
+
+impl AsRef<[u8]> for Encoded {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 /// Serialises a frame as one line, newline included. JSON escapes control characters,
 /// so the output never contains a newline before the terminator.
-pub fn encode<T: Serialize>(frame: &T) -> Vec<u8> {
-    let mut out = serde_json::to_vec(frame).expect("frames serialise to JSON");
-    out.push(b'\n');
-    out
+///
+/// Panics only if `T`'s `Serialize` fails, which the frame types and `serde_json::Value`
+/// never do (their map keys are strings): a programming error, not bad data.
+pub fn encode<T: Serialize + ?Sized>(frame: &T) -> Encoded {
+    let mut out = serde_json::to_string(frame).expect("frames serialise to JSON");
+    out.push('\n');
+    Encoded(out)
 }
 
 #[cfg(test)]
@@ -144,8 +182,11 @@ mod tests {
 
     #[test]
     fn encode_is_one_line() {
-        let bytes = encode(&serde_json::json!({"text": "a\nb"}));
+        let line = encode(&serde_json::json!({"text": "a\nb"}));
+        let bytes = line.as_bytes();
         assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1);
         assert!(bytes.ends_with(b"\n"));
+        assert_eq!(line.json(), r#"{"text":"a\nb"}"#);
+        assert_eq!(line.clone().into_json(), line.json());
     }
 }

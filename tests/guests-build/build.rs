@@ -287,8 +287,35 @@ fn run(cmd: &mut Command) {
     }
 }
 
-/// Fails the build, clearly, when the wasm32-wasip2 standard library is not installed.
+/// Makes sure the wasm32-wasip2 standard library is installed: rust-toolchain.toml lists
+/// the target, so rustup installs it with the toolchain; where rustup does not install
+/// on use (`RUSTUP_AUTO_INSTALL=0`, or the toolchain was already there), it is added
+/// here with `rustup target add`. Fails the build, clearly, if it still is not there.
 fn require_wasm_target() {
+    if has_wasm_std() {
+        return;
+    }
+    eprintln!(
+        "the Rust target {WASM_TARGET} is not installed: running rustup target add {WASM_TARGET}"
+    );
+    // RUSTUP_TOOLCHAIN, set by rustup's proxy for this build, names the toolchain.
+    let added = Command::new("rustup")
+        .args(["target", "add", WASM_TARGET])
+        .stdout(Stdio::from(std::io::stderr()))
+        .status();
+    if added.as_ref().is_ok_and(|s| s.success()) && has_wasm_std() {
+        return;
+    }
+    eprintln!(
+        "\nerror: the Rust target {WASM_TARGET} is not installed and could not be added \
+         ({added:?}); the test guests (tests/guests) are built for it.\n\n    \
+         rustup target add {WASM_TARGET}\n"
+    );
+    std::process::exit(1);
+}
+
+/// Whether the compiler has the wasm32-wasip2 standard library.
+fn has_wasm_std() -> bool {
     let rustc = env::var_os("RUSTC").unwrap_or_else(|| OsString::from("rustc"));
     let libdir = Command::new(&rustc)
         .args(["--print", "target-libdir", "--target", WASM_TARGET])
@@ -297,21 +324,14 @@ fn require_wasm_target() {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    let has_std = libdir
+    libdir
         .as_deref()
         .and_then(|dir| fs::read_dir(dir).ok())
         .is_some_and(|entries| {
             entries
                 .flatten()
                 .any(|e| e.file_name().to_string_lossy().starts_with("libstd-"))
-        });
-    if !has_std {
-        eprintln!(
-            "\nerror: the Rust target {WASM_TARGET} is not installed; the test guests \
-             (tests/guests) are built for it.\n\n    rustup target add {WASM_TARGET}\n"
-        );
-        std::process::exit(1);
-    }
+        })
 }
 
 /// `rerun-if-changed` for every input of the guests and examples: their sources,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use zot_host::log::ExtLog;
-use zot_host::manifest::{validate_name, Launch, Manifest};
+use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::ZotHome;
 use zot_host::sandbox;
 use zot_host::transport::wasm::{self, WasmSpec};
@@ -56,13 +56,7 @@ fn manifest_for(path: &Path) -> Result<(Manifest, PathBuf), String> {
             )),
         };
     }
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    validate_name(&name).map_err(|e| format!("cannot name the extension after the file: {e}"))?;
-    let m: Manifest = serde_json::from_value(serde_json::json!({"name": name, "wasm": path}))
-        .expect("a minimal manifest parses");
+    let m = Manifest::bare_component(path).map_err(|e| e.to_string())?;
     Ok((m, path.to_path_buf()))
 }
 
@@ -113,24 +107,27 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
                     input_log.warn("skipped an input line longer than the frame size limit");
                     continue;
                 };
-                let frame = match HostFrame::decode(&line) {
+                let (frame_type, line) = match HostFrame::decode(&line) {
                     Ok(HostFrame::HelloAck(mut ack)) => {
                         ack.data_dir = data_mount.to_string();
                         ack.cwd = cwd_told.clone();
-                        Outbound {
-                            line: encode(&HostFrame::HelloAck(ack)),
-                            budget: timeouts.budget("hello_ack"),
-                        }
+                        ("hello_ack", encode(&HostFrame::HelloAck(ack)))
                     }
-                    Ok(frame) => Outbound {
-                        budget: timeouts.budget(frame.type_name()),
-                        line: [line, b"\n".to_vec()].concat(),
+                    Ok(frame) => (frame.type_name(), encode(&frame)),
+                    // Not ours to judge: JSON that is no frame this host knows reaches the
+                    // component as the host sent it (a one-way budget). A line that is not
+                    // JSON (or not UTF-8) is no frame at all: skipped, the component goes on.
+                    Err(_) => match serde_json::from_slice::<serde_json::Value>(&line) {
+                        Ok(value) => ("", encode(&value)),
+                        Err(e) => {
+                            input_log.warn(&format!("skipped an input line that is not JSON: {e}"));
+                            continue;
+                        }
                     },
-                    // Not ours to judge: the component sees what the host sent.
-                    Err(_) => Outbound {
-                        budget: timeouts.budget(""),
-                        line: [line, b"\n".to_vec()].concat(),
-                    },
+                };
+                let frame = Outbound {
+                    budget: timeouts.budget(frame_type),
+                    line,
                 };
                 if outbound.send(frame).await.is_err() {
                     return;

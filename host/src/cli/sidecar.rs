@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use zot_host::{Host, HostConfig};
-use zot_protocol::{encode, Event, PanelKey, PanelResize, DEFAULT_MAX_FRAME};
+use zot_protocol::{encode, Encoded, Event, PanelKey, PanelResize, DEFAULT_MAX_FRAME};
 
 /// How many output lines may wait for stdout.
 const OUTPUT_QUEUE: usize = 1024;
@@ -105,9 +105,18 @@ pub(crate) fn run(args: HostArgs) -> ExitCode {
     std::process::exit(0)
 }
 
+/// Requests that only queue frames for extensions: answered in the order they are read.
+const ONE_WAY: &[&str] = &[
+    "emit",
+    "agent_event",
+    "panel_key",
+    "panel_resize",
+    "panel_close",
+];
+
 async fn serve(config: HostConfig) {
     let (host, mut notes) = Host::new(config);
-    let (out, out_rx) = mpsc::channel::<Vec<u8>>(OUTPUT_QUEUE);
+    let (out, out_rx) = mpsc::channel::<Encoded>(OUTPUT_QUEUE);
     let writer = tokio::spawn(write_stdout(out_rx));
 
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
@@ -134,10 +143,15 @@ async fn serve(config: HostConfig) {
     });
 
     let report = host.load().await;
+    for e in &report.errors {
+        eprintln!("zot: extension {}: {}", e.extension, e.error);
+    }
     let _ = out
-        .send(encode(
-            &json!({"type": "host_ready", "extensions": report.loaded}),
-        ))
+        .send(encode(&json!({
+            "type": "host_ready",
+            "extensions": report.loaded,
+            "errors": report.errors,
+        })))
         .await;
 
     let mut stdin = BufReader::new(tokio::io::stdin());
@@ -168,6 +182,12 @@ async fn serve(config: HostConfig) {
                 shutdown_request = Some(id);
                 break;
             }
+            // One-way requests are handled here, in the order they were read, so their
+            // frames reach each extension in that order; the others run concurrently.
+            Ok((id, kind, fields)) if ONE_WAY.contains(&kind.as_str()) => {
+                let response = respond(id, &kind, handle(&host, &kind, fields).await);
+                let _ = out.send(encode(&response)).await;
+            }
             Ok((id, kind, fields)) => {
                 let host = host.clone();
                 let out = out.clone();
@@ -193,14 +213,14 @@ async fn serve(config: HostConfig) {
 }
 
 /// Writes lines to stdout in order, flushing after each burst.
-async fn write_stdout(mut rx: mpsc::Receiver<Vec<u8>>) {
+async fn write_stdout(mut rx: mpsc::Receiver<Encoded>) {
     let mut stdout = tokio::io::BufWriter::with_capacity(64 * 1024, tokio::io::stdout());
     while let Some(bytes) = rx.recv().await {
-        if stdout.write_all(&bytes).await.is_err() {
+        if stdout.write_all(bytes.as_bytes()).await.is_err() {
             return;
         }
         while let Ok(bytes) = rx.try_recv() {
-            if stdout.write_all(&bytes).await.is_err() {
+            if stdout.write_all(bytes.as_bytes()).await.is_err() {
                 return;
             }
         }

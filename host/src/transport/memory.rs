@@ -30,7 +30,7 @@ impl Peer {
             .recv()
             .await
             .expect("the host closed the connection");
-        serde_json::from_slice(&bytes.line).unwrap()
+        serde_json::from_str(bytes.line.json()).unwrap()
     }
 
     /// The extension exits with `code`: its output closes and the exit is reported.

@@ -10,6 +10,7 @@ pub mod wasm;
 
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use zot_protocol::Encoded;
 
 /// How many encoded frames may wait for the extension to read them.
 pub const OUTBOUND_QUEUE: usize = 1024;
@@ -60,8 +61,8 @@ impl LineGate {
 /// run the extension's code themselves enforce it; a subprocess is on its own.
 #[derive(Debug)]
 pub struct Outbound {
-    /// The frame as one line, newline included.
-    pub line: Vec<u8>,
+    /// The frame as one line of JSON, newline included; only the encoder makes one.
+    pub line: Encoded,
     pub budget: std::time::Duration,
 }
 

@@ -28,7 +28,7 @@ pub(crate) async fn write_frames<W: AsyncWrite + Unpin>(
             frame = rx.recv() => match frame {
                 Some(frame) => {
                     before_write(frame.budget);
-                    if pipe.write_all(&frame.line).await.is_err() {
+                    if pipe.write_all(frame.line.as_bytes()).await.is_err() {
                         break;
                     }
                 }
@@ -37,7 +37,7 @@ pub(crate) async fn write_frames<W: AsyncWrite + Unpin>(
             () = close_input.notified() => {
                 while let Ok(frame) = rx.try_recv() {
                     before_write(frame.budget);
-                    if pipe.write_all(&frame.line).await.is_err() {
+                    if pipe.write_all(frame.line.as_bytes()).await.is_err() {
                         break;
                     }
                 }

@@ -33,7 +33,8 @@ Tools (behaviour chosen by the tool name's prefix, so `echo_3` echoes):
   fail   answers is_error: true with text "failed on purpose"
   other names echo like `echo`
 Commands answer action "display" with display = the args.
-Events received are notified as "event <json of the frame>".
+Events received are notified as "event <json of the frame>", panel frames as
+"panel_key <json>" (likewise panel_resize, panel_close).
 """
 import json
 import os
@@ -280,6 +281,8 @@ def main():
             notify("cancelled %s" % msg.get("id"))
         elif t == "event":
             notify("event " + json.dumps(msg, separators=(",", ":")))
+        elif t in ("panel_key", "panel_resize", "panel_close"):
+            notify("%s %s" % (t, json.dumps(msg, separators=(",", ":"))))
         elif t == "event_intercept":
             handle_intercept(msg)
         elif t == "shutdown":

@@ -55,7 +55,7 @@ struct Out(Arc<Mutex<std::io::Stdout>>);
 
 impl Out {
     fn send(&self, frame: &ExtFrame) {
-        self.raw(&encode(frame));
+        self.raw(encode(frame).as_bytes());
     }
 
     fn raw(&self, bytes: &[u8]) {

@@ -104,7 +104,7 @@ impl StdinState {
     /// the deadline was cleared; while busy, it is extended, never shortened).
     fn take(&mut self, frame: Outbound) {
         self.deadline.extend(frame.budget);
-        self.current = Bytes::from(frame.line);
+        self.current = Bytes::from(frame.line.into_bytes());
     }
 }
 

@@ -80,11 +80,7 @@ pub(super) async fn run(guest: Guest, mut frames: mpsc::Receiver<Outbound>) -> E
                 signal: None,
             };
         };
-        let mut line = frame.line;
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        let text = String::from_utf8(line).expect("frames are encoded from JSON text");
+        let text = frame.line.into_json();
         deadline.set(frame.budget);
         // A refused growth that the guest survived earlier says nothing about this call.
         store.data_mut().limiter.memory_refused = false;

@@ -1,0 +1,76 @@
+//! The `zot-host` library as an embedding agent uses it: calls from one task reach every
+//! extension in the order they were made.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Map, Value};
+use zot_host::paths::ZotHome;
+use zot_host::{Host, HostConfig, HostEvent};
+use zot_protocol::{Event, PanelKey};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_and_panel_keys_from_one_task_arrive_in_the_order_sent() {
+    let scratch = TempDir::new("library-order");
+    let ext = write_manifest(
+        &scratch.path().join("exts/ordered"),
+        &py_manifest("ordered", &["--events", "turn_start"]),
+    );
+    let mut config = HostConfig::new(
+        ZotHome::new(scratch.path().join("home")),
+        scratch.path().to_path_buf(),
+    );
+    config.explicit = vec![ext];
+    config.installed = false;
+    let (host, mut notes) = Host::new(config);
+    let report = host.load().await;
+    assert_eq!(report.ready, ["ordered"], "{report:?}");
+
+    // As many as the extension's queue holds: sent in one go, none waits for room.
+    let mut expected = Vec::new();
+    for i in 0..zot_host::extension::EVENT_QUEUE as u64 {
+        if i % 4 == 3 {
+            let key = PanelKey {
+                panel_id: "p".into(),
+                key: "char".into(),
+                text: i.to_string(),
+                extra: Map::new(),
+            };
+            host.panel_key("ordered", key).unwrap();
+            expected.push(format!("panel_key {i}"));
+        } else {
+            let fields = json!({"step": i}).as_object().unwrap().clone();
+            let event = Event {
+                id: None,
+                event: "turn_start".into(),
+                fields,
+            };
+            assert_eq!(host.emit(&event), 1);
+            expected.push(format!("event {i}"));
+        }
+    }
+    let mut got = Vec::new();
+    while got.len() < expected.len() {
+        let note = tokio::time::timeout(EVENT_TIMEOUT, notes.recv())
+            .await
+            .unwrap_or_else(|_| panic!("only {} of {} arrived", got.len(), expected.len()))
+            .expect("the host is alive");
+        let HostEvent::Notify { frame, .. } = note else {
+            continue;
+        };
+        let Some((kind, json)) = frame.message.split_once(' ') else {
+            continue;
+        };
+        let frame: Value = match serde_json::from_str(json) {
+            Ok(v) => v,
+            Err(_) => continue, // "started pid=…"
+        };
+        match kind {
+            "panel_key" => got.push(format!("panel_key {}", frame["text"].as_str().unwrap())),
+            "event" => got.push(format!("event {}", frame["step"])),
+            _ => {}
+        }
+    }
+    assert_eq!(got, expected);
+    host.shutdown().await;
+}
