@@ -3,18 +3,40 @@
 mod common;
 
 use common::{hello_py_example, py_manifest, write_manifest, TempDir};
-use serde_json::Value;
+use serde_json::{json, Value};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn check(dir: &std::path::Path, home: &TempDir, json: bool) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zot"));
-    cmd.args(["ext", "check"])
-        .arg(dir)
-        .env("ZOT_HOME", home.path());
-    if json {
-        cmd.arg("--json");
-    }
-    cmd.output().expect("zot runs")
+fn check(dir: &Path, home: &TempDir, json: bool) -> Output {
+    check_with(dir, home, if json { &["--json"] } else { &[] })
+}
+
+/// `zot ext check <target> <extra>…` in `home` (also its working directory), with
+/// Python's stdout buffered as it is by default.
+fn check_with(target: &Path, home: &TempDir, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "check"])
+        .arg(target)
+        .args(extra)
+        .env("ZOT_HOME", home.path())
+        .env_remove("PYTHONUNBUFFERED")
+        .current_dir(home.path())
+        .output()
+        .expect("zot runs")
+}
+
+/// A manifest running `python3 -c script`.
+fn inline_py(name: &str, script: &str) -> Value {
+    json!({"name": name, "version": "0.1.0", "exec": "python3", "args": ["-c", script]})
+}
+
+fn violations(r: &Value) -> Vec<String> {
+    r["violations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no violations list: {r}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
 }
 
 fn report(out: &Output) -> Value {
@@ -105,12 +127,16 @@ fn a_missing_manifest_is_reported() {
 #[test]
 fn a_component_is_checked_with_its_sandbox() {
     let home = TempDir::new("check-home");
+    // The test reactor's hello names it "guest".
     let dir = write_manifest(
         &home.path().join("comp"),
-        &serde_json::json!({"name": "comp", "wasm": zot_test_guests::REACTOR,
+        &serde_json::json!({"name": "guest", "wasm": zot_test_guests::REACTOR,
                             "permissions": {"env": ["HOME"]}}),
     );
     let r = report(&check(&dir, &home, true));
+    // A fresh $ZOT_HOME has nothing cached: compiling is a step of its own.
+    assert_eq!(r["compile_by"], "compiled", "{r}");
+    assert!(r["compile_ms"].as_f64().is_some(), "{r}");
     assert_eq!(r["transport"], "wasm", "{r}");
     assert_eq!(r["sandbox"]["component"], "reactor", "{r}");
     assert_eq!(
@@ -126,6 +152,160 @@ fn a_component_is_checked_with_its_sandbox() {
     );
     assert_eq!(r["sandbox"]["memory_mb"], 64, "{r}");
     assert_eq!(r["ready_by"], "frame", "{r}");
-    // The guest names itself "guest": a warning, not a violation.
     assert_eq!(r["violations"], serde_json::json!([]), "{r}");
+}
+
+#[test]
+fn a_classic_extension_has_no_compile_step() {
+    let home = TempDir::new("check-home");
+    let r = report(&check(&hello_py_example(), &home, true));
+    assert_eq!(r["compile_ms"], Value::Null, "{r}");
+    assert_eq!(r["compile_by"], Value::Null, "{r}");
+    assert_eq!(r["warnings"], json!([]), "{r}");
+    assert_eq!(
+        r.get("log_tail"),
+        None,
+        "only a failed check shows the log: {r}"
+    );
+}
+
+#[test]
+fn a_hello_later_than_the_ready_wait_passes_with_a_warning_naming_its_time() {
+    let home = TempDir::new("check-home");
+    let dir = write_manifest(
+        &home.path().join("slow"),
+        &py_manifest("slow", &["--delay-ms", "5000"]),
+    );
+    let out = check(&dir, &home, true);
+    let r = report(&out);
+    assert!(out.status.success(), "{r}");
+    assert_eq!(r["violations"], json!([]), "{r}");
+    let hello_ms = r["hello_ms"].as_f64().unwrap();
+    assert!(hello_ms >= 5000.0, "it slept 5 s before its hello: {r}");
+    let warnings = r["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{r}");
+    let warning = warnings[0].as_str().unwrap();
+    let time = format!("hello after {:.1} s", hello_ms / 1000.0);
+    assert!(warning.contains(&time), "{warning:?} should say {time:?}");
+    assert!(warning.contains("ready wait (3s)"), "{warning}");
+    assert_eq!(r["commands"][0]["name"], "py-echo", "{r}");
+}
+
+#[test]
+fn no_hello_within_wait_fails_with_a_hint() {
+    let home = TempDir::new("check-home");
+    let dir = write_manifest(
+        &home.path().join("mute"),
+        &py_manifest("mute", &["--mode", "nohello"]),
+    );
+    let out = check_with(&dir, &home, &["--wait", "2s"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("hello      never"), "{text}");
+    assert!(
+        text.contains("no hello within --wait (2s): is stdout flushed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_hello_printed_without_flushing_is_not_seen_and_the_hint_says_why() {
+    let home = TempDir::new("check-home");
+    let hello = r#"{"type":"hello","name":"unflushed","version":"0.1.0","capabilities":[]}"#;
+    let script = format!("import sys\nprint({hello:?})\nsys.stdin.read()\n");
+    let dir = write_manifest(
+        &home.path().join("unflushed"),
+        &inline_py("unflushed", &script),
+    );
+    let out = check_with(&dir, &home, &["--wait", "2s", "--json"]);
+    let r = report(&out);
+    assert!(!out.status.success(), "{r}");
+    assert_eq!(r["hello"], Value::Null, "{r}");
+    let v = violations(&r);
+    assert!(v.iter().any(|v| v.contains("is stdout flushed")), "{v:?}");
+}
+
+#[test]
+fn a_crash_at_start_shows_this_runs_traceback() {
+    let home = TempDir::new("check-home");
+    let log = home.path().join("logs/ext-crashy.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, "a line from an earlier run\n").unwrap();
+    let script = "import sys\nsys.stderr.write('loading config\\n')\n\
+                  raise RuntimeError('boom at start')\n";
+    let dir = write_manifest(&home.path().join("crashy"), &inline_py("crashy", script));
+    let out = check(&dir, &home, false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("exited during the check"), "{text}");
+    for shown in [
+        "| loading config",
+        "| Traceback (most recent call last):",
+        "| RuntimeError: boom at start",
+    ] {
+        assert!(text.contains(shown), "{shown:?} missing:\n{text}");
+    }
+    assert!(!text.contains("an earlier run"), "{text}");
+
+    let r = report(&check(&dir, &home, true));
+    let tail = r["log_tail"].as_str().unwrap_or_else(|| panic!("{r}"));
+    assert!(tail.contains("RuntimeError: boom at start"), "{tail}");
+    assert_eq!(
+        tail.matches("RuntimeError: boom at start").count(),
+        1,
+        "only this run's traceback: {tail}"
+    );
+}
+
+#[test]
+fn a_hello_naming_another_extension_is_a_violation() {
+    let home = TempDir::new("check-home");
+    let dir = write_manifest(
+        &home.path().join("named"),
+        &py_manifest("named", &["--name", "other"]),
+    );
+    let out = check(&dir, &home, true);
+    let r = report(&out);
+    assert!(!out.status.success(), "{r}");
+    assert!(
+        violations(&r).contains(&r#"hello names it "other" but the manifest says "named""#.into()),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_bare_component_is_checked_with_nothing_granted_and_its_compile_time() {
+    let home = TempDir::new("check-home");
+    let wasm = Path::new(zot_test_guests::REACTOR);
+    let r = report(&check(wasm, &home, true));
+    assert_eq!(r["violations"], json!([]), "{r}");
+    assert_eq!(r["name"], "guest", "named by its hello: {r}");
+    assert_eq!(r["transport"], "wasm", "{r}");
+    assert_eq!(r["dir"], json!(wasm), "{r}");
+    assert_eq!(r["sandbox"]["granted"], Value::Null, "{r}");
+    assert_eq!(r["sandbox"]["withheld"], json!([]), "{r}");
+    assert_eq!(r["compile_by"], "compiled", "{r}");
+    assert!(r["compile_ms"].as_f64().is_some(), "{r}");
+    let left: Vec<_> = std::fs::read_dir(home.path().join("extensions"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "staging left behind: {left:?}");
+
+    let out = check(wasm, &home, false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("from the compilation cache"), "{text}");
+}
+
+#[test]
+fn an_argument_that_is_no_path_is_refused_in_one_line() {
+    let home = TempDir::new("check-home");
+    let out = check_with(Path::new("no-such-extension"), &home, &[]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim(),
+        "zot: check no-such-extension: not an extension directory, an extension.json or a \
+         .wasm file",
+    );
 }

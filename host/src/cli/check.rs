@@ -1,36 +1,76 @@
 //! `zot ext check <path>`: load one extension alone, show what it registered and how long
 //! each step took, and fail on any protocol violation.
 
+use super::install::TermProgress;
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use zot_host::{Host, HostConfig};
+use zot_host::install::{self, InstallSource, Progress, Request};
+use zot_host::manifest::{Launch, Manifest, MANIFEST_FILE};
+use zot_host::paths::ZotHome;
+use zot_host::{Host, HostConfig, Timeouts};
+
+/// How many lines of this run's log a failed check shows.
+const TAIL_LINES: usize = 30;
+/// How many bytes from the end of this run's log are searched for those lines.
+const TAIL_BYTES: u64 = 16 * 1024;
 
 #[derive(clap::Args)]
 pub(crate) struct CheckArgs {
-    /// The extension's directory or its extension.json.
-    path: PathBuf,
+    /// The extension's directory, its extension.json, or a component (a .wasm file).
+    path: String,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// How long to wait for its hello and ready, e.g. `30s`, `500ms`. Later than zot
+    /// host's own ready wait (3 s) is a warning; never within this is a violation.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    wait: Duration,
+}
+
+/// What `check` loads.
+enum Target {
+    /// An extension directory.
+    Dir(PathBuf),
+    /// A bare component, run with nothing granted.
+    Wasm(PathBuf),
+}
+
+impl Target {
+    /// Classifies the argument as install does; anything but an existing directory, its
+    /// manifest or a `.wasm` file is refused.
+    fn parse(arg: &str) -> Result<Target, String> {
+        match InstallSource::parse(arg) {
+            InstallSource::Wasm(file) if file.is_file() => Ok(Target::Wasm(file)),
+            InstallSource::Dir(dir) if dir.is_dir() => Ok(Target::Dir(dir)),
+            InstallSource::Dir(file) if file.file_name().is_some_and(|n| n == MANIFEST_FILE) => {
+                let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
+                Ok(Target::Dir(dir.unwrap_or(Path::new(".")).to_path_buf()))
+            }
+            _ => Err(format!(
+                "not an extension directory, an {MANIFEST_FILE} or a .wasm file"
+            )),
+        }
+    }
 }
 
 /// Runs the check; exit 0 only without violations.
 pub(crate) fn run(args: CheckArgs) -> ExitCode {
-    let home = match super::zot_home(None) {
-        Ok(h) => h,
+    let target = super::zot_home(None).and_then(|home| {
+        let target = Target::parse(&args.path).map_err(|e| format!("check {}: {e}", args.path))?;
+        Ok((home, target))
+    });
+    let (home, target) = match target {
+        Ok(t) => t,
         Err(e) => {
             eprintln!("zot: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut config = HostConfig::new(home, cwd);
-    config.explicit = vec![args.path.clone()];
-    config.installed = false;
     let runtime = tokio::runtime::Runtime::new().expect("the async runtime starts");
-    let report = runtime.block_on(check(config));
+    let report = prepare_and_check(&runtime, home, &target, args.wait);
     let ok = report["violations"].as_array().is_some_and(Vec::is_empty);
     if args.json {
         println!(
@@ -48,18 +88,126 @@ pub(crate) fn run(args: CheckArgs) -> ExitCode {
     }
 }
 
+/// Compiles a component as its own step, stages a bare one, then checks the extension
+/// and adds the compile step and, on failure, this run's log tail to the report.
+fn prepare_and_check(
+    runtime: &tokio::runtime::Runtime,
+    home: ZotHome,
+    target: &Target,
+    wait: Duration,
+) -> Value {
+    let progress = TermProgress::new();
+    let component = match target {
+        Target::Wasm(file) => Some(file.clone()),
+        Target::Dir(dir) => Manifest::read(dir).ok().and_then(|m| match m.launch(dir) {
+            Launch::Wasm(file) => Some(file),
+            Launch::Exec(_) => None,
+        }),
+    };
+    let compiled = component.and_then(|file| compile(runtime, &home, &file, &progress));
+    // `_staged` lives until the check is over: dropping it removes the staged component.
+    let (dir, _staged) = match target {
+        Target::Dir(dir) => (dir.clone(), None),
+        Target::Wasm(file) => {
+            let req = Request {
+                source: InstallSource::Wasm(file.clone()),
+                git_ref: None,
+                path: None,
+                name: None,
+                root: home.extensions_dir(),
+                home: home.clone(),
+            };
+            match install::stage(&req, &progress) {
+                Ok(staged) => (staged.tree().to_path_buf(), Some(staged)),
+                Err(e) => return json!({"violations": [e.0], "warnings": []}),
+            }
+        }
+    };
+    let log = Manifest::read(&dir).ok().map(|m| home.log_path(&m.name));
+    let log_from = log
+        .as_ref()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut config = HostConfig::new(home, cwd);
+    config.explicit = vec![dir];
+    config.installed = false;
+    config.timeouts.ready = wait;
+    let mut report = runtime.block_on(check(config));
+    if let Target::Wasm(file) = target {
+        report["dir"] = json!(std::path::absolute(file).unwrap_or_else(|_| file.clone()));
+    }
+    if report.get("name").is_some() {
+        report["compile_ms"] = ms(compiled.map(|(took, _)| took));
+        report["compile_by"] = json!(compiled.map(|(_, by)| by));
+    }
+    let failed = report["violations"]
+        .as_array()
+        .is_some_and(|v| !v.is_empty());
+    if failed {
+        report["log_tail"] = json!(log.and_then(|p| log_tail(&p, log_from)));
+    }
+    report
+}
+
+/// Compiles the component at `file`, or loads it from the compilation cache, so that its
+/// start reuses it: how long that took and `compiled`, `cache` or `shared`. `None` when it
+/// cannot be loaded (its start then says why).
+fn compile(
+    runtime: &tokio::runtime::Runtime,
+    home: &ZotHome,
+    file: &Path,
+    progress: &dyn Progress,
+) -> Option<(Duration, &'static str)> {
+    use zot_host::cache::{self, Source};
+    progress.begin(&format!("compiling {}", file.display()));
+    let started = Instant::now();
+    let engine = zot_host::transport::wasm::engine();
+    let loaded = runtime.block_on(cache::load(engine, file, &home.cache_dir()));
+    let took = started.elapsed();
+    progress.end();
+    let by = match loaded.ok()?.source {
+        Source::Compiled(_) => "compiled",
+        Source::Cached(_) => "cache",
+        Source::Shared => "shared",
+    };
+    Some((took, by))
+}
+
+/// The last lines appended to the log at `path` since it was `from` bytes long (from the
+/// start if it has shrunk since); `None` if nothing was.
+fn log_tail(path: &Path, from: u64) -> Option<String> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let from = if from > len { 0 } else { from };
+    let start = from.max(len.saturating_sub(TAIL_BYTES));
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    // A cut at `start` leaves a partial first line: skip it.
+    let lines: Vec<&str> = text.lines().skip(usize::from(start > from)).collect();
+    let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+    (!tail.trim().is_empty()).then_some(tail)
+}
+
 fn ms(d: Option<Duration>) -> Value {
     d.map_or(Value::Null, |d| json!(d.as_secs_f64() * 1000.0))
 }
 
 async fn check(config: HostConfig) -> Value {
-    let ready_wait = config.timeouts.ready;
+    let wait = config.timeouts.ready;
+    let wait_text = humantime::format_duration(wait);
     let (host, _notes) = Host::new(config);
     let report = host.load().await;
     let Some(info) = host.extensions().into_iter().next() else {
-        return json!({"violations": ["no extension found at that path (it needs an extension.json)"]});
+        return json!({
+            "violations": ["no extension found at that path (it needs an extension.json)"],
+            "warnings": [],
+        });
     };
     let mut violations: Vec<String> = report.errors.iter().map(|e| e.error.clone()).collect();
+    let mut warnings = Vec::new();
     if info.state == "disabled" {
         violations.push("the manifest says \"enabled\": false".into());
     }
@@ -68,16 +216,36 @@ async fn check(config: HostConfig) -> Value {
     if exited_early {
         // The exit is the violation; what it did not get to send follows from it.
     } else if status.hello.is_none() && info.state != "disabled" && info.state != "error" {
-        violations.push(format!("no hello within the ready wait ({ready_wait:?})"));
+        violations.push(format!(
+            "no hello within --wait ({wait_text}): is stdout flushed after printing it?"
+        ));
     } else if info.state == "starting" {
         violations.push(format!(
-            "not ready within the ready wait ({ready_wait:?}): it kept sending frames"
+            "not ready within --wait ({wait_text}): it kept sending frames"
         ));
     }
     if exited_early {
         violations.push(format!(
             "exited during the check: {}",
             info.error.clone().unwrap_or_default()
+        ));
+    }
+    if let Some(hello) = status.hello.as_ref().filter(|h| h.name != info.name) {
+        violations.push(format!(
+            "hello names it {:?} but the manifest says {:?}",
+            hello.name, info.name
+        ));
+    }
+    let normal = Timeouts::default().ready;
+    let slow = [("hello", status.hello_after), ("ready", status.ready_after)]
+        .into_iter()
+        .find_map(|(what, after)| Some(what).zip(after.filter(|t| *t > normal)));
+    if let Some((what, after)) = slow {
+        warnings.push(format!(
+            "slow start: {what} after {:.1} s, later than zot host's ready wait ({}); \
+             zot host takes its registrations when they arrive",
+            after.as_secs_f64(),
+            humantime::format_duration(normal)
         ));
     }
     violations.extend(status.violations.iter().cloned());
@@ -123,6 +291,7 @@ async fn check(config: HostConfig) -> Value {
         "exit": exit,
         "sandbox": info.sandbox,
         "violations": violations,
+        "warnings": warnings,
     })
 }
 
@@ -141,6 +310,14 @@ fn print_text(r: &Value) {
             s(&r["transport"]),
             s(&r["dir"])
         );
+        if let Some(by) = r["compile_by"].as_str() {
+            let how = match by {
+                "compiled" => "compiled now, cached for the next start",
+                "cache" => "from the compilation cache",
+                _ => "already compiled",
+            };
+            let _ = writeln!(out, "  compile    {:>10}  {how}", ms(&r["compile_ms"]));
+        }
         let hello = &r["hello"];
         if hello.is_object() {
             let _ = writeln!(
@@ -202,6 +379,18 @@ fn print_text(r: &Value) {
             s(&r["exit"])
         );
         let _ = writeln!(out, "  log        {}", s(&r["log"]));
+    }
+    for w in r["warnings"].as_array().into_iter().flatten() {
+        let _ = writeln!(out, "warning: {}", s(w));
+    }
+    if let Some(tail) = r["log_tail"].as_str() {
+        let _ = writeln!(
+            out,
+            "this run's log (its stderr and the host's notes), last lines:"
+        );
+        for line in tail.lines() {
+            let _ = writeln!(out, "  | {line}");
+        }
     }
     let violations = r["violations"].as_array().cloned().unwrap_or_default();
     if violations.is_empty() {

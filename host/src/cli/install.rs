@@ -390,13 +390,13 @@ pub(crate) fn verify(home: &ZotHome, name: &str, json: bool) -> Result<(), Strin
 }
 
 /// A spinner with the elapsed time on stderr while a slow step runs, on a terminal only.
-struct TermProgress {
+pub(crate) struct TermProgress {
     on: bool,
     running: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
 }
 
 impl TermProgress {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         TermProgress {
             on: io::stderr().is_terminal(),
             running: Mutex::new(None),
