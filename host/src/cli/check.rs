@@ -358,7 +358,12 @@ fn print_text(r: &Value) {
                 "  sandbox    {} component, {} MiB memory, sha256 {}",
                 sb["component"].as_str().unwrap_or_default(),
                 sb["memory_mb"],
-                &sb["sha256"].as_str().unwrap_or_default()[..12]
+                sb["sha256"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(12)
+                    .collect::<String>()
             );
             let _ = writeln!(out, "             asks {}", sb["asked"]);
             let _ = writeln!(out, "             granted {}", sb["granted"]);
