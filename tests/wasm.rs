@@ -1405,19 +1405,25 @@ fn ext_run_gives_any_stdio_host_the_sandbox() {
     host.shutdown();
 }
 
+/// Starts `zot ext run ARGS` with `ZOT_HOME` under `scratch`, every stdio piped.
+fn ext_run(scratch: &Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "run"])
+        .args(args)
+        .env("ZOT_HOME", scratch.join("home"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("zot runs")
+}
+
 #[test]
 fn ext_run_skips_lines_that_are_not_json_and_the_component_goes_on() {
     use std::io::{BufRead, Write};
     for kind in Kind::BOTH {
         let scratch = TempDir::new("run-garbage");
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
-            .args(["ext", "run", kind.wasm()])
-            .env("ZOT_HOME", scratch.path().join("home"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("zot runs");
+        let mut child = ext_run(scratch.path(), &[kind.wasm()]);
         let mut stdin = child.stdin.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel::<Value>();
         let stdout = child.stdout.take().unwrap();
@@ -1481,14 +1487,7 @@ fn ext_run_exits_non_zero_when_the_component_dies() {
     use std::io::Write;
     for kind in Kind::BOTH {
         let scratch = TempDir::new("run-dies");
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
-            .args(["ext", "run", "--tool-timeout-ms", "200", kind.wasm()])
-            .env("ZOT_HOME", scratch.path().join("home"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("zot runs");
+        let mut child = ext_run(scratch.path(), &["--tool-timeout-ms", "200", kind.wasm()]);
         let mut stdin = child.stdin.take().unwrap();
         stdin
             .write_all(b"{\"type\":\"tool_call\",\"id\":\"1\",\"name\":\"spin\",\"args\":{}}\n")
