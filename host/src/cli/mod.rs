@@ -91,6 +91,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour())
         .with_max_level(tracing::Level::WARN)
         .with_target(false)
         .without_time()
@@ -103,6 +104,12 @@ pub fn main() -> ExitCode {
         Command::Ext(cmd) => ext::run(cmd),
         Command::Host(args) => sidecar::run(args),
     }
+}
+
+/// Whether stderr gets ANSI colour: only on a terminal, and never with `NO_COLOR` set.
+fn colour() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// `--zot-home` if given, else `$ZOT_HOME` or the platform default.

@@ -7,6 +7,7 @@
 //! staging folder; one left by a killed process is removed by the next install.
 
 mod fetch;
+pub mod filetype;
 pub mod provenance;
 
 pub use fetch::{Progress, Quiet};
@@ -169,7 +170,7 @@ pub fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Error> {
             }
             let file = file
                 .canonicalize()
-                .map_err(|e| Error(format!("{}: {e}", file.display())))?;
+                .map_err(|e| Error(format!("cannot read {}: {e}", file.display())))?;
             stage_component(&file, &tree, req, progress)?;
             (SourceKind::Wasm, file.display().to_string(), None)
         }
@@ -339,8 +340,10 @@ fn stage_component(
 ) -> Result<(), Error> {
     let bytes =
         fs::read(file).map_err(|e| Error(format!("cannot read {}: {e}", file.display())))?;
-    crate::transport::wasm::kind_of_bytes(&bytes)
-        .map_err(|e| Error(format!("{}: {e}", file.display())))?;
+    if let Some(what) = filetype::not_a_component(&bytes) {
+        return fail(format!("not a WebAssembly component (it is {what})"));
+    }
+    crate::transport::wasm::kind_of_bytes(&bytes).map_err(Error)?;
     progress.begin(&format!(
         "starting {} with no permissions to read its hello",
         file.display()
@@ -348,7 +351,7 @@ fn stage_component(
     let log = crate::log::ExtLog::open(&req.home.logs_dir().join("install.log"));
     let hello = crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), log);
     progress.end();
-    let (name, version) = hello.map_err(|e| Error(format!("{}: refused: {e}", file.display())))?;
+    let (name, version) = hello.map_err(|e| Error(format!("refused: {e}")))?;
     let name = req.name.clone().unwrap_or(name);
     manifest::validate_name(&name).map_err(|e| {
         Error(format!(
