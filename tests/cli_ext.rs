@@ -981,6 +981,351 @@ fn project_installs_go_to_the_project() {
     // Removing a global install forgets its record too.
     assert_ok(&env.install(src.to_str().unwrap()));
     assert!(env.home().join("provenance/local.json").is_file());
-    assert_ok(&env.zot(&["remove", "local", "--yes"]));
+    assert_ok(&env.zot(&["remove", "local", "--global", "--yes"]));
     assert!(!env.home().join("provenance/local.json").exists());
+}
+
+// ---------------------------------------------------------------------------------------
+// info shows hashes and grants, one name resolution, grants only of what is asked,
+// update --ref, the form of errors
+
+#[test]
+fn info_shows_the_recorded_hash_and_the_grant_in_plain_words() {
+    let env = Env::new();
+    let src = env.root.join("asker");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("hello.wasm"), hello_wasm()).unwrap();
+    fs::write(
+        src.join("extension.json"),
+        r#"{"name":"asker","version":"1.0.0","description":"asks for things","wasm":"hello.wasm",
+            "permissions":{"env":["ASKER_TOKEN"],"http":["api.example.com"]},"limits":{"memory_mb":96}}"#,
+    )
+    .unwrap();
+    assert_ok(&env.install(src.to_str().unwrap()));
+
+    let info = info_json(&env, "asker");
+    let sha = info["provenance"]["files"]["hello.wasm"].as_str().unwrap();
+    assert_eq!(sha.len(), 64, "{info}");
+    assert_eq!(
+        info["program"],
+        serde_json::json!({"path": "hello.wasm", "sha256": sha})
+    );
+    let out = env.zot(&["info", "asker"]);
+    assert_ok(&out);
+    let expected = format!(
+        "\
+name         asker
+version      1.0.0
+description  asks for things
+directory    {dir} (global copy)
+transport    wasm
+enabled      yes
+source       {src} (directory)
+installed at {time}
+files        2 recorded (`zot ext verify asker` checks them)
+component    hello.wasm, sha256 {sha} (as installed)
+granted      read and write its own data directory (seen as /data)
+             read the environment variable ASKER_TOKEN
+             make HTTP requests to api.example.com
+             use up to 96 MiB of memory
+",
+        dir = env.extensions().join("asker").display(),
+        src = src.canonicalize().unwrap().display(),
+        time = info["provenance"]["installed_at"].as_str().unwrap(),
+    );
+    assert_eq!(stdout(&out), expected);
+
+    // After a revoke: its data dir only.
+    assert_ok(&env.zot(&["revoke", "asker"]));
+    let shown = stdout(&env.zot(&["info", "asker"]));
+    assert!(
+        shown.ends_with("granted      nothing beyond its data dir (no grant recorded)\n"),
+        "{shown}"
+    );
+
+    // A classic extension: the program's hash (a script run by an interpreter counts),
+    // and no sandbox.
+    let py = env.source(
+        "py",
+        r#"{"name":"py","exec":"python3","args":["main.py"],"description":"d"}"#,
+    );
+    fs::write(py.join("main.py"), "print('hi')\n").unwrap();
+    assert_ok(&env.install(py.to_str().unwrap()));
+    let info = info_json(&env, "py");
+    let sha = info["provenance"]["files"]["main.py"].as_str().unwrap();
+    assert_eq!(info["program"]["path"], "main.py", "{info}");
+    assert_eq!(info["program"]["sha256"], sha);
+    let shown = stdout(&env.zot(&["info", "py"]));
+    assert!(
+        shown.ends_with(&format!(
+            "program      main.py, sha256 {sha} (as installed)\n\
+             granted      everything you can: a classic extension runs with your full user \
+             permissions\n"
+        )),
+        "{shown}"
+    );
+    assert!(!shown.contains("zot ext grant"), "{shown}");
+}
+
+#[test]
+fn a_name_means_the_project_copy_first_and_flags_choose() {
+    let env = Env::new();
+    let src = env.source("both-src", &manifest("both"));
+    let src = src.to_str().unwrap();
+    assert_ok(&env.install(src));
+    assert_ok(&env.zot(&["install", src, "--project", "--yes"]));
+    let local = env.root.join("cwd/.zot/extensions/both");
+    let global = env.extensions().join("both");
+    let project_copy = format!("project copy at {}", local.display());
+    let global_copy = format!("global copy at {}", global.display());
+
+    let shown = stdout(&env.zot(&["info", "both"]));
+    assert!(
+        shown.contains(&format!("{} (project copy)", local.display())),
+        "{shown}"
+    );
+    assert_eq!(info_json(&env, "both")["scope"], "project");
+    let out = env.zot(&["info", "both", "--global", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (v["scope"].as_str(), v["dir"].as_str()),
+        (Some("global"), global.to_str())
+    );
+    let out = env.zot(&["verify", "both"]);
+    assert!(stdout(&out).contains(&project_copy), "{}", stdout(&out));
+
+    let out = env.zot(&["disable", "both", "--global"]);
+    assert!(stdout(&out).contains(&global_copy), "{}", stdout(&out));
+    let enabled = |dir: &Path| {
+        let text = fs::read_to_string(dir.join("extension.json")).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()["enabled"].clone()
+    };
+    assert_eq!(enabled(&global), false);
+    assert_eq!(
+        enabled(&local),
+        Value::Null,
+        "the project copy is untouched"
+    );
+
+    // `remove` acts on the copy that loads (the project's) and says so.
+    let out = env.zot(&["remove", "both", "--yes"]);
+    assert_ok(&out);
+    assert_eq!(stdout(&out), format!("Removed both ({project_copy})\n"));
+    assert!(!local.exists() && global.exists());
+    assert!(!env.root.join("cwd/.zot/provenance/both.json").exists());
+    assert!(env.home().join("provenance/both.json").is_file());
+    assert_fails_with(
+        &env.zot(&["info", "both", "--project"]),
+        &format!(
+            "info both: no extension named \"both\" in {}",
+            env.root.join("cwd/.zot/extensions").display()
+        ),
+    );
+
+    // `--global` chooses the global copy even when a project copy would load.
+    assert_ok(&env.zot(&["install", src, "--project", "--yes"]));
+    let out = env.zot(&["remove", "both", "--global", "--yes"]);
+    assert_ok(&out);
+    assert_eq!(stdout(&out), format!("Removed both ({global_copy})\n"));
+    assert!(local.exists() && !global.exists());
+    assert_eq!(
+        env.zot(&["info", "both", "--project", "--global"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn grant_refuses_a_permission_the_manifest_does_not_ask() {
+    let env = Env::new();
+    let src = env.root.join("local-http");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("hello.wasm"), hello_wasm()).unwrap();
+    fs::write(
+        src.join("extension.json"),
+        component_manifest(
+            "local-http",
+            "1.0.0",
+            r#"{"http":["http://127.0.0.1:8766"],"env":["LOCAL_TOKEN"]}"#,
+        ),
+    )
+    .unwrap();
+    assert_ok(&env.zot(&["install", src.to_str().unwrap(), "--project", "--yes"]));
+    assert_ok(&env.zot(&["revoke", "local-http"]));
+
+    let out = env.zot(&["grant", "local-http", "-p", "http:127.0.0.1:8766"]);
+    assert_fails_with(
+        &out,
+        "grant local-http: its manifest does not ask for http:127.0.0.1:8766, so granting it \
+         would have no effect; it asks for: data_dir, env:LOCAL_TOKEN, \
+         http:http://127.0.0.1:8766 (nearest: http:http://127.0.0.1:8766); nothing was granted",
+    );
+    assert!(!env.home().join("grants/local-http.json").exists());
+    // One refused permission refuses the whole command.
+    let out = env.zot(&[
+        "grant",
+        "local-http",
+        "-p",
+        "env:LOCAL_TOKEN",
+        "-p",
+        "env:LOCAL_TOKN",
+    ]);
+    assert_fails_with(&out, "(nearest: env:LOCAL_TOKEN)");
+    assert!(!env.home().join("grants/local-http.json").exists());
+
+    let out = env.zot(&["grant", "local-http", "-p", "http:http://127.0.0.1:8766"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("local-http (project copy at "),
+        "{}",
+        stdout(&out)
+    );
+    let granted = list_json(&env)[0]["grant"]["permissions"].clone();
+    assert_eq!(
+        granted["http"],
+        serde_json::json!(["http://127.0.0.1:8766"]),
+        "{granted}"
+    );
+
+    // A bare component's generated manifest asks for nothing but its data dir.
+    let file = env.root.join("hello.wasm");
+    fs::write(&file, hello_wasm()).unwrap();
+    assert_ok(&env.install(file.to_str().unwrap()));
+    let before = fs::read(env.home().join("grants/hello.json")).unwrap();
+    let out = env.zot(&["grant", "hello", "-p", "env:X"]);
+    assert_fails_with(
+        &out,
+        "grant hello: its manifest does not ask for env:X, so granting it would have no \
+         effect; it asks for: data_dir; nothing was granted",
+    );
+    assert_eq!(
+        fs::read(env.home().join("grants/hello.json")).unwrap(),
+        before
+    );
+    assert_fails_with(
+        &env.zot(&["grant", "hello", "-p", "memory:128"]),
+        "does not ask for memory:128",
+    );
+}
+
+#[test]
+fn update_moves_a_git_install_to_another_ref() {
+    let env = Env::new();
+    let v1 = r#"{"name":"mover","version":"1.0.0","exec":"./run.sh"}"#;
+    let repo = repo_with(&env, "mover-repo", "mover", v1, &[]);
+    git(&repo, &["tag", "v1"]);
+    let v2 = r#"{"name":"mover","version":"2.0.0","exec":"./run.sh"}"#;
+    fs::write(repo.join("examples/mover/extension.json"), v2).unwrap();
+    git(&repo, &["commit", "-q", "-am", "two"]);
+    git(&repo, &["tag", "v2"]);
+    let url = file_url(&repo);
+
+    let out = env.zot(&[
+        "install",
+        &url,
+        "--ref",
+        "v1",
+        "--path",
+        "examples/mover",
+        "--yes",
+    ]);
+    assert_ok(&out);
+    let at_v1 = rev_parse(&repo, "v1");
+    assert!(
+        stdout(&out).starts_with(&format!(
+            "mover 1.0.0 from {url} (--ref v1, --path examples/mover) at {}\n",
+            &at_v1[..12]
+        )),
+        "the header names the ref: {}",
+        stdout(&out)
+    );
+
+    let out = env.zot(&["update", "mover", "--ref", "v2", "--yes"]);
+    assert_ok(&out);
+    let shown = stdout(&out);
+    for line in [
+        "(--ref v2, --path examples/mover)",
+        "  ref      v1 -> v2",
+        "  version  1.0.0 -> 2.0.0",
+    ] {
+        assert!(shown.contains(line), "{line:?} in {shown}");
+    }
+    let info = info_json(&env, "mover");
+    assert_eq!(info["version"], "2.0.0");
+    assert_eq!(info["provenance"]["ref"], "v2");
+    assert_eq!(
+        info["provenance"]["commit"],
+        rev_parse(&repo, "v2").as_str()
+    );
+
+    // The new ref stays: a later commit on the branch is not picked up.
+    let v3 = r#"{"name":"mover","version":"3.0.0","exec":"./run.sh"}"#;
+    fs::write(repo.join("examples/mover/extension.json"), v3).unwrap();
+    git(&repo, &["commit", "-q", "-am", "three"]);
+    let out = env.zot(&["update", "mover"]);
+    assert!(
+        stdout(&out).contains("mover is up to date"),
+        "{}",
+        stdout(&out)
+    );
+
+    // Another ref with the same files is still recorded.
+    git(&repo, &["tag", "also-v2", "v2"]);
+    assert_ok(&env.zot(&["update", "mover", "--ref", "also-v2"]));
+    assert_eq!(info_json(&env, "mover")["provenance"]["ref"], "also-v2");
+
+    let src = env.source("plain", &manifest("plain"));
+    assert_ok(&env.install(src.to_str().unwrap()));
+    assert_fails_with(
+        &env.zot(&["update", "plain", "--ref", "v2"]),
+        "update plain: --ref needs a git URL",
+    );
+    assert_eq!(
+        env.zot(&["update", "--all", "--ref", "v2"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn errors_are_one_line_naming_what_failed_without_colour() {
+    let env = Env::new();
+    let text = env.root.join("notes.wasm");
+    fs::write(&text, "just some notes\n").unwrap();
+    let out = env.install(text.to_str().unwrap());
+    assert_fails_with(&out, "");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "zot: install {}: not a WebAssembly component (it is a text file)\n",
+            text.display()
+        )
+    );
+    let module = env.root.join("module.wasm");
+    fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
+    assert_fails_with(
+        &env.install(module.to_str().unwrap()),
+        "module.wasm: not a WebAssembly component (it is a core wasm module, not a component)",
+    );
+    assert_fails_with(
+        &env.zot(&["info", "nope"]),
+        "zot: info nope: no extension named \"nope\"",
+    );
+    assert_fails_with(
+        &env.zot(&["grant", "nope"]),
+        "zot: grant nope: no extension named \"nope\"",
+    );
+    assert_fails_with(&env.zot(&["revoke", "../x"]), "zot: revoke ../x: ");
+
+    // Diagnostics carry no colour codes when stderr is not a terminal: a log that cannot
+    // be opened is warned about on stderr.
+    fs::write(env.home().join("logs"), "a file where the log folder goes").unwrap();
+    let file = env.root.join("hello.wasm");
+    fs::write(&file, hello_wasm()).unwrap();
+    let out = env.install(file.to_str().unwrap());
+    assert_ok(&out);
+    assert!(stderr(&out).contains("cannot open log"), "{}", stderr(&out));
+    for out in [&out, &env.zot(&["info", "nope"])] {
+        assert!(!out.stderr.contains(&0x1b), "{:?}", stderr(out));
+    }
 }

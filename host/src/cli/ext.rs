@@ -1,5 +1,6 @@
 //! `zot ext list|remove|enable|disable|logs`: printing around `zot_host::install`.
 
+use super::resolve::{copy_at, resolve, Scope};
 use super::{zot_home, ExtCommand};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -27,11 +28,15 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
         ExtCommand::List { json } => list(&home, json),
         ExtCommand::Install(args) => super::install::install(&home, args),
         ExtCommand::Update(args) => super::install::update(&home, args),
-        ExtCommand::Info { name, json } => super::install::info(&home, &name, json),
-        ExtCommand::Verify { name, json } => super::install::verify(&home, &name, json),
-        ExtCommand::Remove { name, yes } => remove(&home, &name, yes),
-        ExtCommand::Enable { name } => set_enabled(&home, &name, true),
-        ExtCommand::Disable { name } => set_enabled(&home, &name, false),
+        ExtCommand::Info { name, json, scope } => {
+            super::install::info(&home, &name, json, scope.scope())
+        }
+        ExtCommand::Verify { name, json, scope } => {
+            super::install::verify(&home, &name, json, scope.scope())
+        }
+        ExtCommand::Remove { name, yes, scope } => remove(&home, &name, yes, scope.scope()),
+        ExtCommand::Enable { name, scope } => set_enabled(&home, &name, true, scope.scope()),
+        ExtCommand::Disable { name, scope } => set_enabled(&home, &name, false, scope.scope()),
         ExtCommand::Logs { name, follow } => logs(&home, &name, follow),
         ExtCommand::Check(_)
         | ExtCommand::Run(_)
@@ -131,21 +136,27 @@ fn print_table(rows: &[Listed]) {
     }
 }
 
-fn remove(home: &ZotHome, name: &str, yes: bool) -> Result<(), String> {
+fn remove(home: &ZotHome, name: &str, yes: bool, scope: Option<Scope>) -> Result<(), String> {
     let what = |e: String| format!("remove {name}: {e}");
-    let dir = install::find_installed(home, name).map_err(|e| what(e.0))?;
-    super::install::ask(&format!("Remove {}?", dir.display()), yes).map_err(what)?;
+    let (dir, scope) = resolve(home, &cwd()?, name, scope).map_err(what)?;
+    let copy = copy_at(&dir, scope);
+    super::install::ask(&format!("Remove the {copy}?"), yes).map_err(what)?;
     install::remove(&dir).map_err(|e| what(e.0))?;
-    println!("Removed {name} ({})", dir.display());
+    println!("Removed {name} ({copy})");
     Ok(())
 }
 
-fn set_enabled(home: &ZotHome, name: &str, enabled: bool) -> Result<(), String> {
+fn set_enabled(
+    home: &ZotHome,
+    name: &str,
+    enabled: bool,
+    scope: Option<Scope>,
+) -> Result<(), String> {
     let verb = if enabled { "enable" } else { "disable" };
-    let found = install::set_enabled(&cwd()?, home, name, enabled)
-        .map_err(|e| format!("{verb} {name}: {e}"))?;
-    let source = source_label(found.source);
-    println!("{name} is now {verb}d ({source}: {})", found.dir.display());
+    let what = |e: String| format!("{verb} {name}: {e}");
+    let (dir, scope) = resolve(home, &cwd()?, name, scope).map_err(what)?;
+    zot_host::manifest::set_enabled(&dir, enabled).map_err(|e| what(e.to_string()))?;
+    println!("{name} is now {verb}d ({})", copy_at(&dir, scope));
     println!("It takes effect the next time zot starts.");
     Ok(())
 }

@@ -2,10 +2,10 @@
 //! recorded in `$ZOT_HOME/grants/<name>.json` with the component's hash; at run time a
 //! permission is in force only if the manifest asks for it and it is granted here.
 
+use super::resolve::{copy_at, resolve, ScopeArgs};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use zot_host::grants;
-use zot_host::install;
 use zot_host::manifest::{CwdAccess, Launch, Manifest, Permissions, MAX_MEMORY_MB};
 use zot_host::paths::ZotHome;
 use zot_host::sandbox::{Grant, DEFAULT_MEMORY_MB};
@@ -17,61 +17,69 @@ pub(crate) struct GrantArgs {
     /// Grant everything its manifest asks for.
     #[arg(long)]
     all: bool,
-    /// Grant one permission: `data_dir`, `cwd`, `env:NAME`, `http:HOST`, `memory:MB`.
-    /// Repeatable; adds to what was granted before.
+    /// Grant one permission its manifest asks for: `data_dir`, `cwd`, `env:NAME`,
+    /// `http:HOST`, `memory:MB`. Repeatable; adds to what was granted before.
     #[arg(long = "permission", short = 'p', value_name = "PERMISSION")]
     permissions: Vec<String>,
+    #[command(flatten)]
+    scope: ScopeArgs,
 }
 
 /// With no `--all`/`--permission`, shows what is asked and granted; else records more.
 pub(crate) fn grant(args: GrantArgs) -> ExitCode {
-    report(run_grant(args))
+    let what = format!("grant {}", args.target);
+    report(&what, run_grant(args))
 }
 
 /// Forgets the grant of `name`.
 pub(crate) fn revoke(name: &str) -> ExitCode {
-    report((|| {
-        let home = super::zot_home(None)?;
-        zot_host::manifest::validate_name(name)?;
-        match grants::revoke(&home, name) {
-            Ok(true) => {
-                println!("revoked every permission granted to {name}: it keeps only its data dir")
+    report(
+        &format!("revoke {name}"),
+        (|| {
+            let home = super::zot_home(None)?;
+            zot_host::manifest::validate_name(name)?;
+            match grants::revoke(&home, name) {
+                Ok(true) => println!(
+                    "revoked every permission granted to {name}: it keeps only its data dir"
+                ),
+                Ok(false) => println!("{name} had no grant"),
+                Err(e) => {
+                    return Err(format!(
+                        "cannot remove {}: {e}",
+                        grants::path(&home, name).display()
+                    ))
+                }
             }
-            Ok(false) => println!("{name} had no grant"),
-            Err(e) => {
-                return Err(format!(
-                    "cannot remove {}: {e}",
-                    grants::path(&home, name).display()
-                ))
-            }
-        }
-        Ok(())
-    })())
+            Ok(())
+        })(),
+    )
 }
 
-fn report(result: Result<(), String>) -> ExitCode {
+/// Exit 0, or `zot: <what>: <why>` on stderr and exit 1.
+fn report(what: &str, result: Result<(), String>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("zot: {e}");
+            eprintln!("zot: {what}: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// The manifest and component of `target`: a directory, or an installed name.
-fn locate(home: &ZotHome, target: &str) -> Result<(Manifest, PathBuf), String> {
-    let dir = if Path::new(target).join("extension.json").is_file() {
-        PathBuf::from(target)
+/// The manifest and component of `args.target`: a directory, or an installed name
+/// (then also which copy, in words).
+fn locate(home: &ZotHome, args: &GrantArgs) -> Result<(Manifest, PathBuf, Option<String>), String> {
+    let target = &args.target;
+    let (dir, copy) = if Path::new(target).join("extension.json").is_file() {
+        (PathBuf::from(target), None)
     } else {
-        let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
-        install::find(&cwd, home, target)
-            .map_err(|e| e.to_string())?
-            .dir
+        let (dir, scope) = resolve(home, &super::ext::cwd()?, target, args.scope.scope())?;
+        let copy = copy_at(&dir, scope);
+        (dir, Some(copy))
     };
     let m = Manifest::read(&dir).map_err(|e| e.to_string())?;
     match m.launch(&dir) {
-        Launch::Wasm(wasm) => Ok((m, wasm)),
+        Launch::Wasm(wasm) => Ok((m, wasm, copy)),
         Launch::Exec(_) => Err(format!(
             "{} is a classic extension (\"exec\"): it runs with your full user permissions, \
              so there is nothing to grant",
@@ -82,16 +90,19 @@ fn locate(home: &ZotHome, target: &str) -> Result<(Manifest, PathBuf), String> {
 
 fn run_grant(args: GrantArgs) -> Result<(), String> {
     let home = super::zot_home(None)?;
-    let (m, wasm) = locate(&home, &args.target)?;
+    let (m, wasm, copy) = locate(&home, &args)?;
     let sha256 = sha256_of(&wasm)?;
     let old = grants::load(&home, &m.name)?;
-    println!("{} asks for:", m.name);
-    describe_asked(&m);
+    match &copy {
+        Some(copy) => println!("{} ({copy}) asks for:", m.name),
+        None => println!("{} asks for:", m.name),
+    }
+    print_list(&asked_words(&m));
     if !args.all && args.permissions.is_empty() {
         match &old {
             Some(g) => {
                 println!("granted:");
-                describe(&g.permissions, granted_memory(g));
+                print_list(&granted_words(g));
             }
             None => println!("granted: nothing beyond its data dir (no grant recorded)"),
         }
@@ -103,11 +114,11 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
         add_asked(&mut grant, &m);
     }
     for permission in &args.permissions {
-        apply(&mut grant, permission)?;
+        apply(&mut grant, &m, permission)?;
     }
     save(&home, &m.name, &grant)?;
     println!("granted:");
-    describe(&grant.permissions, granted_memory(&grant));
+    print_list(&granted_words(&grant));
     Ok(())
 }
 
@@ -163,40 +174,49 @@ pub(crate) fn repin(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), Str
 
 /// What `new` asks for that `old` did not, in plain words (a change of transport counts).
 pub(crate) fn grown(old: &Manifest, new: &Manifest) -> Vec<String> {
-    let mut out = Vec::new();
     match (old.wasm.is_some(), new.wasm.is_some()) {
-        (true, false) => out.push(
-            "run as a classic program with your full user permissions (it was sandboxed)".into(),
-        ),
-        (false, true) | (false, false) => return out,
+        (true, false) => {
+            return vec![
+                "run as a classic program with your full user permissions (it was sandboxed)"
+                    .into(),
+            ]
+        }
+        (false, true) | (false, false) => return Vec::new(),
         (true, true) => {}
     }
     let (a, b) = (&old.permissions, &new.permissions);
-    if b.data_dir && !a.data_dir {
-        out.push("read and write its own data directory".into());
-    }
-    if b.cwd.is_some() && a.cwd.is_none() {
-        out.push("read (not write) the project directory".into());
-    }
-    for name in b.env.iter().filter(|n| !a.env.contains(n)) {
-        out.push(format!("read the environment variable {name}"));
-    }
-    for host in b.http.iter().filter(|h| !a.http.contains(h)) {
-        out.push(format!("make HTTP requests to {host}"));
-    }
+    let added = Permissions {
+        data_dir: b.data_dir && !a.data_dir,
+        cwd: b.cwd.filter(|_| a.cwd.is_none()),
+        env: b
+            .env
+            .iter()
+            .filter(|n| !a.env.contains(n))
+            .cloned()
+            .collect(),
+        http: b
+            .http
+            .iter()
+            .filter(|h| !a.http.contains(h))
+            .cloned()
+            .collect(),
+    };
     let memory = |m: &Manifest| m.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB);
-    if memory(new) > memory(old).max(DEFAULT_MEMORY_MB) {
-        out.push(format!("use up to {} MiB of memory", memory(new)));
-    }
-    out
+    let more_memory = Some(memory(new)).filter(|mb| *mb > memory(old).max(DEFAULT_MEMORY_MB));
+    in_words(&added, more_memory)
 }
 
-/// Prints what `m` asks for, in plain words.
-pub(crate) fn describe_asked(m: &Manifest) {
-    describe(
+/// What `m` asks for, in plain words.
+pub(crate) fn asked_words(m: &Manifest) -> Vec<String> {
+    in_words(
         &m.permissions,
-        m.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
-    );
+        Some(m.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB)),
+    )
+}
+
+/// What `grant` allows, in plain words.
+pub(crate) fn granted_words(grant: &Grant) -> Vec<String> {
+    in_words(&grant.permissions, Some(granted_memory(grant)))
 }
 
 /// The most memory `grant` allows (never less than the default).
@@ -215,48 +235,169 @@ fn add_all(to: &mut Vec<String>, items: &[String]) {
     }
 }
 
-/// Adds one `--permission` to `grant`.
-fn apply(grant: &mut Grant, permission: &str) -> Result<(), String> {
-    let p = &mut grant.permissions;
-    match permission.split_once(':') {
-        None if permission == "data_dir" => p.data_dir = true,
-        None if permission == "cwd" => p.cwd = Some(CwdAccess::Read),
-        Some(("cwd", "read")) => p.cwd = Some(CwdAccess::Read),
-        Some(("env", name)) if !name.is_empty() => add_all(&mut p.env, &[name.to_string()]),
-        Some(("http", host)) => {
-            zot_host::sandbox::HostPattern::parse(host)?;
-            add_all(&mut p.http, &[host.to_string()]);
-        }
-        Some(("memory", mb)) => {
-            let mb: u64 = mb
-                .parse()
-                .ok()
-                .filter(|mb| (1..=MAX_MEMORY_MB).contains(mb))
-                .ok_or_else(|| format!("memory:{mb}: give a number of MiB, 1 to {MAX_MEMORY_MB}"))?;
-            grant.memory_mb = Some(mb);
-        }
-        _ => {
-            return Err(format!(
-                "unknown permission {permission:?}: use data_dir, cwd, env:NAME, http:HOST or memory:MB"
-            ))
+/// One `--permission`.
+enum Permission<'a> {
+    DataDir,
+    Cwd,
+    Env(&'a str),
+    Http(&'a str),
+    Memory(u64),
+}
+
+impl<'a> Permission<'a> {
+    fn parse(permission: &'a str) -> Result<Permission<'a>, String> {
+        let (kind, value) = permission.split_once(':').unwrap_or((permission, ""));
+        Ok(match (kind, value) {
+            ("data_dir", "") => Permission::DataDir,
+            ("cwd", "" | "read") => Permission::Cwd,
+            ("env", name) if !name.is_empty() => Permission::Env(name),
+            ("http", host) => {
+                zot_host::sandbox::HostPattern::parse(host)?;
+                Permission::Http(host)
+            }
+            ("memory", mb) => Permission::Memory(
+                mb.parse()
+                    .ok()
+                    .filter(|mb| (1..=MAX_MEMORY_MB).contains(mb))
+                    .ok_or_else(|| {
+                        format!("memory:{mb}: give a number of MiB, 1 to {MAX_MEMORY_MB}")
+                    })?,
+            ),
+            _ => {
+                return Err(format!(
+                    "unknown permission {permission:?}: use data_dir, cwd, env:NAME, http:HOST \
+                     or memory:MB"
+                ))
+            }
+        })
+    }
+
+    /// Whether `m` asks for it (memory: at most what it asks, or the default).
+    fn is_asked(&self, m: &Manifest) -> bool {
+        let asked = &m.permissions;
+        match *self {
+            Permission::DataDir => asked.data_dir,
+            Permission::Cwd => asked.cwd.is_some(),
+            Permission::Env(name) => asked.env.iter().any(|n| n == name),
+            Permission::Http(host) => asked.http.iter().any(|h| h == host),
+            Permission::Memory(mb) => mb <= m.limits.memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
         }
     }
+
+    fn add_to(&self, grant: &mut Grant) {
+        let p = &mut grant.permissions;
+        match *self {
+            Permission::DataDir => p.data_dir = true,
+            Permission::Cwd => p.cwd = Some(CwdAccess::Read),
+            Permission::Env(name) => add_all(&mut p.env, &[name.to_string()]),
+            Permission::Http(host) => add_all(&mut p.http, &[host.to_string()]),
+            Permission::Memory(mb) => grant.memory_mb = Some(mb),
+        }
+    }
+}
+
+/// Adds one `--permission` to `grant`; refused unless `m` asks for it.
+fn apply(grant: &mut Grant, m: &Manifest, permission: &str) -> Result<(), String> {
+    let parsed = Permission::parse(permission)?;
+    if !parsed.is_asked(m) {
+        return Err(not_asked(m, permission));
+    }
+    parsed.add_to(grant);
     Ok(())
 }
 
-/// Prints permissions in plain words.
-fn describe(p: &Permissions, memory_mb: u64) {
+/// Why `permission` is refused: the manifest does not ask it; what it asks, as
+/// `--permission` values, and the nearest of them.
+fn not_asked(m: &Manifest, permission: &str) -> String {
+    let asked = &m.permissions;
+    let mut options: Vec<String> = Vec::new();
+    if asked.data_dir {
+        options.push("data_dir".into());
+    }
+    if asked.cwd == Some(CwdAccess::Read) {
+        options.push("cwd".into());
+    }
+    options.extend(asked.env.iter().map(|n| format!("env:{n}")));
+    options.extend(asked.http.iter().map(|h| format!("http:{h}")));
+    if let Some(mb) = m.limits.memory_mb {
+        options.push(format!("memory:{mb}"));
+    }
+    let nearest = options
+        .iter()
+        .map(|o| (edit_distance(o, permission), o))
+        .filter(|(d, _)| *d < permission.chars().count())
+        .min()
+        .map_or(String::new(), |(_, o)| format!(" (nearest: {o})"));
+    let list = match options.is_empty() {
+        true => "nothing".to_string(),
+        false => options.join(", "),
+    };
+    format!(
+        "its manifest does not ask for {permission}, so granting it would have no effect; it \
+         asks for: {list}{nearest}; nothing was granted"
+    )
+}
+
+/// The Levenshtein distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// Permissions in plain words, one line each; with `memory_mb`, the memory too.
+fn in_words(p: &Permissions, memory_mb: Option<u64>) -> Vec<String> {
+    let mut out = Vec::new();
     if p.data_dir {
-        println!("  - read and write its own data directory (seen as /data)");
+        out.push("read and write its own data directory (seen as /data)".into());
     }
     if p.cwd.is_some() {
-        println!("  - read (not write) the project directory");
+        out.push("read (not write) the project directory".into());
     }
-    for name in &p.env {
-        println!("  - read the environment variable {name}");
+    out.extend(
+        p.env
+            .iter()
+            .map(|name| format!("read the environment variable {name}")),
+    );
+    out.extend(
+        p.http
+            .iter()
+            .map(|host| format!("make HTTP requests to {host}")),
+    );
+    out.extend(memory_mb.map(|mb| format!("use up to {mb} MiB of memory")));
+    out
+}
+
+/// Prints lines as a list.
+pub(crate) fn print_list(lines: &[String]) {
+    for line in lines {
+        println!("  - {line}");
     }
-    for host in &p.http {
-        println!("  - make HTTP requests to {host}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_distance;
+
+    #[test]
+    fn edit_distance_counts_single_character_edits() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("http:a", "http:a"), 0);
+        assert_eq!(
+            edit_distance("http:http://127.0.0.1:8766", "http:127.0.0.1:8766"),
+            7
+        );
     }
-    println!("  - use up to {memory_mb} MiB of memory");
 }

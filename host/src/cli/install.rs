@@ -2,14 +2,14 @@
 //! consent, and keeping track of where they came from.
 
 use super::grant;
+use super::resolve::{copy_at, resolve, Scope, ScopeArgs};
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use zot_host::discovery::Found;
 use zot_host::install::{self, provenance, InstallSource, Progress, Request, Staged};
-use zot_host::manifest::Manifest;
+use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::{project_extensions_dir, ZotHome};
 
 #[derive(clap::Args)]
@@ -42,12 +42,17 @@ pub(crate) struct UpdateArgs {
     /// The extension to update (as it would load from here: project first, then global).
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     name: Option<String>,
-    /// Update every extension that has an install record.
+    /// Update every extension that loads from here and has an install record.
     #[arg(long)]
     all: bool,
+    /// Move a git install to this branch, tag or commit (recorded for later updates).
+    #[arg(long = "ref", value_name = "REF", conflicts_with = "all")]
+    git_ref: Option<String>,
     /// Do not ask, even if it now asks for more.
     #[arg(long, short)]
     yes: bool,
+    #[command(flatten)]
+    scope: ScopeArgs,
 }
 
 pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
@@ -102,7 +107,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `name version from source (commit)`.
+/// `name version from source (--ref REF, --path SUBDIR) at commit`.
 fn headline(staged: &Staged) -> String {
     let m = &staged.manifest;
     let r = &staged.record;
@@ -111,8 +116,12 @@ fn headline(staged: &Staged) -> String {
         line += &format!(" {}", m.version);
     }
     line += &format!(" from {}", r.source);
-    if let Some(path) = &r.path {
-        line += &format!(" (--path {path})");
+    let options: Vec<String> = [("--ref", &r.git_ref), ("--path", &r.path)]
+        .into_iter()
+        .filter_map(|(flag, value)| Some(format!("{flag} {}", value.as_ref()?)))
+        .collect();
+    if !options.is_empty() {
+        line += &format!(" ({})", options.join(", "));
     }
     if let Some(commit) = &r.commit {
         line += &format!(" at {}", short(commit));
@@ -128,7 +137,7 @@ fn short(commit: &str) -> &str {
 fn describe_asks(m: &Manifest) -> String {
     if m.wasm.is_some() {
         println!("It is a sandboxed WebAssembly component. It asks to:");
-        grant::describe_asked(m);
+        grant::print_list(&grant::asked_words(m));
         format!("Grant this and install {}?", m.name)
     } else {
         eprintln!(
@@ -144,10 +153,8 @@ fn describe_asks(m: &Manifest) -> String {
 /// The component file of a staged component, relative to its folder.
 fn component_of(staged: &Staged) -> Option<PathBuf> {
     match staged.manifest.launch(staged.tree()) {
-        zot_host::manifest::Launch::Wasm(path) => {
-            path.strip_prefix(staged.tree()).ok().map(Path::to_path_buf)
-        }
-        zot_host::manifest::Launch::Exec(_) => None,
+        Launch::Wasm(path) => path.strip_prefix(staged.tree()).ok().map(Path::to_path_buf),
+        Launch::Exec(_) => None,
     }
 }
 
@@ -177,23 +184,26 @@ pub(crate) fn ask(question: &str, yes: bool) -> Result<(), String> {
 
 pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), String> {
     let cwd = super::ext::cwd()?;
-    let targets: Vec<Found> = match &args.name {
-        Some(name) => {
-            vec![install::find(&cwd, home, name).map_err(|e| format!("update {name}: {e}"))?]
-        }
-        None => install::installed(&cwd, home)
-            .into_iter()
-            .filter(|f| record_of(f).is_ok_and(|r| r.is_some()))
-            .collect(),
-    };
+    let scope = args.scope.scope();
+    if let Some(name) = &args.name {
+        let what = |e: String| format!("update {name}: {e}");
+        let (dir, scope) = resolve(home, &cwd, name, scope).map_err(what)?;
+        return update_one(home, &dir, scope, args.git_ref.as_deref(), args.yes).map_err(what);
+    }
+    let targets: Vec<(String, PathBuf, Scope)> = install::installed(&cwd, home)
+        .into_iter()
+        .filter_map(|f| Some((f.name(), f.dir, Scope::of(f.source)?)))
+        .filter(|(name, dir, s)| {
+            scope.is_none_or(|want| want == *s) && record_of(dir, name).is_ok_and(|r| r.is_some())
+        })
+        .collect();
     if targets.is_empty() {
         println!("Nothing to update: no extension has an install record.");
         return Ok(());
     }
     let mut failed = Vec::new();
-    for found in targets {
-        let name = found.name();
-        if let Err(e) = update_one(home, &found, args.yes) {
+    for (name, dir, scope) in targets {
+        if let Err(e) = update_one(home, &dir, scope, None, args.yes) {
             eprintln!("zot: update {name}: {e}");
             failed.push(name);
         }
@@ -201,26 +211,40 @@ pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), String> {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!("could not update {}", failed.join(", ")))
+        Err(format!(
+            "update --all: could not update {}",
+            failed.join(", ")
+        ))
     }
 }
 
-fn record_of(found: &Found) -> Result<Option<provenance::Provenance>, String> {
-    let root = found.dir.parent().unwrap_or(&found.dir);
-    provenance::load(root, &found.name()).map_err(|e| e.0)
+/// The install record of `name`, installed in `dir`.
+fn record_of(dir: &Path, name: &str) -> Result<Option<provenance::Provenance>, String> {
+    provenance::load(dir.parent().unwrap_or(dir), name).map_err(|e| e.0)
 }
 
-fn update_one(home: &ZotHome, found: &Found, yes: bool) -> Result<(), String> {
-    let name = found.name();
-    let old = found.manifest.as_ref().map_err(|e| e.to_string())?;
-    let root = found.dir.parent().unwrap_or(&found.dir).to_path_buf();
-    let record = record_of(found)?.ok_or_else(|| {
+/// Updates the install in `dir`, moving it to `git_ref` when given.
+fn update_one(
+    home: &ZotHome,
+    dir: &Path,
+    scope: Scope,
+    git_ref: Option<&str>,
+    yes: bool,
+) -> Result<(), String> {
+    let old = Manifest::read(dir).map_err(|e| e.to_string())?;
+    let name = old.name.as_str();
+    let copy = copy_at(dir, scope);
+    let root = dir.parent().unwrap_or(dir).to_path_buf();
+    let record = record_of(dir, name)?.ok_or_else(|| {
         format!(
-            "no install record for {name} (installed by hand or by an older zot); reinstall it \
-             with `zot ext install <source> --force`"
+            "no install record for the {copy} (installed by hand or by an older zot); \
+             reinstall it with `zot ext install <source> --force`"
         )
     })?;
-    let req = Request::again(&record, root, home.clone());
+    let mut req = Request::again(&record, root, home.clone());
+    if let Some(r) = git_ref {
+        req.git_ref = Some(r.to_string());
+    }
     let staged = install::stage(&req, &TermProgress::new()).map_err(|e| e.0)?;
     let new = &staged.manifest;
     if new.name != name {
@@ -229,11 +253,20 @@ fn update_one(home: &ZotHome, found: &Found, yes: bool) -> Result<(), String> {
             new.name
         ));
     }
-    if staged.record.files == record.files {
-        println!("{name} is up to date ({}).", headline(&staged));
+    if staged.record.files == record.files && staged.record.git_ref == record.git_ref {
+        println!("{name} is up to date ({}; {copy}).", headline(&staged));
         return Ok(());
     }
-    println!("{name}: an update is available.");
+    println!("{name}: an update is available for the {copy}:");
+    println!("  source   {}", headline(&staged));
+    if record.git_ref != staged.record.git_ref {
+        let shown = |r: &Option<String>| r.clone().unwrap_or_else(|| "(default branch)".into());
+        println!(
+            "  ref      {} -> {}",
+            shown(&record.git_ref),
+            shown(&staged.record.git_ref)
+        );
+    }
     match (&record.commit, &staged.record.commit) {
         (Some(a), Some(b)) if a != b => println!("  commit   {} -> {}", short(a), short(b)),
         _ => {}
@@ -243,7 +276,7 @@ fn update_one(home: &ZotHome, found: &Found, yes: bool) -> Result<(), String> {
     }
     let changed = provenance::verify(staged.tree(), &record).map_err(|e| e.0)?;
     println!("  files    {} changed", changed.len());
-    let grown = grant::grown(old, new);
+    let grown = grant::grown(&old, new);
     if grown.is_empty() {
         println!("  It asks for nothing more than before.");
     } else {
@@ -267,28 +300,57 @@ fn update_one(home: &ZotHome, found: &Found, yes: bool) -> Result<(), String> {
     Ok(())
 }
 
-pub(crate) fn info(home: &ZotHome, name: &str, json: bool) -> Result<(), String> {
-    let cwd = super::ext::cwd()?;
-    let found = install::find(&cwd, home, name).map_err(|e| format!("info {name}: {e}"))?;
-    let m = found
-        .manifest
-        .as_ref()
-        .map_err(|e| format!("info {name}: {e}"))?;
-    let record = record_of(&found).map_err(|e| format!("info {name}: {e}"))?;
+/// The file an extension runs, relative to its folder and `/`-separated as in its install
+/// record: its component, else its program when that is in the folder, else the first
+/// argument naming a file in it (a script run by an interpreter on `PATH`).
+fn program_file(m: &Manifest, dir: &Path) -> Option<String> {
+    let inside = |path: &Path| {
+        let rel = path.strip_prefix(dir).ok()?;
+        let parts: Option<Vec<&str>> = rel
+            .components()
+            .map(|c| match c {
+                std::path::Component::Normal(part) => part.to_str(),
+                _ => None,
+            })
+            .collect();
+        parts.filter(|p| !p.is_empty()).map(|p| p.join("/"))
+    };
+    let (Launch::Wasm(path) | Launch::Exec(path)) = m.launch(dir);
+    inside(&path).or_else(|| {
+        m.args
+            .iter()
+            .map(|a| dir.join(a))
+            .find(|p| p.is_file())
+            .and_then(|p| inside(&p))
+    })
+}
+
+pub(crate) fn info(
+    home: &ZotHome,
+    name: &str,
+    json: bool,
+    scope: Option<Scope>,
+) -> Result<(), String> {
+    let what = |e: String| format!("info {name}: {e}");
+    let (dir, scope) = resolve(home, &super::ext::cwd()?, name, scope).map_err(what)?;
+    let m = Manifest::read(&dir).map_err(|e| what(e.to_string()))?;
+    let record = record_of(&dir, &m.name).map_err(what)?;
     let grant = zot_host::grants::load(home, name)
         .ok()
         .flatten()
         .filter(|_| m.wasm.is_some());
-    let scope = match found.source {
-        zot_host::discovery::Source::Project => "project",
-        _ => "global",
-    };
+    let program = program_file(&m, &dir);
+    let sha256 = program.as_ref().and_then(|p| {
+        let hash = record.as_ref()?.files.get(p)?;
+        Some(hash.clone()).filter(|h| !h.starts_with("symlink:"))
+    });
     let transport = if m.wasm.is_some() { "wasm" } else { "stdio" };
     if json {
         let value = serde_json::json!({
             "name": m.name, "version": m.version, "description": m.description,
-            "dir": found.dir.display().to_string(), "scope": scope, "transport": transport,
+            "dir": dir.display().to_string(), "scope": scope.label(), "transport": transport,
             "enabled": m.enabled, "provenance": record, "grant": grant,
+            "program": program.as_ref().map(|p| serde_json::json!({"path": p, "sha256": sha256})),
         });
         println!(
             "{}",
@@ -297,10 +359,18 @@ pub(crate) fn info(home: &ZotHome, name: &str, json: bool) -> Result<(), String>
         return Ok(());
     }
     let row = |k: &str, v: &str| println!("{k:<13}{v}");
+    let rows = |k: &str, lines: &[String]| {
+        for (i, line) in lines.iter().enumerate() {
+            row(if i == 0 { k } else { "" }, line);
+        }
+    };
     row("name", &m.name);
     row("version", &m.version);
     row("description", &m.description);
-    row("directory", &format!("{} ({scope})", found.dir.display()));
+    row(
+        "directory",
+        &format!("{} ({} copy)", dir.display(), scope.label()),
+    );
     row("transport", transport);
     row("enabled", if m.enabled { "yes" } else { "no" });
     match &record {
@@ -329,11 +399,29 @@ pub(crate) fn info(home: &ZotHome, name: &str, json: bool) -> Result<(), String>
             );
         }
     }
-    if m.wasm.is_some() {
-        match &grant {
-            Some(_) => row("granted", &format!("see `zot ext grant {name}`")),
-            None => row("granted", "nothing beyond its data dir"),
-        }
+    let label = if m.wasm.is_some() {
+        "component"
+    } else {
+        "program"
+    };
+    match (&program, &sha256) {
+        (Some(p), Some(hash)) => row(label, &format!("{p}, sha256 {hash} (as installed)")),
+        (Some(p), None) => row(label, &format!("{p}, sha256 not recorded")),
+        (None, _) => row(
+            label,
+            &format!(
+                "{} (not part of the install)",
+                m.exec.as_deref().unwrap_or_default()
+            ),
+        ),
+    }
+    match &grant {
+        _ if m.wasm.is_none() => row(
+            "granted",
+            "everything you can: a classic extension runs with your full user permissions",
+        ),
+        Some(g) => rows("granted", &grant::granted_words(g)),
+        None => row("granted", "nothing beyond its data dir (no grant recorded)"),
     }
     Ok(())
 }
@@ -346,26 +434,34 @@ fn kind_label(kind: install::SourceKind) -> &'static str {
     }
 }
 
-pub(crate) fn verify(home: &ZotHome, name: &str, json: bool) -> Result<(), String> {
+pub(crate) fn verify(
+    home: &ZotHome,
+    name: &str,
+    json: bool,
+    scope: Option<Scope>,
+) -> Result<(), String> {
     let what = |e: String| format!("verify {name}: {e}");
-    let cwd = super::ext::cwd()?;
-    let found = install::find(&cwd, home, name).map_err(|e| what(e.0))?;
-    let record = record_of(&found).map_err(what)?.ok_or_else(|| {
-        what(
-            "no install record (installed by hand or by an older zot): nothing to compare with"
-                .into(),
-        )
+    let (dir, scope) = resolve(home, &super::ext::cwd()?, name, scope).map_err(what)?;
+    let copy = copy_at(&dir, scope);
+    let record = record_of(&dir, name).map_err(what)?.ok_or_else(|| {
+        what(format!(
+            "no install record for the {copy} (installed by hand or by an older zot): nothing \
+             to compare with"
+        ))
     })?;
-    let changes = provenance::verify(&found.dir, &record).map_err(|e| what(e.0))?;
+    let changes = provenance::verify(&dir, &record).map_err(|e| what(e.0))?;
     if json {
-        let value = serde_json::json!({"name": name, "ok": changes.is_empty(), "changes": changes});
+        let value = serde_json::json!({
+            "name": name, "dir": dir.display().to_string(), "scope": scope.label(),
+            "ok": changes.is_empty(), "changes": changes,
+        });
         println!(
             "{}",
             serde_json::to_string_pretty(&value).expect("JSON serialises")
         );
     } else if changes.is_empty() {
         println!(
-            "{name}: all {} files match the install record of {}",
+            "{name}: all {} files match the install record of {} ({copy})",
             record.files.len(),
             record.installed_at
         );
@@ -383,7 +479,7 @@ pub(crate) fn verify(home: &ZotHome, name: &str, json: bool) -> Result<(), Strin
         Ok(())
     } else {
         Err(what(format!(
-            "{} file(s) changed since it was installed",
+            "{} file(s) changed since it was installed ({copy})",
             changes.len()
         )))
     }

@@ -4,6 +4,7 @@ mod check;
 mod ext;
 mod grant;
 mod install;
+mod resolve;
 mod run;
 mod sidecar;
 
@@ -41,12 +42,14 @@ pub(crate) enum ExtCommand {
     /// Fetch installed extensions again from where they came from; asks again if they now
     /// ask for more.
     Update(install::UpdateArgs),
-    /// Show an extension's manifest, where it was installed from, and its grant.
+    /// Show an extension's manifest, where it was installed from, its hash and its grant.
     Info {
         name: String,
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        scope: resolve::ScopeArgs,
     },
     /// Report files of an install that changed since it was installed (exit 1 if any).
     Verify {
@@ -54,6 +57,8 @@ pub(crate) enum ExtCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        scope: resolve::ScopeArgs,
     },
     /// Delete an installed extension.
     #[command(alias = "rm")]
@@ -62,11 +67,21 @@ pub(crate) enum ExtCommand {
         /// Do not ask for confirmation.
         #[arg(long, short)]
         yes: bool,
+        #[command(flatten)]
+        scope: resolve::ScopeArgs,
     },
     /// Set `enabled: true` in an extension's manifest.
-    Enable { name: String },
+    Enable {
+        name: String,
+        #[command(flatten)]
+        scope: resolve::ScopeArgs,
+    },
     /// Set `enabled: false` in an extension's manifest.
-    Disable { name: String },
+    Disable {
+        name: String,
+        #[command(flatten)]
+        scope: resolve::ScopeArgs,
+    },
     /// Print an extension's log.
     Logs {
         name: String,
@@ -91,6 +106,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour())
         .with_max_level(tracing::Level::WARN)
         .with_target(false)
         .without_time()
@@ -103,6 +119,12 @@ pub fn main() -> ExitCode {
         Command::Ext(cmd) => ext::run(cmd),
         Command::Host(args) => sidecar::run(args),
     }
+}
+
+/// Whether stderr gets ANSI colour: only on a terminal, and never with `NO_COLOR` set.
+fn colour() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// `--zot-home` if given, else `$ZOT_HOME` or the platform default.

@@ -7,6 +7,7 @@
 //! staging folder; one left by a killed process is removed by the next install.
 
 mod fetch;
+pub mod filetype;
 pub mod provenance;
 
 pub use fetch::{Progress, Quiet};
@@ -169,7 +170,7 @@ pub fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Error> {
             }
             let file = file
                 .canonicalize()
-                .map_err(|e| Error(format!("{}: {e}", file.display())))?;
+                .map_err(|e| Error(format!("cannot read {}: {e}", file.display())))?;
             stage_component(&file, &tree, req, progress)?;
             (SourceKind::Wasm, file.display().to_string(), None)
         }
@@ -339,8 +340,10 @@ fn stage_component(
 ) -> Result<(), Error> {
     let bytes =
         fs::read(file).map_err(|e| Error(format!("cannot read {}: {e}", file.display())))?;
-    crate::transport::wasm::kind_of_bytes(&bytes)
-        .map_err(|e| Error(format!("{}: {e}", file.display())))?;
+    if let Some(what) = filetype::not_a_component(&bytes) {
+        return fail(format!("not a WebAssembly component (it is {what})"));
+    }
+    crate::transport::wasm::kind_of_bytes(&bytes).map_err(Error)?;
     progress.begin(&format!(
         "starting {} with no permissions to read its hello",
         file.display()
@@ -348,7 +351,7 @@ fn stage_component(
     let log = crate::log::ExtLog::open(&req.home.logs_dir().join("install.log"));
     let hello = crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), log);
     progress.end();
-    let (name, version) = hello.map_err(|e| Error(format!("{}: refused: {e}", file.display())))?;
+    let (name, version) = hello.map_err(|e| Error(format!("refused: {e}")))?;
     let name = req.name.clone().unwrap_or(name);
     manifest::validate_name(&name).map_err(|e| {
         Error(format!(
@@ -454,26 +457,6 @@ fn plain_name(name: &str) -> Result<(), Error> {
     }
 }
 
-/// The global install called `name`: the directory in `$ZOT_HOME/extensions` whose
-/// manifest has that name, else the directory of that name (a broken install).
-pub fn find_installed(home: &ZotHome, name: &str) -> Result<PathBuf, Error> {
-    plain_name(name)?;
-    let root = home.extensions_dir();
-    let by_manifest = fs::read_dir(&root).ok().and_then(|entries| {
-        entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .find(|dir| Manifest::read(dir).is_ok_and(|m| m.name == name))
-    });
-    let by_dir = || Some(root.join(name)).filter(|d| d.symlink_metadata().is_ok());
-    by_manifest.or_else(by_dir).ok_or_else(|| {
-        Error(format!(
-            "no extension named {name:?} in {}; `zot ext list` shows the installed ones",
-            root.display()
-        ))
-    })
-}
-
 /// Deletes an installed extension's directory (a symlinked install loses only the link)
 /// and its install record.
 pub fn remove(dir: &Path) -> Result<(), Error> {
@@ -494,37 +477,15 @@ pub fn installed(cwd: &Path, home: &ZotHome) -> Vec<Found> {
     discover(&search_path(cwd, home)).found
 }
 
-/// The extension called `name` that would be loaded from `cwd`: project-local first,
-/// then global.
-pub fn find(cwd: &Path, home: &ZotHome, name: &str) -> Result<Found, Error> {
-    discover(&search_path(cwd, home))
-        .found
-        .into_iter()
-        .find(|f| f.name() == name)
-        .ok_or_else(|| {
-            Error(format!(
-                "no extension named {name:?} in {} or {}; `zot ext list` shows the installed ones",
-                project_extensions_dir(cwd).display(),
-                home.extensions_dir().display()
-            ))
-        })
-}
-
-/// Sets `enabled` in the manifest of the extension [`find`] returns, keeping its other
-/// fields and their order; returns that extension.
-pub fn set_enabled(cwd: &Path, home: &ZotHome, name: &str, enabled: bool) -> Result<Found, Error> {
-    let found = find(cwd, home, name)?;
-    manifest::set_enabled(&found.dir, enabled).map_err(|e| Error(e.to_string()))?;
-    Ok(found)
-}
-
 /// `$ZOT_HOME/logs/ext-<name>.log`, once `name` is known not to address another folder.
 pub fn log_path(home: &ZotHome, name: &str) -> Result<PathBuf, Error> {
     plain_name(name)?;
     Ok(home.log_path(name))
 }
 
-fn search_path(cwd: &Path, home: &ZotHome) -> SearchPath {
+/// Where installed extensions are looked for from `cwd`: the project's folder, then the
+/// global one (no `--ext` paths).
+pub fn search_path(cwd: &Path, home: &ZotHome) -> SearchPath {
     SearchPath {
         explicit: Vec::new(),
         cwd: cwd.to_path_buf(),
