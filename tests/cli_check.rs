@@ -298,14 +298,48 @@ fn a_bare_component_is_checked_with_nothing_granted_and_its_compile_time() {
 }
 
 #[test]
-fn an_argument_that_is_no_path_is_refused_in_one_line() {
+fn an_argument_that_is_no_path_nor_installed_name_is_refused_in_one_line() {
     let home = TempDir::new("check-home");
     let out = check_with(Path::new("no-such-extension"), &home, &[]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        stderr.trim(),
-        "zot: check no-such-extension: not an extension directory, an extension.json or a \
-         .wasm file",
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr
+            .starts_with("zot: check no-such-extension: no extension named \"no-such-extension\""),
+        "{stderr}"
     );
+    assert!(
+        stderr
+            .contains("(and it is not an extension directory, an extension.json or a .wasm file)"),
+        "{stderr}"
+    );
+    let out = check_with(Path::new("not/a/name"), &home, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "zot: check not/a/name: not an extension directory, an extension.json, a .wasm file \
+         or the name of an installed extension",
+    );
+}
+
+#[test]
+fn an_installed_name_checks_the_copy_that_loads_unless_told() {
+    let home = TempDir::new("check-home");
+    let copy = |dir: &Path, version: &str| {
+        let mut m = py_manifest("named", &["--name", "named"]);
+        m["version"] = json!(version);
+        write_manifest(&dir.join("named"), &m);
+    };
+    copy(&home.path().join(".zot/extensions"), "1.0.0-project");
+    copy(&home.path().join("extensions"), "1.0.0-global");
+    let project = check_with(Path::new("named"), &home, &["--json"]);
+    let stderr = String::from_utf8_lossy(&project.stderr);
+    assert!(project.status.success(), "{stderr}");
+    assert!(stderr.contains("checking the project copy at"), "{stderr}");
+    assert_eq!(report(&project)["version"], "1.0.0-project");
+    let global = check_with(Path::new("named"), &home, &["--json", "--global"]);
+    let stderr = String::from_utf8_lossy(&global.stderr);
+    assert!(global.status.success(), "{stderr}");
+    assert!(stderr.contains("checking the global copy at"), "{stderr}");
+    assert_eq!(report(&global)["version"], "1.0.0-global");
 }

@@ -464,7 +464,12 @@ fn extensions_that_fail_to_load_are_reported_on_stderr_and_in_host_ready() {
     let names: Vec<&str> = errors.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["ext", "junk", "crasher"], "{ready}");
     assert!(errors[0].1.contains("/nonexistent/ext"), "{errors:?}");
-    assert!(errors[1].1.contains("junk.wasm"), "{errors:?}");
+    assert!(
+        errors[1]
+            .1
+            .contains("junk.wasm: not a WebAssembly component (it is a text file)"),
+        "{errors:?}"
+    );
     assert!(
         errors[2]
             .1

@@ -60,6 +60,9 @@ pub async fn load(engine: &Engine, wasm: &Path, cache_dir: &Path) -> Result<Load
     let bytes = tokio::fs::read(wasm)
         .await
         .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+    if let Some(what) = crate::filetype::not_a_component(&bytes) {
+        return Err(format!("not a WebAssembly component (it is {what})"));
+    }
     let sha256 = sha256_hex(&bytes);
     let entry = entry_path(cache_dir, engine, &sha256);
     let cell = {

@@ -9,6 +9,7 @@ pub mod cache;
 pub mod discovery;
 pub mod events;
 pub mod extension;
+pub mod filetype;
 pub mod grants;
 pub mod host;
 pub mod install;

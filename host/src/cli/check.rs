@@ -2,13 +2,14 @@
 //! each step took, and fail on any protocol violation.
 
 use super::install::TermProgress;
+use super::resolve::{copy_at, resolve, ScopeArgs};
 use serde_json::{json, Value};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use zot_host::install::{self, InstallSource, Progress, Request};
-use zot_host::manifest::{Launch, Manifest, MANIFEST_FILE};
+use zot_host::manifest::{validate_name, Launch, Manifest, MANIFEST_FILE};
 use zot_host::paths::ZotHome;
 use zot_host::{Host, HostConfig, Timeouts};
 
@@ -19,8 +20,11 @@ const TAIL_BYTES: u64 = 16 * 1024;
 
 #[derive(clap::Args)]
 pub(crate) struct CheckArgs {
-    /// The extension's directory, its extension.json, or a component (a .wasm file).
+    /// The extension's directory, its extension.json, a component (a .wasm file), or the
+    /// name of an installed extension (the copy that loads here: project first).
     path: String,
+    #[command(flatten)]
+    scope: ScopeArgs,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -39,9 +43,10 @@ enum Target {
 }
 
 impl Target {
-    /// Classifies the argument as install does; anything but an existing directory, its
-    /// manifest or a `.wasm` file is refused.
-    fn parse(arg: &str) -> Result<Target, String> {
+    /// Classifies the argument as install does: an existing directory, its manifest or a
+    /// `.wasm` file; else the name of an installed extension, resolved as every command
+    /// resolves one (said on stderr).
+    fn parse(arg: &str, home: &ZotHome, scope: ScopeArgs) -> Result<Target, String> {
         match InstallSource::parse(arg) {
             InstallSource::Wasm(file) if file.is_file() => Ok(Target::Wasm(file)),
             InstallSource::Dir(dir) if dir.is_dir() => Ok(Target::Dir(dir)),
@@ -49,8 +54,20 @@ impl Target {
                 let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
                 Ok(Target::Dir(dir.unwrap_or(Path::new(".")).to_path_buf()))
             }
+            _ if validate_name(arg).is_ok() => {
+                let (dir, scope) =
+                    resolve(home, &super::ext::cwd()?, arg, scope.scope()).map_err(|e| {
+                        format!(
+                            "{e} (and it is not an extension directory, an {MANIFEST_FILE} \
+                             or a .wasm file)"
+                        )
+                    })?;
+                eprintln!("checking the {}", copy_at(&dir, scope));
+                Ok(Target::Dir(dir))
+            }
             _ => Err(format!(
-                "not an extension directory, an {MANIFEST_FILE} or a .wasm file"
+                "not an extension directory, an {MANIFEST_FILE}, a .wasm file or the name \
+                 of an installed extension"
             )),
         }
     }
@@ -59,7 +76,8 @@ impl Target {
 /// Runs the check; exit 0 only without violations.
 pub(crate) fn run(args: CheckArgs) -> ExitCode {
     let target = super::zot_home(None).and_then(|home| {
-        let target = Target::parse(&args.path).map_err(|e| format!("check {}: {e}", args.path))?;
+        let target = Target::parse(&args.path, &home, args.scope)
+            .map_err(|e| format!("check {}: {e}", args.path))?;
         Ok((home, target))
     });
     let (home, target) = match target {

@@ -35,9 +35,16 @@ pub(crate) struct RunArgs {
 
 /// Runs the component until its input ends, it exits, or this process is signalled.
 pub(crate) fn run(args: RunArgs) -> ExitCode {
-    let runtime = tokio::runtime::Runtime::new().expect("the async runtime starts");
+    let what = format!("run {}", args.path.display());
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("zot: {what}: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let code = runtime.block_on(bridge(args)).unwrap_or_else(|e| {
-        eprintln!("zot ext run: {e}");
+        eprintln!("zot: {what}: {e}");
         1
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

@@ -88,14 +88,14 @@ pub(crate) fn run(args: HostArgs) -> ExitCode {
     let config = match args.config() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("zot host: {e}");
+            eprintln!("zot: host: {e}");
             return ExitCode::FAILURE;
         }
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("zot host: cannot start the async runtime: {e}");
+            eprintln!("zot: host: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };

@@ -7,7 +7,6 @@
 //! staging folder; one left by a killed process is removed by the next install.
 
 mod fetch;
-pub mod filetype;
 pub mod provenance;
 
 pub use fetch::{Progress, Quiet};
@@ -340,7 +339,7 @@ fn stage_component(
 ) -> Result<(), Error> {
     let bytes =
         fs::read(file).map_err(|e| Error(format!("cannot read {}: {e}", file.display())))?;
-    if let Some(what) = filetype::not_a_component(&bytes) {
+    if let Some(what) = crate::filetype::not_a_component(&bytes) {
         return fail(format!("not a WebAssembly component (it is {what})"));
     }
     crate::transport::wasm::kind_of_bytes(&bytes).map_err(Error)?;
