@@ -4,14 +4,12 @@
 use crate::discovery::{discover, SearchPath, Source};
 use crate::events::HostEvent;
 use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
+use crate::launcher::{self, Launched, Launcher, Transports};
 use crate::log::ExtLog;
-use crate::manifest::{Launch, Manifest, Permissions};
+use crate::manifest::{Manifest, Permissions};
 use crate::paths::ZotHome;
 use crate::registry::{Owned, Registry};
-use crate::sandbox;
-use crate::transport::stdio::{self, StdioSpec};
-use crate::transport::wasm::{self, Kind, WasmSpec};
-use crate::transport::Connection;
+use crate::transport::wasm::Kind;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -197,6 +195,7 @@ struct Inner {
     registry: Mutex<Registry>,
     entries: Mutex<Vec<Entry>>,
     notes: mpsc::Sender<HostEvent>,
+    launcher: Arc<dyn Launcher>,
     /// One load/reload/shutdown at a time.
     lifecycle: tokio::sync::Mutex<()>,
     me: Weak<Inner>,
@@ -213,10 +212,6 @@ struct Entry {
     tool_timeout: Option<Duration>,
     state: EntryState,
 }
-
-/// A transport's connection, its name, the sandbox (components only), and the data dir
-/// the extension is told.
-type Transport = (Connection, &'static str, Option<SandboxInfo>, String);
 
 /// An extension that started.
 struct Started {
@@ -236,6 +231,15 @@ impl Host {
     /// A host with no extensions yet, and the stream of its notifications. Call
     /// [`Host::load`] to start extensions. Must be called inside a tokio runtime.
     pub fn new(config: HostConfig) -> (Host, mpsc::Receiver<HostEvent>) {
+        Host::with_launcher(config, Arc::new(Transports))
+    }
+
+    /// Like [`Host::new`], starting extensions with `launcher` instead of the host's own
+    /// transports.
+    pub fn with_launcher(
+        config: HostConfig,
+        launcher: Arc<dyn Launcher>,
+    ) -> (Host, mpsc::Receiver<HostEvent>) {
         let (notes, rx) = mpsc::channel(NOTIFICATION_QUEUE);
         let registry = Registry::new(&config.builtin_commands, &config.builtin_tools);
         let inner = Arc::new_cyclic(|me| Inner {
@@ -243,6 +247,7 @@ impl Host {
             registry: Mutex::new(registry),
             entries: Mutex::new(Vec::new()),
             notes,
+            launcher,
             lifecycle: tokio::sync::Mutex::new(()),
             me: me.clone(),
         });
@@ -519,7 +524,7 @@ impl Inner {
         Ok((ext.name().to_string(), result))
     }
 
-    async fn load(&self) -> LoadReport {
+    async fn load(self: &Arc<Self>) -> LoadReport {
         let found = discover(&SearchPath {
             explicit: self.config.explicit.clone(),
             cwd: self.config.cwd.clone(),
@@ -533,7 +538,6 @@ impl Inner {
                 dup.name()
             );
         }
-        let me = self.me.upgrade().expect("the host is alive while it loads");
         let mut report = LoadReport::default();
         let mut entries = Vec::new();
         let mut starts = tokio::task::JoinSet::new();
@@ -542,8 +546,8 @@ impl Inner {
             let name = f.name();
             let log = self.config.home.log_path(&name);
             let transport = match &f.manifest {
-                Ok(m) if m.wasm.is_some() => "wasm",
-                _ => "stdio",
+                Ok(m) => self.launcher.transport(m),
+                Err(_) => "stdio",
             };
             let (version, state) = match f.manifest {
                 Err(e) => {
@@ -553,7 +557,7 @@ impl Inner {
                 }
                 Ok(m) if !m.enabled => (m.version, EntryState::Disabled),
                 Ok(m) => {
-                    let (me, dir) = (me.clone(), f.dir.clone());
+                    let (me, dir) = (self.clone(), f.dir.clone());
                     let version = m.version.clone();
                     let task = starts.spawn(async move { me.start(rank, &dir, &m).await });
                     ranks.insert(task.id(), rank);
@@ -628,13 +632,29 @@ impl Inner {
     }
 
     /// Starts one extension on its transport and hands the connection to the core.
-    async fn start(&self, rank: usize, dir: &Path, m: &Manifest) -> Result<Started, String> {
+    async fn start(
+        self: Arc<Self>,
+        rank: usize,
+        dir: &Path,
+        m: &Manifest,
+    ) -> Result<Started, String> {
         let log = ExtLog::open(&self.config.home.log_path(&m.name));
-        let started = match m.launch(dir) {
-            Launch::Exec(program) => self.start_stdio(dir, m, program, &log),
-            Launch::Wasm(wasm) => self.start_wasm(m, wasm, &log).await,
+        let request = launcher::Request {
+            manifest: m,
+            dir,
+            config: &self.config,
+            log: &log,
         };
-        let (conn, transport, sandbox, data_dir) = started.inspect_err(|e| log.warn(e))?;
+        let Launched {
+            connection,
+            transport,
+            sandbox,
+            data_dir,
+        } = self
+            .launcher
+            .launch(request)
+            .await
+            .inspect_err(|e| log.warn(e))?;
         let hello_ack = HelloAck {
             protocol_version: PROTOCOL_VERSION,
             zot_version: env!("CARGO_PKG_VERSION").into(),
@@ -645,82 +665,15 @@ impl Inner {
             data_dir,
             extra: Map::new(),
         };
-        let hub: Arc<dyn Hub> = self.me.upgrade().expect("the host is alive while it loads");
-        let ext = Extension::start(
-            m.name.clone(),
-            rank,
-            log,
-            conn,
-            hello_ack,
-            hub,
-            self.notes.clone(),
-        );
+        let notes = self.notes.clone();
+        let hub: Arc<dyn Hub> = self;
+        let ext = Extension::start(m.name.clone(), rank, log, connection, hello_ack, hub, notes);
         Ok(Started {
             ext,
             transport,
             sandbox,
             tool_timeout: m.limits.tool_timeout_ms.map(Duration::from_millis),
         })
-    }
-
-    /// A subprocess; its data dir is `$ZOT_HOME/data/<name>`.
-    fn start_stdio(
-        &self,
-        dir: &Path,
-        m: &Manifest,
-        program: PathBuf,
-        log: &ExtLog,
-    ) -> Result<Transport, String> {
-        let data_dir = self.config.home.data_dir(&m.name);
-        if let Err(e) = std::fs::create_dir_all(&data_dir) {
-            log.warn(&format!(
-                "cannot create data dir {}: {e}",
-                data_dir.display()
-            ));
-        }
-        let spec = StdioSpec {
-            program: program.clone(),
-            args: m.args.clone(),
-            dir: dir.to_path_buf(),
-            stderr: log.stderr_handle(),
-            max_frame: self.config.max_frame,
-        };
-        let conn =
-            stdio::spawn(spec).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-        log.info(&format!("started {} (stdio)", program.display()));
-        Ok((conn, "stdio", None, data_dir.display().to_string()))
-    }
-
-    /// A component in the sandbox, with what the manifest asks and the user granted.
-    async fn start_wasm(
-        &self,
-        m: &Manifest,
-        wasm: PathBuf,
-        log: &ExtLog,
-    ) -> Result<Transport, String> {
-        let home = &self.config.home;
-        let (decision, grant) = sandbox::for_manifest(home, m, &self.config.cwd, log);
-        let data_dir = decision.policy.data_mount().to_string();
-        let memory_mb = (decision.policy.memory_bytes >> 20) as u64;
-        let started = wasm::spawn(WasmSpec {
-            wasm: wasm.clone(),
-            policy: decision.policy,
-            log: log.clone(),
-            max_frame: self.config.max_frame,
-            cache_dir: home.cache_dir(),
-        })
-        .await
-        .map_err(|e| format!("cannot start {}: {e}", wasm.display()))?;
-        sandbox::warn_if_changed(grant.as_ref(), &started.sha256, &m.name, log);
-        let sandbox = SandboxInfo {
-            component: started.kind,
-            sha256: started.sha256,
-            asked: m.permissions.clone(),
-            granted: grant.map(|g| g.permissions),
-            withheld: decision.withheld,
-            memory_mb,
-        };
-        Ok((started.connection, "wasm", Some(sandbox), data_dir))
     }
 
     /// Stops every running extension in parallel; returns their names.
@@ -796,3 +749,6 @@ impl Hub for Inner {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

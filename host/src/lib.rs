@@ -13,6 +13,7 @@ pub mod filetype;
 pub mod grants;
 pub mod host;
 pub mod install;
+pub mod launcher;
 pub mod log;
 pub mod manifest;
 pub mod paths;

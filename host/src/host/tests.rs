@@ -1,0 +1,305 @@
+//! The core on in-memory connections: dispatch, shadowing, the interception chain,
+//! reload and shutdown, with scripted extensions instead of processes.
+
+use super::*;
+use crate::launcher::LaunchFuture;
+use crate::transport::memory::{pair, Peer};
+use serde_json::json;
+use std::collections::HashMap;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+/// What a scripted extension registers, and how it answers interceptions.
+#[derive(Clone, Default)]
+struct Script {
+    tools: Vec<&'static str>,
+    intercept: Vec<&'static str>,
+    /// Its `event_intercept_response` fields.
+    verdict: Value,
+}
+
+/// Starts every extension as a [`Script`] on an in-memory pair; reports each frame the
+/// host sends to it as `(name, frame)`.
+struct Scripted {
+    scripts: HashMap<String, Script>,
+    seen: UnboundedSender<(String, Value)>,
+    launches: Mutex<Vec<String>>,
+}
+
+impl Launcher for Scripted {
+    fn transport(&self, _: &Manifest) -> &'static str {
+        "memory"
+    }
+
+    fn launch<'a>(&'a self, request: launcher::Request<'a>) -> LaunchFuture<'a> {
+        let name = request.manifest.name.clone();
+        self.launches.lock().unwrap().push(name.clone());
+        let script = self.scripts.get(&name).cloned().unwrap_or_default();
+        let (connection, peer) = pair(64);
+        tokio::spawn(play(name, script, peer, self.seen.clone()));
+        Box::pin(async {
+            Ok(Launched {
+                connection,
+                transport: "memory",
+                sandbox: None,
+                data_dir: String::new(),
+            })
+        })
+    }
+}
+
+/// The scripted extension: hello, registrations, ready; answers tool calls with
+/// `<name>:<tool>` (the tool `crash` exits instead), interceptions with its verdict, and
+/// `shutdown` by exiting.
+async fn play(
+    name: String,
+    script: Script,
+    mut peer: Peer,
+    seen: UnboundedSender<(String, Value)>,
+) {
+    let print = |v: Value| v.to_string();
+    peer.print(&print(
+        json!({"type": "hello", "name": name, "version": "1"}),
+    ))
+    .await;
+    for tool in &script.tools {
+        peer.print(&print(json!({"type": "register_tool", "name": tool,
+                                 "description": "d", "schema": {"type": "object"}})))
+            .await;
+    }
+    peer.print(&print(json!({"type": "subscribe", "events": [],
+                             "intercept": script.intercept})))
+        .await;
+    peer.print(r#"{"type":"ready"}"#).await;
+    while let Some(frame) = peer.frames.recv().await {
+        let frame: Value = serde_json::from_str(frame.line.json()).unwrap();
+        let _ = seen.send((name.clone(), frame.clone()));
+        let id = frame["id"].clone();
+        match frame["type"].as_str().unwrap_or_default() {
+            "tool_call" if frame["name"] == "crash" => return peer.exit(3),
+            "tool_call" => {
+                let text = format!("{name}:{}", frame["name"].as_str().unwrap());
+                peer.print(&print(json!({"type": "tool_result", "id": id,
+                                         "content": [{"type": "text", "text": text}]})))
+                    .await;
+            }
+            "event_intercept" => {
+                let mut answer = script.verdict.clone();
+                answer["type"] = json!("event_intercept_response");
+                answer["id"] = id;
+                peer.print(&print(answer)).await;
+            }
+            "shutdown" => return peer.exit(0),
+            _ => {}
+        }
+    }
+}
+
+struct Fixture {
+    host: Host,
+    seen: UnboundedReceiver<(String, Value)>,
+    launcher: Arc<Scripted>,
+    _dir: Tmp,
+}
+
+/// A temporary directory, removed on drop.
+struct Tmp(PathBuf);
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A host over scripted extensions, given in load order; loaded, every one ready.
+async fn loaded(extensions: &[(&str, Script)]) -> Fixture {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let root = std::env::temp_dir().join(format!("zot-host-core-{}-{n}", std::process::id()));
+    let mut config = HostConfig::new(ZotHome::new(root.join("home")), root.clone());
+    config.installed = false;
+    config.timeouts.shutdown = Duration::from_millis(200);
+    config.timeouts.terminate = Duration::from_millis(200);
+    for (name, _) in extensions {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = json!({"name": name, "exec": "scripted"});
+        std::fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
+        config.explicit.push(dir);
+    }
+    let (seen_tx, seen) = unbounded_channel();
+    let launcher = Arc::new(Scripted {
+        scripts: extensions
+            .iter()
+            .map(|(n, s)| (n.to_string(), s.clone()))
+            .collect(),
+        seen: seen_tx,
+        launches: Mutex::new(Vec::new()),
+    });
+    let (host, _notes) = Host::with_launcher(config, launcher.clone());
+    let report = host.load().await;
+    let names: Vec<&str> = extensions.iter().map(|(n, _)| *n).collect();
+    assert_eq!(report.ready, names, "{report:?}");
+    Fixture {
+        host,
+        seen,
+        launcher,
+        _dir: Tmp(root),
+    }
+}
+
+fn tools(names: &[&'static str]) -> Script {
+    Script {
+        tools: names.to_vec(),
+        ..Script::default()
+    }
+}
+
+fn interceptor(verdict: Value) -> Script {
+    Script {
+        intercept: vec!["tool_call"],
+        verdict,
+        ..Script::default()
+    }
+}
+
+async fn call(host: &Host, tool: &str) -> Result<(String, String), CallError> {
+    let (ext, result) = host.call_tool(tool, json!({}), None).await?;
+    let text = result.content[0]["text"].as_str().unwrap().to_string();
+    Ok((ext, text))
+}
+
+fn tool_call_event(args: Value) -> Event {
+    Event {
+        id: None,
+        event: "tool_call".into(),
+        fields: json!({"tool_id": "1", "tool_name": "bash", "tool_args": args})
+            .as_object()
+            .unwrap()
+            .clone(),
+    }
+}
+
+#[tokio::test]
+async fn calls_go_to_the_owner_and_a_shadowed_tool_takes_over_when_it_exits() {
+    let f = loaded(&[
+        ("a", tools(&["t", "crash"])),
+        ("b", tools(&["t", "only_b"])),
+    ])
+    .await;
+    let owners: Vec<_> = f
+        .host
+        .tools()
+        .into_iter()
+        .map(|(ext, tool)| (tool.name, ext))
+        .collect();
+    assert!(owners.contains(&("t".into(), "a".into())), "{owners:?}");
+    assert_eq!(
+        call(&f.host, "t").await.unwrap(),
+        ("a".into(), "a:t".into())
+    );
+    assert_eq!(
+        call(&f.host, "only_b").await.unwrap(),
+        ("b".into(), "b:only_b".into())
+    );
+    let listed = f.host.extensions();
+    assert_eq!(listed[1].shadowed, ["t"], "b's t is shadowed by a's");
+    assert!(matches!(
+        call(&f.host, "nope").await,
+        Err(CallError::NotFound(_))
+    ));
+    assert!(
+        matches!(call(&f.host, "read").await, Err(CallError::NotFound(m)) if m.contains("built-in"))
+    );
+
+    // a exits mid-call: the call fails at once, and b's t takes over.
+    assert!(matches!(
+        call(&f.host, "crash").await,
+        Err(CallError::Exited { .. })
+    ));
+    assert_eq!(
+        call(&f.host, "t").await.unwrap(),
+        ("b".into(), "b:t".into())
+    );
+    let a = &f.host.extensions()[0];
+    assert_eq!(
+        (a.state, a.error.as_deref()),
+        ("exited", Some("exited with status 3"))
+    );
+}
+
+#[tokio::test]
+async fn interceptors_run_in_load_order_rewrites_chain_and_the_first_block_wins() {
+    let rewrite = interceptor(json!({"modified_args": {"command": "ls -l"}}));
+    let allow = interceptor(json!({}));
+    let mut f = loaded(&[("rewrite", rewrite.clone()), ("allow", allow)]).await;
+    let verdict = f
+        .host
+        .intercept(tool_call_event(json!({"command": "ls"})))
+        .await;
+    assert_eq!(verdict.modified_args, Some(json!({"command": "ls -l"})));
+    assert!(!verdict.block);
+    // The second interceptor saw the first one's rewrite.
+    let asked: Vec<(String, Value)> = std::iter::from_fn(|| f.seen.try_recv().ok())
+        .filter(|(_, frame)| frame["type"] == "event_intercept")
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0].0, "rewrite");
+    assert_eq!(asked[1].0, "allow");
+    assert_eq!(asked[1].1["tool_args"], json!({"command": "ls -l"}));
+
+    let block = interceptor(json!({"block": true, "reason": "no"}));
+    let mut f = loaded(&[("block", block), ("rewrite", rewrite)]).await;
+    let verdict = f
+        .host
+        .intercept(tool_call_event(json!({"command": "rm"})))
+        .await;
+    assert_eq!(
+        verdict,
+        Verdict {
+            block: true,
+            reason: Some("no".into()),
+            ..Verdict::default()
+        }
+    );
+    let asked: Vec<String> = std::iter::from_fn(|| f.seen.try_recv().ok())
+        .filter(|(_, frame)| frame["type"] == "event_intercept")
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(asked, ["block"], "after a block nobody else is asked");
+}
+
+#[tokio::test]
+async fn reload_stops_every_extension_then_starts_them_again() {
+    let mut f = loaded(&[("a", tools(&["t"])), ("b", tools(&["u"]))]).await;
+    let report = f.host.reload().await;
+    assert_eq!(report.stopped, ["a", "b"]);
+    assert_eq!(report.loaded, ["a", "b"]);
+    assert_eq!(report.ready, ["a", "b"]);
+    assert!(report.errors.is_empty(), "{report:?}");
+    let shut: Vec<String> = std::iter::from_fn(|| f.seen.try_recv().ok())
+        .filter(|(_, frame)| frame["type"] == "shutdown")
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(shut.len(), 2, "{shut:?}");
+    assert_eq!(*f.launcher.launches.lock().unwrap(), ["a", "b", "a", "b"]);
+    assert_eq!(
+        call(&f.host, "u").await.unwrap(),
+        ("b".into(), "b:u".into())
+    );
+}
+
+#[tokio::test]
+async fn shutdown_tells_every_extension_and_waits_until_all_are_gone() {
+    let mut f = loaded(&[("a", tools(&["t"])), ("b", tools(&["u"]))]).await;
+    f.host.shutdown().await;
+    let mut shut: Vec<String> = std::iter::from_fn(|| f.seen.try_recv().ok())
+        .filter(|(_, frame)| frame["type"] == "shutdown")
+        .map(|(name, _)| name)
+        .collect();
+    shut.sort();
+    assert_eq!(shut, ["a", "b"]);
+    for e in f.host.extensions() {
+        assert_eq!(e.state, "exited", "{}", e.name);
+    }
+    assert!(f.host.tools().is_empty());
+}

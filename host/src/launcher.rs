@@ -1,0 +1,142 @@
+//! Starting an extension on its transport: the only code that names both the stdio and
+//! the wasm transport. The core ([`crate::host`]) asks a [`Launcher`] for a
+//! [`Connection`] and never learns more about how frames travel.
+
+use crate::host::{HostConfig, SandboxInfo};
+use crate::log::ExtLog;
+use crate::manifest::{Launch, Manifest};
+use crate::sandbox;
+use crate::transport::stdio::{self, StdioSpec};
+use crate::transport::wasm::{self, WasmSpec};
+use crate::transport::Connection;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+
+/// One extension to start.
+pub struct Request<'a> {
+    pub manifest: &'a Manifest,
+    /// Its directory (the manifest's folder).
+    pub dir: &'a Path,
+    pub config: &'a HostConfig,
+    /// Its log (`$ZOT_HOME/logs/ext-<name>.log`).
+    pub log: &'a ExtLog,
+}
+
+/// A started extension's transport.
+pub struct Launched {
+    pub connection: Connection,
+    /// The transport's name, as `list` shows it.
+    pub transport: &'static str,
+    /// How a component is sandboxed (`None` for a subprocess).
+    pub sandbox: Option<SandboxInfo>,
+    /// The data dir the extension is told in `hello_ack`.
+    pub data_dir: String,
+}
+
+/// What [`Launcher::launch`] returns: the transport, or why it could not start.
+pub type LaunchFuture<'a> = Pin<Box<dyn Future<Output = Result<Launched, String>> + Send + 'a>>;
+
+/// Turns a discovered extension into a [`Connection`]. [`Transports`] is the host's own;
+/// tests (and embedders with a transport of their own) pass another to
+/// [`Host::with_launcher`](crate::Host::with_launcher).
+pub trait Launcher: Send + Sync {
+    /// The transport `manifest` names, for listing an extension that is not running.
+    fn transport(&self, manifest: &Manifest) -> &'static str;
+    /// Starts one extension.
+    fn launch<'a>(&'a self, request: Request<'a>) -> LaunchFuture<'a>;
+}
+
+/// The host's transports: a subprocess over stdio for `exec`, a sandboxed component for
+/// `wasm`.
+pub struct Transports;
+
+impl Launcher for Transports {
+    fn transport(&self, manifest: &Manifest) -> &'static str {
+        if manifest.wasm.is_some() {
+            "wasm"
+        } else {
+            "stdio"
+        }
+    }
+
+    fn launch<'a>(&'a self, request: Request<'a>) -> LaunchFuture<'a> {
+        Box::pin(async move {
+            match request.manifest.launch(request.dir) {
+                Launch::Exec(program) => start_stdio(&request, program),
+                Launch::Wasm(component) => start_wasm(&request, component).await,
+            }
+        })
+    }
+}
+
+/// A subprocess; its data dir is `$ZOT_HOME/data/<name>`.
+fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, String> {
+    let Request {
+        manifest: m,
+        dir,
+        config,
+        log,
+    } = request;
+    let data_dir = config.home.data_dir(&m.name);
+    if let Err(e) = std::fs::create_dir_all(&data_dir) {
+        log.warn(&format!(
+            "cannot create data dir {}: {e}",
+            data_dir.display()
+        ));
+    }
+    let spec = StdioSpec {
+        program: program.clone(),
+        args: m.args.clone(),
+        dir: dir.to_path_buf(),
+        stderr: log.stderr_handle(),
+        max_frame: config.max_frame,
+    };
+    let connection =
+        stdio::spawn(spec).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+    log.info(&format!("started {} (stdio)", program.display()));
+    Ok(Launched {
+        connection,
+        transport: "stdio",
+        sandbox: None,
+        data_dir: data_dir.display().to_string(),
+    })
+}
+
+/// A component in the sandbox, with what the manifest asks and the user granted.
+async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launched, String> {
+    let Request {
+        manifest: m,
+        config,
+        log,
+        ..
+    } = request;
+    let home = &config.home;
+    let (decision, grant) = sandbox::for_manifest(home, m, &config.cwd, log);
+    let data_dir = decision.policy.data_mount().to_string();
+    let memory_mb = (decision.policy.memory_bytes >> 20) as u64;
+    let started = wasm::spawn(WasmSpec {
+        wasm: component.clone(),
+        policy: decision.policy,
+        log: (*log).clone(),
+        max_frame: config.max_frame,
+        cache_dir: home.cache_dir(),
+    })
+    .await
+    .map_err(|e| format!("cannot start {}: {e}", component.display()))?;
+    sandbox::warn_if_changed(grant.as_ref(), &started.sha256, &m.name, log);
+    let sandbox = SandboxInfo {
+        component: started.kind,
+        sha256: started.sha256,
+        asked: m.permissions.clone(),
+        granted: grant.map(|g| g.permissions),
+        withheld: decision.withheld,
+        memory_mb,
+    };
+    Ok(Launched {
+        connection: started.connection,
+        transport: "wasm",
+        sandbox: Some(sandbox),
+        data_dir,
+    })
+}
