@@ -18,6 +18,17 @@ pub enum Source {
     Global,
 }
 
+impl Source {
+    /// `explicit`, `project` or `global`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Explicit => "explicit",
+            Source::Project => "project",
+            Source::Global => "global",
+        }
+    }
+}
+
 /// One extension directory found during discovery.
 #[derive(Debug, Clone)]
 pub struct Found {

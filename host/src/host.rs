@@ -6,7 +6,7 @@ use crate::events::HostEvent;
 use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
 use crate::launcher::{self, Launched, Launcher, Transports};
 use crate::log::ExtLog;
-use crate::manifest::{Manifest, Permissions};
+use crate::manifest::{Manifest, Permissions, TransportKind};
 use crate::paths::ZotHome;
 use crate::registry::{Owned, Registry};
 use crate::transport::wasm::Kind;
@@ -54,16 +54,16 @@ impl Default for Timeouts {
 }
 
 impl Timeouts {
-    /// How long an extension may take to handle a frame of type `frame_type`: its
-    /// request's timeout and [`CANCEL_GRACE`](crate::extension::CANCEL_GRACE), or one
-    /// second for one-way frames.
-    pub fn budget(&self, frame_type: &str) -> Duration {
+    /// How long an extension may take to handle `frame`: its request's timeout and
+    /// [`CANCEL_GRACE`](crate::extension::CANCEL_GRACE), or
+    /// [`ONE_WAY_BUDGET`](crate::extension::ONE_WAY_BUDGET) for one-way frames.
+    pub fn budget(&self, frame: &HostFrame) -> Duration {
         let grace = crate::extension::CANCEL_GRACE;
-        match frame_type {
-            "tool_call" => self.tool + grace,
-            "command_invoked" => self.command + grace,
-            "event_intercept" => self.intercept + grace,
-            "shutdown" => self.shutdown,
+        match frame {
+            HostFrame::ToolCall(_) => self.tool + grace,
+            HostFrame::CommandInvoked(_) => self.command + grace,
+            HostFrame::EventIntercept(_) => self.intercept + grace,
+            HostFrame::Shutdown(_) => self.shutdown,
             _ => crate::extension::ONE_WAY_BUDGET,
         }
     }
@@ -116,9 +116,8 @@ pub struct ExtensionInfo {
     pub name: String,
     pub version: String,
     pub source: Source,
-    pub transport: &'static str,
-    /// `starting`, `ready`, `exited`, `disabled` or `error`.
-    pub state: &'static str,
+    pub transport: TransportKind,
+    pub state: ExtState,
     pub dir: PathBuf,
     pub log: PathBuf,
     pub commands: Vec<String>,
@@ -131,6 +130,21 @@ pub struct ExtensionInfo {
     /// Components only: their kind, hash, permissions and limits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
+}
+
+/// Where an extension is, as `list` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtState {
+    /// Started, not ready yet.
+    Starting,
+    Ready,
+    /// Gone; [`ExtensionInfo::error`] says why.
+    Exited,
+    /// `"enabled": false` in its manifest: not started.
+    Disabled,
+    /// Could not be started; [`ExtensionInfo::error`] says why.
+    Error,
 }
 
 /// How a component is sandboxed.
@@ -207,7 +221,7 @@ struct Entry {
     source: Source,
     dir: PathBuf,
     log: PathBuf,
-    transport: &'static str,
+    transport: TransportKind,
     sandbox: Option<SandboxInfo>,
     tool_timeout: Option<Duration>,
     state: EntryState,
@@ -216,7 +230,7 @@ struct Entry {
 /// An extension that started.
 struct Started {
     ext: Extension,
-    transport: &'static str,
+    transport: TransportKind,
     sandbox: Option<SandboxInfo>,
     tool_timeout: Option<Duration>,
 }
@@ -290,16 +304,18 @@ impl Host {
             .iter()
             .map(|e| {
                 let (state, error, owned, status) = match &e.state {
-                    EntryState::Disabled => ("disabled", None, Owned::default(), None),
-                    EntryState::Error(msg) => ("error", Some(msg.clone()), Owned::default(), None),
+                    EntryState::Disabled => (ExtState::Disabled, None, Owned::default(), None),
+                    EntryState::Error(msg) => {
+                        (ExtState::Error, Some(msg.clone()), Owned::default(), None)
+                    }
                     EntryState::Running(ext) => {
                         let status = ext.status();
                         // The exit is recorded before `extension_exited` is sent, so a
                         // listing made after that event always says `exited`.
                         let (state, error) = match (&status.exit, ext.phase()) {
-                            (Some(exit), _) => ("exited", Some(exit.reason.clone())),
-                            (None, Phase::Starting) => ("starting", None),
-                            (None, _) => ("ready", None),
+                            (Some(exit), _) => (ExtState::Exited, Some(exit.reason.clone())),
+                            (None, Phase::Starting) => (ExtState::Starting, None),
+                            (None, _) => (ExtState::Ready, None),
                         };
                         (state, error, registry.of(ext), Some(status))
                     }
@@ -545,10 +561,10 @@ impl Inner {
         for (rank, f) in found.found.into_iter().enumerate() {
             let name = f.name();
             let log = self.config.home.log_path(&name);
-            let transport = match &f.manifest {
-                Ok(m) => self.launcher.transport(m),
-                Err(_) => "stdio",
-            };
+            let transport = f
+                .manifest
+                .as_ref()
+                .map_or(TransportKind::Stdio, Manifest::transport);
             let (version, state) = match f.manifest {
                 Err(e) => {
                     let message = e.to_string();

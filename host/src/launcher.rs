@@ -4,7 +4,7 @@
 
 use crate::host::{HostConfig, SandboxInfo};
 use crate::log::ExtLog;
-use crate::manifest::{Launch, Manifest};
+use crate::manifest::{Launch, Manifest, TransportKind};
 use crate::sandbox;
 use crate::transport::stdio::{self, StdioSpec};
 use crate::transport::wasm::{self, WasmSpec};
@@ -26,8 +26,7 @@ pub struct Request<'a> {
 /// A started extension's transport.
 pub struct Launched {
     pub connection: Connection,
-    /// The transport's name, as `list` shows it.
-    pub transport: &'static str,
+    pub transport: TransportKind,
     /// How a component is sandboxed (`None` for a subprocess).
     pub sandbox: Option<SandboxInfo>,
     /// The data dir the extension is told in `hello_ack`.
@@ -41,8 +40,6 @@ pub type LaunchFuture<'a> = Pin<Box<dyn Future<Output = Result<Launched, String>
 /// tests (and embedders with a transport of their own) pass another to
 /// [`Host::with_launcher`](crate::Host::with_launcher).
 pub trait Launcher: Send + Sync {
-    /// The transport `manifest` names, for listing an extension that is not running.
-    fn transport(&self, manifest: &Manifest) -> &'static str;
     /// Starts one extension.
     fn launch<'a>(&'a self, request: Request<'a>) -> LaunchFuture<'a>;
 }
@@ -52,14 +49,6 @@ pub trait Launcher: Send + Sync {
 pub struct Transports;
 
 impl Launcher for Transports {
-    fn transport(&self, manifest: &Manifest) -> &'static str {
-        if manifest.wasm.is_some() {
-            "wasm"
-        } else {
-            "stdio"
-        }
-    }
-
     fn launch<'a>(&'a self, request: Request<'a>) -> LaunchFuture<'a> {
         Box::pin(async move {
             match request.manifest.launch(request.dir) {
@@ -97,7 +86,7 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Stri
     log.info(&format!("started {} (stdio)", program.display()));
     Ok(Launched {
         connection,
-        transport: "stdio",
+        transport: TransportKind::Stdio,
         sandbox: None,
         data_dir: data_dir.display().to_string(),
     })
@@ -135,7 +124,7 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
     };
     Ok(Launched {
         connection: started.connection,
-        transport: "wasm",
+        transport: TransportKind::Wasm,
         sandbox: Some(sandbox),
         data_dir,
     })

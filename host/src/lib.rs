@@ -23,5 +23,5 @@ pub mod transport;
 
 pub use events::HostEvent;
 pub use extension::{CallError, Phase, Status};
-pub use host::{ExtensionInfo, Host, HostConfig, LoadReport, Timeouts, Verdict};
+pub use host::{ExtState, ExtensionInfo, Host, HostConfig, LoadReport, Timeouts, Verdict};
 pub use registry::Owned;

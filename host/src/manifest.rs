@@ -96,6 +96,32 @@ pub const MAX_MEMORY_MB: u64 = 4096;
 /// The longest tool timeout a manifest may set: one hour.
 pub const MAX_TOOL_TIMEOUT_MS: u64 = 3_600_000;
 
+/// How an extension's frames travel: what `list` shows as its `transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportKind {
+    /// A subprocess over stdin/stdout (`exec`).
+    Stdio,
+    /// A WebAssembly component in the sandbox (`wasm`).
+    Wasm,
+}
+
+impl TransportKind {
+    /// `stdio` or `wasm`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportKind::Stdio => "stdio",
+            TransportKind::Wasm => "wasm",
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How an extension runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Launch {
@@ -206,6 +232,15 @@ impl Manifest {
             limits: Limits::default(),
             extra: Map::new(),
         })
+    }
+
+    /// The transport it names: `wasm` for a component, else `stdio`.
+    pub fn transport(&self) -> TransportKind {
+        if self.wasm.is_some() {
+            TransportKind::Wasm
+        } else {
+            TransportKind::Stdio
+        }
     }
 
     /// How to run it; paths resolved against `dir`.

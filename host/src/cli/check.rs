@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use zot_host::install::{self, InstallSource, Progress, Request};
 use zot_host::manifest::{validate_name, Launch, Manifest, MANIFEST_FILE};
 use zot_host::paths::ZotHome;
-use zot_host::{Host, HostConfig, Timeouts};
+use zot_host::{ExtState, Host, HostConfig, Timeouts};
 
 /// How many lines of this run's log a failed check shows.
 const TAIL_LINES: usize = 30;
@@ -226,18 +226,21 @@ async fn check(config: HostConfig) -> Value {
     };
     let mut violations: Vec<String> = report.errors.iter().map(|e| e.error.clone()).collect();
     let mut warnings = Vec::new();
-    if info.state == "disabled" {
+    if info.state == ExtState::Disabled {
         violations.push("the manifest says \"enabled\": false".into());
     }
     let status = host.status(&info.name).unwrap_or_default();
-    let exited_early = info.state == "exited";
+    let exited_early = info.state == ExtState::Exited;
     if exited_early {
         // The exit is the violation; what it did not get to send follows from it.
-    } else if status.hello.is_none() && info.state != "disabled" && info.state != "error" {
+    } else if status.hello.is_none()
+        && info.state != ExtState::Disabled
+        && info.state != ExtState::Error
+    {
         violations.push(format!(
             "no hello within --wait ({wait_text}): is stdout flushed after printing it?"
         ));
-    } else if info.state == "starting" {
+    } else if info.state == ExtState::Starting {
         violations.push(format!(
             "not ready within --wait ({wait_text}): it kept sending frames"
         ));

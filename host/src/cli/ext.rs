@@ -7,8 +7,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use zot_host::discovery::Source;
-use zot_host::install::{self, Listed, State};
+use zot_host::install::{self, Listed};
 use zot_host::paths::ZotHome;
 
 /// Runs one management subcommand; a failure is one `zot: …` line on stderr, exit 1.
@@ -76,37 +75,21 @@ fn list(home: &ZotHome, json: bool) -> Result<(), String> {
 fn source_name(rows: &[Listed], name: &str) -> &'static str {
     rows.iter()
         .find(|r| r.name == name)
-        .map_or("", |r| source_label(r.source))
-}
-
-fn source_label(source: Source) -> &'static str {
-    match source {
-        Source::Explicit => "explicit",
-        Source::Project => "project",
-        Source::Global => "global",
-    }
-}
-
-fn state_label(state: State) -> &'static str {
-    match state {
-        State::Enabled => "enabled",
-        State::Disabled => "disabled",
-        State::Error => "error",
-    }
+        .map_or("", |r| r.source.as_str())
 }
 
 /// Prints aligned columns, and each manifest error below its row.
 fn print_table(rows: &[Listed]) {
     let cells = |r: &Listed| {
         [
-            source_label(r.source).into(),
+            r.source.as_str().into(),
             r.name.clone(),
             if r.version.is_empty() {
                 "-".into()
             } else {
                 r.version.clone()
             },
-            state_label(r.state).into(),
+            r.state.as_str().into(),
             r.description.clone(),
         ]
     };

@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use zot_host::extension::ONE_WAY_BUDGET;
 use zot_host::log::ExtLog;
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::ZotHome;
@@ -114,28 +115,26 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
                     input_log.warn("skipped an input line longer than the frame size limit");
                     continue;
                 };
-                let (frame_type, line) = match HostFrame::decode(&line) {
+                let (budget, line) = match HostFrame::decode(&line) {
                     Ok(HostFrame::HelloAck(mut ack)) => {
                         ack.data_dir = data_mount.to_string();
                         ack.cwd = cwd_told.clone();
-                        ("hello_ack", encode(&HostFrame::HelloAck(ack)))
+                        let frame = HostFrame::HelloAck(ack);
+                        (timeouts.budget(&frame), encode(&frame))
                     }
-                    Ok(frame) => (frame.type_name(), encode(&frame)),
+                    Ok(frame) => (timeouts.budget(&frame), encode(&frame)),
                     // Not ours to judge: JSON that is no frame this host knows reaches the
                     // component as the host sent it (a one-way budget). A line that is not
                     // JSON (or not UTF-8) is no frame at all: skipped, the component goes on.
                     Err(_) => match serde_json::from_slice::<serde_json::Value>(&line) {
-                        Ok(value) => ("", encode(&value)),
+                        Ok(value) => (ONE_WAY_BUDGET, encode(&value)),
                         Err(e) => {
                             input_log.warn(&format!("skipped an input line that is not JSON: {e}"));
                             continue;
                         }
                     },
                 };
-                let frame = Outbound {
-                    budget: timeouts.budget(frame_type),
-                    line,
-                };
+                let frame = Outbound { budget, line };
                 if outbound.send(frame).await.is_err() {
                     return;
                 }

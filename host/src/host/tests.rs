@@ -26,10 +26,6 @@ struct Scripted {
 }
 
 impl Launcher for Scripted {
-    fn transport(&self, _: &Manifest) -> &'static str {
-        "memory"
-    }
-
     fn launch<'a>(&'a self, request: launcher::Request<'a>) -> LaunchFuture<'a> {
         let name = request.manifest.name.clone();
         self.launches.lock().unwrap().push(name.clone());
@@ -39,7 +35,7 @@ impl Launcher for Scripted {
         Box::pin(async {
             Ok(Launched {
                 connection,
-                transport: "memory",
+                transport: TransportKind::Stdio,
                 sandbox: None,
                 data_dir: String::new(),
             })
@@ -223,7 +219,7 @@ async fn calls_go_to_the_owner_and_a_shadowed_tool_takes_over_when_it_exits() {
     let a = &f.host.extensions()[0];
     assert_eq!(
         (a.state, a.error.as_deref()),
-        ("exited", Some("exited with status 3"))
+        (ExtState::Exited, Some("exited with status 3"))
     );
 }
 
@@ -299,7 +295,7 @@ async fn shutdown_tells_every_extension_and_waits_until_all_are_gone() {
     shut.sort();
     assert_eq!(shut, ["a", "b"]);
     for e in f.host.extensions() {
-        assert_eq!(e.state, "exited", "{}", e.name);
+        assert_eq!(e.state, ExtState::Exited, "{}", e.name);
     }
     assert!(f.host.tools().is_empty());
 }

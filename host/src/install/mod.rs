@@ -13,7 +13,7 @@ pub use fetch::{Progress, Quiet};
 pub use provenance::{Provenance, SourceKind};
 
 use crate::discovery::{discover, Found, SearchPath, Source};
-use crate::manifest::{self, Manifest, MANIFEST_FILE};
+use crate::manifest::{self, Manifest, TransportKind, MANIFEST_FILE};
 use crate::paths::{project_extensions_dir, ZotHome};
 use serde::Serialize;
 use serde_json::Value;
@@ -503,6 +503,17 @@ pub enum State {
     Error,
 }
 
+impl State {
+    /// `enabled`, `disabled` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Enabled => "enabled",
+            State::Disabled => "disabled",
+            State::Error => "error",
+        }
+    }
+}
+
 /// One row of `zot ext list`. Its JSON form is the public `--json` contract
 /// (docs/cli.md): change it only additively.
 #[derive(Debug, Clone, Serialize)]
@@ -514,7 +525,7 @@ pub struct Listed {
     pub dir: String,
     /// How the host talks to it: `stdio` for a manifest with `exec`, `wasm` for one with
     /// `wasm`.
-    pub transport: &'static str,
+    pub transport: TransportKind,
     pub enabled: bool,
     pub state: State,
     /// Why the manifest cannot be used (only when `state` is `error`).
@@ -587,10 +598,9 @@ impl From<&Found> for Listed {
             source: found.source,
             dir: found.dir.display().to_string(),
             transport: match &found.manifest {
-                Ok(m) if m.wasm.is_none() => "stdio",
-                Ok(_) => "wasm",
-                Err(_) if raw.get("wasm").is_some_and(|w| !w.is_null()) => "wasm",
-                Err(_) => "stdio",
+                Ok(m) => m.transport(),
+                Err(_) if raw.get("wasm").is_some_and(|w| !w.is_null()) => TransportKind::Wasm,
+                Err(_) => TransportKind::Stdio,
             },
             enabled,
             state,
