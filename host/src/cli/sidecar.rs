@@ -1,5 +1,6 @@
 //! `zot host`: the whole host as a JSON-lines sidecar on stdin/stdout (docs/sidecar.md).
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::PathBuf;
@@ -105,15 +106,6 @@ pub(crate) fn run(args: HostArgs) -> ExitCode {
     std::process::exit(0)
 }
 
-/// Requests that only queue frames for extensions: answered in the order they are read.
-const ONE_WAY: &[&str] = &[
-    "emit",
-    "agent_event",
-    "panel_key",
-    "panel_resize",
-    "panel_close",
-];
-
 async fn serve(config: HostConfig) {
     let (host, mut notes) = Host::new(config);
     let (out, out_rx) = mpsc::channel::<Encoded>(OUTPUT_QUEUE);
@@ -174,25 +166,26 @@ async fn serve(config: HostConfig) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match parse_request(&line) {
-            Err(response) => {
-                let _ = out.send(encode(&response)).await;
+        let Parsed { id, kind, request } = parse_request(&line);
+        match request {
+            Err(error) => {
+                let _ = out.send(encode(&respond(id, &kind, Err(error)))).await;
             }
-            Ok((id, kind, _)) if kind == "shutdown" => {
+            Ok(Request::Shutdown) => {
                 shutdown_request = Some(id);
                 break;
             }
             // One-way requests are handled here, in the order they were read, so their
             // frames reach each extension in that order; the others run concurrently.
-            Ok((id, kind, fields)) if ONE_WAY.contains(&kind.as_str()) => {
-                let response = respond(id, &kind, handle(&host, &kind, fields).await);
+            Ok(request) if request.is_one_way() => {
+                let response = respond(id, &kind, handle(&host, request).await);
                 let _ = out.send(encode(&response)).await;
             }
-            Ok((id, kind, fields)) => {
+            Ok(request) => {
                 let host = host.clone();
                 let out = out.clone();
                 in_flight.spawn(async move {
-                    let response = respond(id, &kind, handle(&host, &kind, fields).await);
+                    let response = respond(id, &kind, handle(&host, request).await);
                     let _ = out.send(encode(&response)).await;
                 });
             }
@@ -230,53 +223,182 @@ async fn write_stdout(mut rx: mpsc::Receiver<Encoded>) {
     }
 }
 
-/// Splits a request line into id, type and the other fields; or the error response.
-fn parse_request(line: &[u8]) -> Result<(Value, String, Map<String, Value>), Value> {
-    let value: Value = serde_json::from_slice(line).map_err(|e| {
-        json!({"type": "response", "id": null, "success": false,
-               "error": format!("not a JSON request: {e}")})
-    })?;
-    let Value::Object(mut fields) = value else {
-        return Err(json!({"type": "response", "id": null, "success": false,
-                          "error": "a request must be a JSON object"}));
-    };
-    let id = fields.shift_remove("id").unwrap_or(Value::Null);
-    match fields.shift_remove("type") {
-        Some(Value::String(kind)) => Ok((id, kind, fields)),
-        _ => Err(json!({"type": "response", "id": id, "success": false,
-                        "error": "a request needs a string \"type\""})),
+/// One request (docs/sidecar.md), by its `type`; unknown fields are ignored.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Request {
+    Ping,
+    List,
+    Tools,
+    Commands,
+    InvokeCommand {
+        name: String,
+        #[serde(default, deserialize_with = "or_default")]
+        args: String,
+    },
+    CallTool {
+        name: String,
+        #[serde(default)]
+        args: Value,
+        #[serde(default, deserialize_with = "or_default")]
+        timeout_ms: Option<u64>,
+    },
+    Emit {
+        event: EventFields,
+    },
+    Intercept {
+        /// The request's own id: not a field of the event.
+        #[serde(default, rename = "id")]
+        _request_id: Value,
+        #[serde(flatten)]
+        event: EventFields,
+    },
+    AgentEvent {
+        event: Map<String, Value>,
+    },
+    PanelKey {
+        extension: String,
+        panel_id: String,
+        #[serde(default, deserialize_with = "or_default")]
+        key: String,
+        #[serde(default, deserialize_with = "or_default")]
+        text: String,
+    },
+    PanelResize {
+        extension: String,
+        panel_id: String,
+        #[serde(default, deserialize_with = "or_default")]
+        width: u32,
+        #[serde(default, deserialize_with = "or_default")]
+        height: u32,
+    },
+    PanelClose {
+        extension: String,
+        panel_id: String,
+    },
+    Reload,
+    Shutdown,
+}
+
+/// An optional field read leniently: a value of another type (or null) counts as absent.
+fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    Ok(T::deserialize(Value::deserialize(d)?).unwrap_or_default())
+}
+
+/// `{"event": name, …fields}`: an event to emit or intercept.
+#[derive(Debug, Deserialize)]
+struct EventFields {
+    event: String,
+    #[serde(flatten)]
+    fields: Map<String, Value>,
+}
+
+impl From<EventFields> for Event {
+    fn from(e: EventFields) -> Event {
+        Event {
+            id: None,
+            event: e.event,
+            fields: e.fields,
+        }
     }
 }
 
+impl Request {
+    /// Requests that only queue frames for extensions: answered in the order they are
+    /// read, so their frames reach each extension in that order.
+    fn is_one_way(&self) -> bool {
+        matches!(
+            self,
+            Request::Emit { .. }
+                | Request::AgentEvent { .. }
+                | Request::PanelKey { .. }
+                | Request::PanelResize { .. }
+                | Request::PanelClose { .. }
+        )
+    }
+}
+
+/// A request read from a line: its id and type as sent, and the request, or why it is
+/// not one (answered with one error response).
+struct Parsed {
+    id: Value,
+    kind: String,
+    request: Result<Request, String>,
+}
+
+/// Reads one request line. `kind` is empty when the line has no string `type`.
+fn parse_request(line: &[u8]) -> Parsed {
+    let failed = |id, kind, error: String| Parsed {
+        id,
+        kind,
+        request: Err(error),
+    };
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => {
+            return failed(
+                Value::Null,
+                String::new(),
+                format!("not a JSON request: {e}"),
+            )
+        }
+    };
+    let Value::Object(fields) = &value else {
+        return failed(
+            Value::Null,
+            String::new(),
+            "a request must be a JSON object".into(),
+        );
+    };
+    let id = fields.get("id").cloned().unwrap_or(Value::Null);
+    let Some(kind) = fields
+        .get("type")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return failed(
+            id,
+            String::new(),
+            "a request needs a string \"type\"".into(),
+        );
+    };
+    let request = serde_json::from_value::<Request>(value).map_err(|e| {
+        if e.to_string().starts_with("unknown variant") {
+            format!("unknown request type {kind:?} (see docs/sidecar.md for the list)")
+        } else {
+            format!("invalid {kind:?} request: {e}")
+        }
+    });
+    Parsed { id, kind, request }
+}
+
+/// The response to a request: `data` on success, else `error`. `command` is the
+/// request's type (absent when it had none).
 fn respond(id: Value, kind: &str, result: Result<Value, String>) -> Value {
+    let mut response = json!({"type": "response", "id": id});
+    if !kind.is_empty() {
+        response["command"] = json!(kind);
+    }
     match result {
         Ok(data) => {
-            json!({"type": "response", "id": id, "command": kind, "success": true, "data": data})
+            response["success"] = json!(true);
+            response["data"] = data;
         }
         Err(error) => {
-            json!({"type": "response", "id": id, "command": kind, "success": false, "error": error})
+            response["success"] = json!(false);
+            response["error"] = json!(error);
         }
     }
-}
-
-fn str_field(fields: &Map<String, Value>, key: &str) -> Result<String, String> {
-    match fields.get(key) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(format!("missing string field {key:?}")),
-    }
-}
-
-fn opt_str(fields: &Map<String, Value>, key: &str) -> String {
-    fields
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    response
 }
 
 /// `value` as an object without `remove` keys, plus `extension`.
 fn with_extension(value: impl serde::Serialize, extension: String, remove: &[&str]) -> Value {
-    let mut value = serde_json::to_value(value).expect("frames serialise");
+    let mut value = serde_json::to_value(value).unwrap_or_default();
     if let Some(map) = value.as_object_mut() {
         for key in remove {
             map.shift_remove(*key);
@@ -286,11 +408,17 @@ fn with_extension(value: impl serde::Serialize, extension: String, remove: &[&st
     value
 }
 
-async fn handle(host: &Host, kind: &str, mut fields: Map<String, Value>) -> Result<Value, String> {
-    match kind {
-        "ping" => Ok(json!({"pong": true})),
-        "list" => Ok(json!({"extensions": host.extensions()})),
-        "tools" => {
+/// `value` as a response's `data`.
+fn data(value: &impl serde::Serialize) -> Result<Value, String> {
+    serde_json::to_value(value).map_err(|e| e.to_string())
+}
+
+/// Answers every request but `shutdown` (which ends the read loop).
+async fn handle(host: &Host, request: Request) -> Result<Value, String> {
+    match request {
+        Request::Ping => Ok(json!({"pong": true})),
+        Request::List => Ok(json!({"extensions": host.extensions()})),
+        Request::Tools => {
             let tools: Vec<Value> = host
                 .tools()
                 .into_iter()
@@ -298,7 +426,7 @@ async fn handle(host: &Host, kind: &str, mut fields: Map<String, Value>) -> Resu
                 .collect();
             Ok(json!({"tools": tools}))
         }
-        "commands" => {
+        Request::Commands => {
             let commands: Vec<Value> = host
                 .commands()
                 .into_iter()
@@ -306,92 +434,72 @@ async fn handle(host: &Host, kind: &str, mut fields: Map<String, Value>) -> Resu
                 .collect();
             Ok(json!({"commands": commands}))
         }
-        "invoke_command" => {
-            let name = str_field(&fields, "name")?;
+        Request::InvokeCommand { name, args } => {
             let (ext, response) = host
-                .invoke_command(&name, &opt_str(&fields, "args"))
+                .invoke_command(&name, &args)
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(with_extension(response, ext, &["id"]))
         }
-        "call_tool" => {
-            let name = str_field(&fields, "name")?;
-            let args = fields.shift_remove("args").unwrap_or(Value::Null);
-            let timeout = fields
-                .get("timeout_ms")
-                .and_then(Value::as_u64)
-                .map(Duration::from_millis);
+        Request::CallTool {
+            name,
+            args,
+            timeout_ms,
+        } => {
+            let timeout = timeout_ms.map(Duration::from_millis);
             let (ext, result) = host
                 .call_tool(&name, args, timeout)
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(with_extension(result, ext, &["id", "name"]))
         }
-        "emit" => {
-            let event = match fields.shift_remove("event") {
-                Some(Value::Object(event)) => to_event(event)?,
-                _ => return Err("\"event\" must be an object with a string \"event\"".into()),
-            };
-            Ok(json!({"delivered": host.emit(&event)}))
-        }
-        "intercept" => {
-            let event = to_event(fields)?;
-            Ok(serde_json::to_value(host.intercept(event).await).expect("verdict serialises"))
-        }
-        "agent_event" => {
-            let raw = match fields.shift_remove("event") {
-                Some(Value::Object(raw)) => raw,
-                _ => return Err("\"event\" must be a raw agent event object".into()),
-            };
-            let delivered = map_agent_event(raw).map_or(0, |event| host.emit(&event));
+        Request::Emit { event } => Ok(json!({"delivered": host.emit(&event.into())})),
+        Request::Intercept { event, .. } => data(&host.intercept(event.into()).await),
+        Request::AgentEvent { event } => {
+            let delivered = map_agent_event(event).map_or(0, |event| host.emit(&event));
             Ok(json!({"delivered": delivered}))
         }
-        "panel_key" => {
-            let extension = str_field(&fields, "extension")?;
+        Request::PanelKey {
+            extension,
+            panel_id,
+            key,
+            text,
+        } => {
             let key = PanelKey {
-                panel_id: str_field(&fields, "panel_id")?,
-                key: opt_str(&fields, "key"),
-                text: opt_str(&fields, "text"),
+                panel_id,
+                key,
+                text,
                 extra: Map::new(),
             };
             host.panel_key(&extension, key).map_err(|e| e.to_string())?;
             Ok(json!({}))
         }
-        "panel_resize" => {
-            let extension = str_field(&fields, "extension")?;
-            let size = |key| fields.get(key).and_then(Value::as_u64).unwrap_or(0) as u32;
+        Request::PanelResize {
+            extension,
+            panel_id,
+            width,
+            height,
+        } => {
             let resize = PanelResize {
-                panel_id: str_field(&fields, "panel_id")?,
-                width: size("width"),
-                height: size("height"),
+                panel_id,
+                width,
+                height,
                 extra: Map::new(),
             };
             host.panel_resize(&extension, resize)
                 .map_err(|e| e.to_string())?;
             Ok(json!({}))
         }
-        "panel_close" => {
-            let extension = str_field(&fields, "extension")?;
-            host.panel_close(&extension, str_field(&fields, "panel_id")?)
+        Request::PanelClose {
+            extension,
+            panel_id,
+        } => {
+            host.panel_close(&extension, panel_id)
                 .map_err(|e| e.to_string())?;
             Ok(json!({}))
         }
-        "reload" => Ok(serde_json::to_value(host.reload().await).expect("report serialises")),
-        other => Err(format!(
-            "unknown request type {other:?} (see docs/sidecar.md for the list)"
-        )),
-    }
-}
-
-/// `{"event": name, …fields}` as an event.
-fn to_event(mut fields: Map<String, Value>) -> Result<Event, String> {
-    match fields.shift_remove("event") {
-        Some(Value::String(event)) => Ok(Event {
-            id: None,
-            event,
-            fields,
-        }),
-        _ => Err("missing string field \"event\" (the event's name)".into()),
+        Request::Reload => data(&host.reload().await),
+        Request::Shutdown => Ok(json!({})),
     }
 }
 
@@ -445,6 +553,53 @@ mod tests {
 
     fn map(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    fn parsed(line: &str) -> Parsed {
+        parse_request(line.as_bytes())
+    }
+
+    #[test]
+    fn requests_are_typed_and_bad_ones_say_why() {
+        let p = parsed(r#"{"id":"1","type":"call_tool","name":"t","args":{"a":1},"extra":true}"#);
+        assert_eq!((p.id, p.kind.as_str()), (json!("1"), "call_tool"));
+        assert!(
+            matches!(p.request, Ok(Request::CallTool { name, args, timeout_ms: None })
+            if name == "t" && args == json!({"a":1}))
+        );
+        let p = parsed(r#"{"id":2,"type":"intercept","event":"turn_start","step":3}"#);
+        let Ok(Request::Intercept { event, .. }) = p.request else {
+            panic!("{:?}", p.request)
+        };
+        assert_eq!(
+            (event.event.as_str(), Value::Object(event.fields)),
+            ("turn_start", json!({"step":3}))
+        );
+        // Fields of the wrong type that were always optional read as absent.
+        let p = parsed(
+            r#"{"id":"3","type":"panel_key","extension":"e","panel_id":"p","key":null,"text":5}"#,
+        );
+        assert!(
+            matches!(p.request, Ok(Request::PanelKey { key, text, .. }) if key.is_empty() && text.is_empty())
+        );
+        let p = parsed(r#"{"id":"4","type":"teleport"}"#);
+        assert_eq!(
+            p.request.unwrap_err(),
+            "unknown request type \"teleport\" (see docs/sidecar.md for the list)"
+        );
+        let p = parsed(r#"{"id":"5","type":"call_tool"}"#);
+        assert!(p
+            .request
+            .unwrap_err()
+            .starts_with("invalid \"call_tool\" request: missing field `name`"));
+        let p = parsed(r#"{"id":"6","type":7}"#);
+        assert_eq!((p.id, p.kind.as_str()), (json!("6"), ""));
+        assert_eq!(p.request.unwrap_err(), "a request needs a string \"type\"");
+        assert!(parsed("[1]").request.is_err());
+        assert!(parsed("nope")
+            .request
+            .unwrap_err()
+            .starts_with("not a JSON request"));
     }
 
     #[test]
