@@ -161,7 +161,14 @@ fn a_classic_extension_has_no_compile_step() {
     let r = report(&check(&hello_py_example(), &home, true));
     assert_eq!(r["compile_ms"], Value::Null, "{r}");
     assert_eq!(r["compile_by"], Value::Null, "{r}");
-    assert_eq!(r["warnings"], json!([]), "{r}");
+    // A list, always; on a busy machine Python may start slowly enough for a warning.
+    let warnings = r["warnings"].as_array().expect("warnings is a list");
+    assert!(
+        warnings
+            .iter()
+            .all(|w| w.as_str().is_some_and(|w| w.starts_with("slow start:"))),
+        "{r}"
+    );
     assert_eq!(
         r.get("log_tail"),
         None,

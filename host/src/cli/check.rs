@@ -3,20 +3,89 @@
 
 use super::install::TermProgress;
 use super::resolve::{copy_at, resolve, ScopeArgs};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use zot_host::extension::ReadyBy;
+use zot_host::host::SandboxInfo;
 use zot_host::install::{self, InstallSource, Progress, Request};
-use zot_host::manifest::{validate_name, Launch, Manifest, MANIFEST_FILE};
+use zot_host::manifest::{validate_name, Launch, Manifest, TransportKind, MANIFEST_FILE};
 use zot_host::paths::ZotHome;
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
+use zot_protocol::Hello;
 
 /// How many lines of this run's log a failed check shows.
 const TAIL_LINES: usize = 30;
 /// How many bytes from the end of this run's log are searched for those lines.
 const TAIL_BYTES: u64 = 16 * 1024;
+
+/// What `check` found: serialised for `--json` (its fields are the public contract in
+/// docs/cli.md: only ever added to) and rendered for people by [`print_text`].
+#[derive(Debug, Default, Serialize)]
+struct CheckReport {
+    /// The extension, when one was found and loaded.
+    #[serde(flatten)]
+    found: Option<Found>,
+    violations: Vec<String>,
+    warnings: Vec<String>,
+    /// Present with `found`.
+    #[serde(flatten)]
+    compile: Option<CompileStep>,
+    /// Present when the check failed: this run's log lines, or `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    log_tail: Option<Option<String>>,
+}
+
+impl CheckReport {
+    fn failed(violation: String) -> CheckReport {
+        CheckReport {
+            violations: vec![violation],
+            ..CheckReport::default()
+        }
+    }
+}
+
+/// The loaded extension: its hello, registrations and the time each step took.
+#[derive(Debug, Serialize)]
+struct Found {
+    name: String,
+    version: String,
+    transport: TransportKind,
+    /// Its directory; for a `.wasm` argument, the file.
+    dir: PathBuf,
+    log: PathBuf,
+    hello: Option<Hello>,
+    hello_ms: Option<f64>,
+    ready_ms: Option<f64>,
+    ready_by: Option<ReadyBy>,
+    commands: Vec<Registered>,
+    tools: Vec<Registered>,
+    events: Vec<String>,
+    intercept: Vec<String>,
+    shutdown_ms: f64,
+    exit: Option<String>,
+    sandbox: Option<SandboxInfo>,
+}
+
+/// A command (no schema) or a tool.
+#[derive(Debug, Serialize)]
+struct Registered {
+    name: String,
+    description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema: Option<Value>,
+}
+
+/// How long the component took to compile or load, and how: `compiled`, `cache` or
+/// `shared`; both `null` for a classic extension.
+#[derive(Debug, Serialize)]
+struct CompileStep {
+    compile_ms: Option<f64>,
+    compile_by: Option<&'static str>,
+}
 
 #[derive(clap::Args)]
 pub(crate) struct CheckArgs {
@@ -89,12 +158,12 @@ pub(crate) fn run(args: CheckArgs) -> ExitCode {
     };
     let runtime = tokio::runtime::Runtime::new().expect("the async runtime starts");
     let report = prepare_and_check(&runtime, home, &target, args.wait);
-    let ok = report["violations"].as_array().is_some_and(Vec::is_empty);
+    let ok = report.violations.is_empty();
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("JSON serialises")
-        );
+        match serde_json::to_string_pretty(&report) {
+            Ok(text) => println!("{text}"),
+            Err(e) => eprintln!("zot: check {}: {e}", args.path),
+        }
     } else {
         print_text(&report);
     }
@@ -113,7 +182,7 @@ fn prepare_and_check(
     home: ZotHome,
     target: &Target,
     wait: Duration,
-) -> Value {
+) -> CheckReport {
     let progress = TermProgress::new();
     let component = match target {
         Target::Wasm(file) => Some(file.clone()),
@@ -137,7 +206,7 @@ fn prepare_and_check(
             };
             match install::stage(&req, &progress) {
                 Ok(staged) => (staged.tree().to_path_buf(), Some(staged)),
-                Err(e) => return json!({"violations": [e.0], "warnings": []}),
+                Err(e) => return CheckReport::failed(e.0),
             }
         }
     };
@@ -152,18 +221,17 @@ fn prepare_and_check(
     config.installed = false;
     config.timeouts.ready = wait;
     let mut report = runtime.block_on(check(config));
-    if let Target::Wasm(file) = target {
-        report["dir"] = json!(std::path::absolute(file).unwrap_or_else(|_| file.clone()));
+    if let Some(found) = &mut report.found {
+        if let Target::Wasm(file) = target {
+            found.dir = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+        }
+        report.compile = Some(CompileStep {
+            compile_ms: ms(compiled.map(|(took, _)| took)),
+            compile_by: compiled.map(|(_, by)| by),
+        });
     }
-    if report.get("name").is_some() {
-        report["compile_ms"] = ms(compiled.map(|(took, _)| took));
-        report["compile_by"] = json!(compiled.map(|(_, by)| by));
-    }
-    let failed = report["violations"]
-        .as_array()
-        .is_some_and(|v| !v.is_empty());
-    if failed {
-        report["log_tail"] = json!(log.and_then(|p| log_tail(&p, log_from)));
+    if !report.violations.is_empty() {
+        report.log_tail = Some(log.and_then(|p| log_tail(&p, log_from)));
     }
     report
 }
@@ -209,20 +277,19 @@ fn log_tail(path: &Path, from: u64) -> Option<String> {
     (!tail.trim().is_empty()).then_some(tail)
 }
 
-fn ms(d: Option<Duration>) -> Value {
-    d.map_or(Value::Null, |d| json!(d.as_secs_f64() * 1000.0))
+fn ms(d: Option<Duration>) -> Option<f64> {
+    d.map(|d| d.as_secs_f64() * 1000.0)
 }
 
-async fn check(config: HostConfig) -> Value {
+async fn check(config: HostConfig) -> CheckReport {
     let wait = config.timeouts.ready;
     let wait_text = humantime::format_duration(wait);
     let (host, _notes) = Host::new(config);
     let report = host.load().await;
     let Some(info) = host.extensions().into_iter().next() else {
-        return json!({
-            "violations": ["no extension found at that path (it needs an extension.json)"],
-            "warnings": [],
-        });
+        return CheckReport::failed(
+            "no extension found at that path (it needs an extension.json)".into(),
+        );
     };
     let mut violations: Vec<String> = report.errors.iter().map(|e| e.error.clone()).collect();
     let mut warnings = Vec::new();
@@ -270,15 +337,23 @@ async fn check(config: HostConfig) -> Value {
         ));
     }
     violations.extend(status.violations.iter().cloned());
-    let commands: Vec<Value> = host
+    let commands = host
         .commands()
         .into_iter()
-        .map(|(_, c)| json!({"name": c.name, "description": c.description}))
+        .map(|(_, c)| Registered {
+            name: c.name,
+            description: c.description,
+            schema: None,
+        })
         .collect();
-    let tools: Vec<Value> = host
+    let tools = host
         .tools()
         .into_iter()
-        .map(|(_, t)| json!({"name": t.name, "description": t.description, "schema": t.schema}))
+        .map(|(_, t)| Registered {
+            name: t.name,
+            description: t.description,
+            schema: Some(t.schema),
+        })
         .collect();
     for name in &info.shadowed {
         violations.push(format!("{name:?} is a built-in name: shadowed"));
@@ -294,122 +369,135 @@ async fn check(config: HostConfig) -> Value {
             shutdown.as_millis()
         ));
     }
-    json!({
-        "name": info.name,
-        "version": info.version,
-        "transport": info.transport,
-        "dir": info.dir,
-        "log": info.log,
-        "hello": status.hello,
-        "hello_ms": ms(status.hello_after),
-        "ready_ms": ms(status.ready_after),
-        "ready_by": status.ready_by,
-        "commands": commands,
-        "tools": tools,
-        "events": info.events,
-        "intercept": info.intercept,
-        "shutdown_ms": ms(Some(shutdown)),
-        "exit": exit,
-        "sandbox": info.sandbox,
-        "violations": violations,
-        "warnings": warnings,
-    })
+    CheckReport {
+        found: Some(Found {
+            name: info.name,
+            version: info.version,
+            transport: info.transport,
+            dir: info.dir,
+            log: info.log,
+            hello: status.hello,
+            hello_ms: ms(status.hello_after),
+            ready_ms: ms(status.ready_after),
+            ready_by: status.ready_by,
+            commands,
+            tools,
+            events: info.events,
+            intercept: info.intercept,
+            shutdown_ms: shutdown.as_secs_f64() * 1000.0,
+            exit,
+            sandbox: info.sandbox,
+        }),
+        violations,
+        warnings,
+        ..CheckReport::default()
+    }
+}
+
+/// A unit enum as the word it serialises to (`reactor`).
+fn word(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(word)) => word,
+        _ => String::new(),
+    }
 }
 
 /// The report as text. Printed at once, so a closed stdout (`| head`) is not an error.
-fn print_text(r: &Value) {
+fn print_text(r: &CheckReport) {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let ms = |v: &Value| v.as_f64().map_or("-".into(), |m| format!("{m:.1} ms"));
-    if r.get("name").is_some() {
+    let ms = |m: Option<f64>| m.map_or("-".into(), |m| format!("{m:.1} ms"));
+    if let Some(f) = &r.found {
         let _ = writeln!(
             out,
             "{} {} ({}) at {}",
-            s(&r["name"]),
-            s(&r["version"]),
-            s(&r["transport"]),
-            s(&r["dir"])
+            f.name,
+            f.version,
+            f.transport,
+            f.dir.display()
         );
-        if let Some(by) = r["compile_by"].as_str() {
-            let how = match by {
+        if let Some(CompileStep {
+            compile_ms,
+            compile_by: Some(by),
+        }) = &r.compile
+        {
+            let how = match *by {
                 "compiled" => "compiled now, cached for the next start",
                 "cache" => "from the compilation cache",
                 _ => "already compiled",
             };
-            let _ = writeln!(out, "  compile    {:>10}  {how}", ms(&r["compile_ms"]));
+            let _ = writeln!(out, "  compile    {:>10}  {how}", ms(*compile_ms));
         }
-        let hello = &r["hello"];
-        if hello.is_object() {
-            let _ = writeln!(
-                out,
-                "  hello      {:>10}  name {:?}, version {:?}, capabilities {}",
-                ms(&r["hello_ms"]),
-                s(&hello["name"]),
-                s(&hello["version"]),
-                hello["capabilities"]
-            );
-        } else {
-            let _ = writeln!(out, "  hello      never");
+        match &f.hello {
+            Some(hello) => {
+                let _ = writeln!(
+                    out,
+                    "  hello      {:>10}  name {:?}, version {:?}, capabilities {}",
+                    ms(f.hello_ms),
+                    hello.name,
+                    hello.version,
+                    serde_json::to_string(&hello.capabilities).unwrap_or_default()
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  hello      never");
+            }
         }
-        let how = match r["ready_by"].as_str() {
-            Some("frame") => "sent ready",
-            Some(_) => "silent for 250 ms, no ready frame",
+        let how = match f.ready_by {
+            Some(ReadyBy::Frame) => "sent ready",
+            Some(ReadyBy::Silence) => "silent for 250 ms, no ready frame",
             None => "never",
         };
-        let _ = writeln!(out, "  ready      {:>10}  {how}", ms(&r["ready_ms"]));
-        for (label, key) in [("commands", "commands"), ("tools", "tools")] {
-            let list = r[key].as_array().cloned().unwrap_or_default();
+        let _ = writeln!(out, "  ready      {:>10}  {how}", ms(f.ready_ms));
+        for (label, prefix, list) in [("commands", "/", &f.commands), ("tools", "", &f.tools)] {
             if list.is_empty() {
                 let _ = writeln!(out, "  {label:<10} (none)");
             }
             for item in list {
-                let prefix = if key == "commands" { "/" } else { "" };
                 let _ = writeln!(
                     out,
                     "  {label:<10} {prefix}{} - {}",
-                    s(&item["name"]),
-                    s(&item["description"])
+                    item.name, item.description
                 );
             }
         }
-        if let Some(sb) = r["sandbox"].as_object() {
+        if let Some(sb) = &f.sandbox {
             let _ = writeln!(
                 out,
                 "  sandbox    {} component, {} MiB memory, sha256 {}",
-                sb["component"].as_str().unwrap_or_default(),
-                sb["memory_mb"],
-                sb["sha256"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(12)
-                    .collect::<String>()
+                word(&sb.component),
+                sb.memory_mb,
+                sb.sha256.chars().take(12).collect::<String>()
             );
-            let _ = writeln!(out, "             asks {}", sb["asked"]);
-            let _ = writeln!(out, "             granted {}", sb["granted"]);
-            for w in sb["withheld"].as_array().into_iter().flatten() {
-                let _ = writeln!(
-                    out,
-                    "             withheld: {}",
-                    w.as_str().unwrap_or_default()
-                );
+            let _ = writeln!(
+                out,
+                "             asks {}",
+                serde_json::to_string(&sb.asked).unwrap_or_default()
+            );
+            let _ = writeln!(
+                out,
+                "             granted {}",
+                serde_json::to_string(&sb.granted).unwrap_or_default()
+            );
+            for w in &sb.withheld {
+                let _ = writeln!(out, "             withheld: {w}");
             }
         }
-        let _ = writeln!(out, "  events     {}", r["events"]);
-        let _ = writeln!(out, "  intercept  {}", r["intercept"]);
+        let list = |v: &[String]| serde_json::to_string(v).unwrap_or_default();
+        let _ = writeln!(out, "  events     {}", list(&f.events));
+        let _ = writeln!(out, "  intercept  {}", list(&f.intercept));
         let _ = writeln!(
             out,
             "  shutdown   {:>10}  {}",
-            ms(&r["shutdown_ms"]),
-            s(&r["exit"])
+            ms(Some(f.shutdown_ms)),
+            f.exit.as_deref().unwrap_or_default()
         );
-        let _ = writeln!(out, "  log        {}", s(&r["log"]));
+        let _ = writeln!(out, "  log        {}", f.log.display());
     }
-    for w in r["warnings"].as_array().into_iter().flatten() {
-        let _ = writeln!(out, "warning: {}", s(w));
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
     }
-    if let Some(tail) = r["log_tail"].as_str() {
+    if let Some(Some(tail)) = &r.log_tail {
         let _ = writeln!(
             out,
             "this run's log (its stderr and the host's notes), last lines:"
@@ -418,13 +506,12 @@ fn print_text(r: &Value) {
             let _ = writeln!(out, "  | {line}");
         }
     }
-    let violations = r["violations"].as_array().cloned().unwrap_or_default();
-    if violations.is_empty() {
+    if r.violations.is_empty() {
         let _ = writeln!(out, "ok: no protocol violations");
     } else {
-        let _ = writeln!(out, "{} protocol violation(s):", violations.len());
-        for v in violations {
-            let _ = writeln!(out, "  - {}", s(&v));
+        let _ = writeln!(out, "{} protocol violation(s):", r.violations.len());
+        for v in &r.violations {
+            let _ = writeln!(out, "  - {v}");
         }
     }
     let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
