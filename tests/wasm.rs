@@ -1253,8 +1253,11 @@ fn files_that_are_not_components_are_an_error_state() {
     println!("host_ready: {ready:?}");
     assert!(ready.contains(&"good".to_string()), "{ready:?}");
     for (name, words) in [
-        ("text", "not a valid component"),
-        ("core", "not a valid component"),
+        ("text", "not a WebAssembly component (it is a text file)"),
+        (
+            "core",
+            "not a WebAssembly component (it is a core wasm module, not a component)",
+        ),
         ("missing", "cannot read"),
     ] {
         let e = host.entry(name);
