@@ -135,7 +135,7 @@ fn prepare_and_check(
                 root: home.extensions_dir(),
                 home: home.clone(),
             };
-            match install::stage(&req, &progress) {
+            match runtime.block_on(install::stage(&req, &progress)) {
                 Ok(staged) => (staged.tree().to_path_buf(), Some(staged)),
                 Err(e) => return json!({"violations": [e.0], "warnings": []}),
             }

@@ -87,54 +87,53 @@ pub fn engine() -> &'static Engine {
 /// Starts `wasm` with nothing granted (no data dir, no environment, no network, the
 /// default memory), waits at most [`START_BUDGET`] after it was loaded for its first
 /// frame, which must be `hello`, and stops it: the `(name, version)` it gave. The load
-/// compiles it into the cache in `cache_dir` if needed. Blocks; runs its own runtime.
-pub fn probe_hello(wasm: &Path, cache_dir: &Path, log: ExtLog) -> Result<(String, String), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    runtime.block_on(async {
-        let policy = Policy {
-            data_dir: None,
-            cwd: None,
-            env: Vec::new(),
-            memory_bytes: (crate::sandbox::DEFAULT_MEMORY_MB as usize) << 20,
-            http: Vec::new(),
-        };
-        let started = spawn(WasmSpec {
-            wasm: wasm.to_path_buf(),
-            policy,
-            log,
-            max_frame: zot_protocol::DEFAULT_MAX_FRAME,
-            cache_dir: cache_dir.to_path_buf(),
-        })
-        .await?;
-        let mut conn = started.connection;
-        let first = tokio::time::timeout(START_BUDGET, async {
-            loop {
-                match conn.inbound.recv().await {
-                    Some(Inbound::Line(line, _)) => return Some(line),
-                    Some(Inbound::Oversize(_)) => continue,
-                    None => return None,
-                }
+/// compiles it into the cache in `cache_dir` if needed. Needs a tokio runtime with time
+/// enabled.
+pub async fn probe_hello(
+    wasm: &Path,
+    cache_dir: &Path,
+    log: ExtLog,
+) -> Result<(String, String), String> {
+    let policy = Policy {
+        data_dir: None,
+        cwd: None,
+        env: Vec::new(),
+        memory_bytes: (crate::sandbox::DEFAULT_MEMORY_MB as usize) << 20,
+        http: Vec::new(),
+    };
+    let started = spawn(WasmSpec {
+        wasm: wasm.to_path_buf(),
+        policy,
+        log,
+        max_frame: zot_protocol::DEFAULT_MAX_FRAME,
+        cache_dir: cache_dir.to_path_buf(),
+    })
+    .await?;
+    let mut conn = started.connection;
+    let first = tokio::time::timeout(START_BUDGET, async {
+        loop {
+            match conn.inbound.recv().await {
+                Some(Inbound::Line(line, _)) => return Some(line),
+                Some(Inbound::Oversize(_)) => continue,
+                None => return None,
             }
-        })
-        .await;
-        conn.control.kill();
-        let line = match first {
-            Err(_) => return Err(format!("no hello within {START_BUDGET:?} of its start")),
-            Ok(None) => return Err("it stopped without saying hello".into()),
-            Ok(Some(line)) => line,
-        };
-        match zot_protocol::ExtFrame::decode(&line) {
-            Ok(zot_protocol::ExtFrame::Hello(h)) => Ok((h.name, h.version)),
-            Ok(other) => Err(format!(
-                "its first frame is {:?}, not hello",
-                other.type_name()
-            )),
-            Err(e) => Err(format!("its first line is not a frame: {e}")),
         }
     })
+    .await;
+    conn.control.kill();
+    let line = match first {
+        Err(_) => return Err(format!("no hello within {START_BUDGET:?} of its start")),
+        Ok(None) => return Err("it stopped without saying hello".into()),
+        Ok(Some(line)) => line,
+    };
+    match zot_protocol::ExtFrame::decode(&line) {
+        Ok(zot_protocol::ExtFrame::Hello(h)) => Ok((h.name, h.version)),
+        Ok(other) => Err(format!(
+            "its first frame is {:?}, not hello",
+            other.type_name()
+        )),
+        Err(e) => Err(format!("its first line is not a frame: {e}")),
+    }
 }
 
 /// Loads (compiling or from the cache), checks and starts a component.
