@@ -204,7 +204,7 @@ fn prepare_and_check(
                 root: home.extensions_dir(),
                 home: home.clone(),
             };
-            match install::stage(&req, &progress) {
+            match runtime.block_on(install::stage(&req, &progress)) {
                 Ok(staged) => (staged.tree().to_path_buf(), Some(staged)),
                 Err(e) => return CheckReport::failed(e.0),
             }

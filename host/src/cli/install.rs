@@ -70,7 +70,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
         root,
         home: home.clone(),
     };
-    let staged = install::stage(&req, &TermProgress::new()).map_err(|e| what(e.0))?;
+    let staged = stage(&req).map_err(|e| what(e.0))?;
     let m = &staged.manifest;
     if staged.dest().symlink_metadata().is_ok() && !args.force {
         return Err(what(format!(
@@ -105,6 +105,16 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Stages `req` on a runtime of its own (install and update run outside any), showing
+/// progress on the terminal.
+fn stage(req: &Request) -> Result<Staged, install::Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| install::Error(format!("cannot start a runtime: {e}")))?;
+    runtime.block_on(install::stage(req, &TermProgress::new()))
 }
 
 /// `name version from source (--ref REF, --path SUBDIR) at commit`.
@@ -245,7 +255,7 @@ fn update_one(
     if let Some(r) = git_ref {
         req.git_ref = Some(r.to_string());
     }
-    let staged = install::stage(&req, &TermProgress::new()).map_err(|e| e.0)?;
+    let staged = stage(&req).map_err(|e| e.0)?;
     let new = &staged.manifest;
     if new.name != name {
         return Err(format!(

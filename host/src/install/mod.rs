@@ -131,7 +131,9 @@ pub struct Staged {
 /// following a symlink out of it; `.git` left out) or cloned, or a component probed for
 /// its `hello` and given a manifest; `--name` applied; the manifest validated and the
 /// program or component it names present. Also removes what interrupted installs left.
-pub fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Error> {
+/// Its file and git work blocks the thread it runs on; probing a component needs a tokio
+/// runtime with time enabled.
+pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Error> {
     fs::create_dir_all(&req.root)
         .map_err(|e| Error(format!("cannot create {}: {e}", req.root.display())))?;
     sweep_stale(&req.root);
@@ -170,7 +172,7 @@ pub fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Error> {
             let file = file
                 .canonicalize()
                 .map_err(|e| Error(format!("cannot read {}: {e}", file.display())))?;
-            stage_component(&file, &tree, req, progress)?;
+            stage_component(&file, &tree, req, progress).await?;
             (SourceKind::Wasm, file.display().to_string(), None)
         }
     };
@@ -331,7 +333,7 @@ fn extension_dir(dir: &Path, path: Option<&str>) -> Result<(), Error> {
 
 /// Stages a bare component: runs it with nothing granted to read its `hello`, then
 /// writes it as `<name>.wasm` beside a manifest naming it.
-fn stage_component(
+async fn stage_component(
     file: &Path,
     tree: &Path,
     req: &Request,
@@ -348,7 +350,7 @@ fn stage_component(
         file.display()
     ));
     let log = crate::log::ExtLog::open(&req.home.logs_dir().join("install.log"));
-    let hello = crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), log);
+    let hello = crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), log).await;
     progress.end();
     let (name, version) = hello.map_err(|e| Error(format!("refused: {e}")))?;
     let name = req.name.clone().unwrap_or(name);

@@ -1,7 +1,8 @@
 //! The sandboxed transport: a WASI preview-2 component run in-process by wasmtime, one
 //! `Store` owned by one task. Frames travel through the `zot:extension` WIT world
-//! (a *reactor*) or through virtual stdin/stdout (a *command*, `wasi:cli/run`); either
-//! way they reach the core as the same lines a subprocess would print.
+//! (a *reactor*, one module per version) or through virtual stdin/stdout (a *command*,
+//! `wasi:cli/run`); either way they reach the core as the same lines a subprocess would
+//! print.
 //!
 //! A trap, a missed deadline or an exhausted memory limit ends the task and is reported
 //! as the extension's exit (`trap: …`, `deadline exceeded`, `memory limit`).
@@ -25,10 +26,8 @@ use wasmtime::{Config, Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-/// The WIT package version this host speaks.
-pub const WIT_VERSION: &str = "0.1.0";
-/// The export a reactor component must have.
-const GUEST_EXPORT: &str = "zot:extension/guest@0.1.0";
+/// The newest WIT package version this host speaks.
+pub const WIT_VERSION: &str = reactor::NEWEST;
 /// How often the epoch ticks: the granularity of deadlines, and how often a running
 /// guest yields to other tasks.
 const TICK: Duration = Duration::from_millis(10);
@@ -88,54 +87,53 @@ pub fn engine() -> &'static Engine {
 /// Starts `wasm` with nothing granted (no data dir, no environment, no network, the
 /// default memory), waits at most [`START_BUDGET`] after it was loaded for its first
 /// frame, which must be `hello`, and stops it: the `(name, version)` it gave. The load
-/// compiles it into the cache in `cache_dir` if needed. Blocks; runs its own runtime.
-pub fn probe_hello(wasm: &Path, cache_dir: &Path, log: ExtLog) -> Result<(String, String), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    runtime.block_on(async {
-        let policy = Policy {
-            data_dir: None,
-            cwd: None,
-            env: Vec::new(),
-            memory_bytes: (crate::sandbox::DEFAULT_MEMORY_MB as usize) << 20,
-            http: Vec::new(),
-        };
-        let started = spawn(WasmSpec {
-            wasm: wasm.to_path_buf(),
-            policy,
-            log,
-            max_frame: zot_protocol::DEFAULT_MAX_FRAME,
-            cache_dir: cache_dir.to_path_buf(),
-        })
-        .await?;
-        let mut conn = started.connection;
-        let first = tokio::time::timeout(START_BUDGET, async {
-            loop {
-                match conn.inbound.recv().await {
-                    Some(Inbound::Line(line, _)) => return Some(line),
-                    Some(Inbound::Oversize(_)) => continue,
-                    None => return None,
-                }
+/// compiles it into the cache in `cache_dir` if needed. Needs a tokio runtime with time
+/// enabled.
+pub async fn probe_hello(
+    wasm: &Path,
+    cache_dir: &Path,
+    log: ExtLog,
+) -> Result<(String, String), String> {
+    let policy = Policy {
+        data_dir: None,
+        cwd: None,
+        env: Vec::new(),
+        memory_bytes: (crate::sandbox::DEFAULT_MEMORY_MB as usize) << 20,
+        http: Vec::new(),
+    };
+    let started = spawn(WasmSpec {
+        wasm: wasm.to_path_buf(),
+        policy,
+        log,
+        max_frame: zot_protocol::DEFAULT_MAX_FRAME,
+        cache_dir: cache_dir.to_path_buf(),
+    })
+    .await?;
+    let mut conn = started.connection;
+    let first = tokio::time::timeout(START_BUDGET, async {
+        loop {
+            match conn.inbound.recv().await {
+                Some(Inbound::Line(line, _)) => return Some(line),
+                Some(Inbound::Oversize(_)) => continue,
+                None => return None,
             }
-        })
-        .await;
-        conn.control.kill();
-        let line = match first {
-            Err(_) => return Err(format!("no hello within {START_BUDGET:?} of its start")),
-            Ok(None) => return Err("it stopped without saying hello".into()),
-            Ok(Some(line)) => line,
-        };
-        match zot_protocol::ExtFrame::decode(&line) {
-            Ok(zot_protocol::ExtFrame::Hello(h)) => Ok((h.name, h.version)),
-            Ok(other) => Err(format!(
-                "its first frame is {:?}, not hello",
-                other.type_name()
-            )),
-            Err(e) => Err(format!("its first line is not a frame: {e}")),
         }
     })
+    .await;
+    conn.control.kill();
+    let line = match first {
+        Err(_) => return Err(format!("no hello within {START_BUDGET:?} of its start")),
+        Ok(None) => return Err("it stopped without saying hello".into()),
+        Ok(Some(line)) => line,
+    };
+    match zot_protocol::ExtFrame::decode(&line) {
+        Ok(zot_protocol::ExtFrame::Hello(h)) => Ok((h.name, h.version)),
+        Ok(other) => Err(format!(
+            "its first frame is {:?}, not hello",
+            other.type_name()
+        )),
+        Err(e) => Err(format!("its first line is not a frame: {e}")),
+    }
 }
 
 /// Loads (compiling or from the cache), checks and starts a component.
@@ -161,7 +159,7 @@ pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
             t.as_micros()
         )),
     }
-    let kind = kind_of(engine, &loaded.component)?;
+    let runner = runner_of(engine, &loaded.component)?;
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(OUTBOUND_QUEUE);
     let (in_tx, in_rx) = mpsc::channel::<Inbound>(INBOUND_QUEUE);
     let (exit_tx, exit_rx) = oneshot::channel();
@@ -182,9 +180,9 @@ pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
         stop: stop.clone(),
     };
     tokio::spawn(async move {
-        let exit = match kind {
-            Kind::Reactor => reactor::run(guest, out_rx).await,
-            Kind::Command => command::run(guest, out_rx).await,
+        let exit = match runner {
+            Runner::Reactor(version) => version.run(guest, out_rx).await,
+            Runner::Command => command::run(guest, out_rx).await,
         };
         let _ = exit_tx.send(exit);
     });
@@ -195,20 +193,37 @@ pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
             exit: exit_rx,
             control: Box::new(StopHandle(stop)),
         },
-        kind,
+        kind: runner.kind(),
         sha256: loaded.sha256,
     })
 }
 
-/// Tells a reactor from a command by its exports; refuses one built for another
-/// version of the `zot:extension` world, or neither.
-fn kind_of(engine: &Engine, component: &Component) -> Result<Kind, String> {
+/// How a component runs: as a reactor of a `zot:extension` version this host speaks, or
+/// as a command.
+#[derive(Clone, Copy)]
+enum Runner {
+    Reactor(&'static reactor::Version),
+    Command,
+}
+
+impl Runner {
+    fn kind(self) -> Kind {
+        match self {
+            Runner::Reactor(_) => Kind::Reactor,
+            Runner::Command => Kind::Command,
+        }
+    }
+}
+
+/// Tells a reactor (and its version) from a command by its exports; refuses one built
+/// for another version of the `zot:extension` world, or neither.
+fn runner_of(engine: &Engine, component: &Component) -> Result<Runner, String> {
     let ty = component.component_type();
     let exports: Vec<String> = ty
         .exports(engine)
         .map(|(name, _)| name.to_string())
         .collect();
-    kind_from_exports(&exports)
+    runner_from_exports(&exports)
 }
 
 /// The kind of the component in `bytes`, read from its top-level exports without
@@ -235,27 +250,19 @@ pub fn kind_of_bytes(bytes: &[u8]) -> Result<Kind, String> {
             _ => {}
         }
     }
-    kind_from_exports(&exports)
+    runner_from_exports(&exports).map(Runner::kind)
 }
 
-fn kind_from_exports(exports: &[String]) -> Result<Kind, String> {
-    if exports.iter().any(|e| e == GUEST_EXPORT) {
-        return Ok(Kind::Reactor);
-    }
-    if let Some(other) = exports
-        .iter()
-        .find(|e| e.starts_with("zot:extension/guest@"))
-    {
-        return Err(format!(
-            "the component was built for {other}, but this host speaks zot:extension@{WIT_VERSION}: \
-             rebuild it against wit/zot-extension-{WIT_VERSION}, or update zot"
-        ));
+fn runner_from_exports(exports: &[String]) -> Result<Runner, String> {
+    if let Some(version) = reactor::version_of(exports)? {
+        return Ok(Runner::Reactor(version));
     }
     if exports.iter().any(|e| e.starts_with("wasi:cli/run@0.2")) {
-        return Ok(Kind::Command);
+        return Ok(Runner::Command);
     }
     Err(format!(
-        "the component exports neither {GUEST_EXPORT} nor wasi:cli/run@0.2 (it exports: {})",
+        "the component exports neither {} nor wasi:cli/run@0.2 (it exports: {})",
+        reactor::exports(),
         if exports.is_empty() {
             "nothing".to_string()
         } else {
