@@ -76,3 +76,40 @@ fn add_all(to: &mut Vec<String>, items: &[String]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_grant_and_an_empty_grant_file_grant_the_data_dir_only() {
+        let empty: Grant = serde_json::from_str("{}").unwrap();
+        assert_eq!(empty, Grant::default());
+        assert!(empty.permissions.data_dir);
+        assert_eq!(
+            serde_json::to_string(&empty).unwrap(),
+            r#"{"sha256":"","permissions":{"data_dir":true}}"#
+        );
+    }
+
+    #[test]
+    fn add_refuses_what_is_not_asked_and_names_the_nearest() {
+        let m: Manifest = serde_json::from_str(
+            r#"{"name":"g","wasm":"g.wasm","permissions":{"env":["TOKEN"]},"limits":{"memory_mb":128}}"#,
+        )
+        .unwrap();
+        let mut grant = Grant::default();
+        grant.add(&m, "env:TOKEN").unwrap();
+        grant.add(&m, "memory:100").unwrap();
+        assert_eq!(grant.permissions.env, vec!["TOKEN".to_string()]);
+        assert_eq!(grant.memory_mb, Some(100));
+        let e = grant.add(&m, "env:TOKEM").unwrap_err();
+        assert!(e.contains("(nearest: env:TOKEN)"), "{e}");
+        assert!(grant.add(&m, "memory:256").is_err(), "more than asked");
+        assert!(grant.add(&m, "cwd").is_err(), "not asked");
+        assert!(grant
+            .add(&m, "net")
+            .unwrap_err()
+            .contains("unknown permission"));
+    }
+}
