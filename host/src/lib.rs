@@ -10,7 +10,6 @@ pub mod discovery;
 pub mod events;
 pub mod extension;
 pub mod filetype;
-pub mod grants;
 pub mod host;
 pub mod install;
 pub mod launcher;

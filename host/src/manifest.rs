@@ -41,7 +41,8 @@ fn yes() -> bool {
     true
 }
 
-/// The capabilities a component asks for. An empty `Permissions` still has its data dir.
+/// The capabilities a component asks for; what is in force is decided in
+/// [`crate::sandbox`]. A manifest that names none still asks for its data dir.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Permissions {
@@ -60,6 +61,7 @@ pub struct Permissions {
     pub http: Vec<String>,
 }
 
+/// What a manifest asks for when it names no permissions: its data dir.
 impl Default for Permissions {
     fn default() -> Self {
         Permissions {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use zot_host::install::{self, provenance, InstallSource, Progress, Request, Staged};
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::{project_extensions_dir, ZotHome};
+use zot_host::sandbox::{asked_words, granted_words, grants, grown_since};
 
 #[derive(clap::Args)]
 pub(crate) struct InstallArgs {
@@ -87,7 +88,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
     let done = staged.commit(args.force).map_err(|e| what(e.0))?;
     if let Some(file) = wasm {
         let installed = done.dir.join(file);
-        grant::grant_asked(home, &done.manifest, &installed).map_err(what)?;
+        grants::grant_asked(home, &done.manifest, &installed).map_err(what)?;
     }
     let version = match done.manifest.version.as_str() {
         "" => String::new(),
@@ -147,7 +148,7 @@ fn short(commit: &str) -> &str {
 fn describe_asks(m: &Manifest) -> String {
     if m.wasm.is_some() {
         println!("It is a sandboxed WebAssembly component. It asks to:");
-        grant::print_list(&grant::asked_words(m));
+        grant::print_list(&asked_words(m));
         format!("Grant this and install {}?", m.name)
     } else {
         eprintln!(
@@ -286,7 +287,7 @@ fn update_one(
     }
     let changed = provenance::verify(staged.tree(), &record).map_err(|e| e.0)?;
     println!("  files    {} changed", changed.len());
-    let grown = grant::grown(&old, new);
+    let grown = grown_since(&old, new);
     if grown.is_empty() {
         println!("  It asks for nothing more than before.");
     } else {
@@ -301,9 +302,9 @@ fn update_one(
     if let Some(file) = wasm {
         let installed = done.dir.join(file);
         if grown.is_empty() {
-            grant::repin(home, &done.manifest, &installed)?;
+            grants::repin(home, &done.manifest, &installed)?;
         } else {
-            grant::grant_asked(home, &done.manifest, &installed)?;
+            grants::grant_asked(home, &done.manifest, &installed)?;
         }
     }
     println!("Updated {name} in {}", done.dir.display());
@@ -345,7 +346,7 @@ pub(crate) fn info(
     let (dir, scope) = resolve(home, &super::ext::cwd()?, name, scope).map_err(what)?;
     let m = Manifest::read(&dir).map_err(|e| what(e.to_string()))?;
     let record = record_of(&dir, &m.name).map_err(what)?;
-    let grant = zot_host::grants::load(home, name)
+    let grant = grants::load(home, name)
         .ok()
         .flatten()
         .filter(|_| m.wasm.is_some());
@@ -430,7 +431,7 @@ pub(crate) fn info(
             "granted",
             "everything you can: a classic extension runs with your full user permissions",
         ),
-        Some(g) => rows("granted", &grant::granted_words(g)),
+        Some(g) => rows("granted", &granted_words(g)),
         None => row("granted", "nothing beyond its data dir (no grant recorded)"),
     }
     Ok(())

@@ -652,7 +652,7 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
                     .and_then(|bytes| crate::transport::wasm::kind_of_bytes(&bytes).ok()),
                 crate::manifest::Launch::Exec(_) => None,
             };
-            let granted = crate::grants::load(home, &m.name).ok().flatten();
+            let granted = crate::sandbox::grants::load(home, &m.name).ok().flatten();
             row.grant = Some(granted.clone());
             row.sandbox = Some(ListedSandbox {
                 component,

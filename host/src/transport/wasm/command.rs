@@ -8,6 +8,7 @@
 //! stopped when the budget of the frame it took runs out.
 
 use super::{add_wasi_to_linker, exit_for, killed, Deadline, Guest, GuestData, Stop, START_BUDGET};
+use crate::sandbox::Stdio;
 use crate::transport::{pipe, Exit, Outbound};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -32,13 +33,18 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
         guest.max_frame,
         exited.clone(),
     ));
-    guest
-        .wasi
-        .stdin(FrameStdin::new(frames, deadline.clone(), stop.clone()))
-        .stdout(AsyncStdoutStream::new(STDOUT_PIPE, guest_out));
-    if let Some(file) = guest.log.stderr_handle() {
-        guest.wasi.stderr(OutputFile::new(file));
-    }
+    guest.stdio = Stdio {
+        stdin: Some(Box::new(FrameStdin::new(
+            frames,
+            deadline.clone(),
+            stop.clone(),
+        ))),
+        stdout: Some(Box::new(AsyncStdoutStream::new(STDOUT_PIPE, guest_out))),
+        stderr: guest
+            .log
+            .stderr_handle()
+            .map(|file| Box::new(OutputFile::new(file)) as _),
+    };
     let (mut store, component, log) = guest.store(deadline.clone());
     let exit = async {
         let mut linker = Linker::<GuestData>::new(store.engine());

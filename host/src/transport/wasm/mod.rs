@@ -15,7 +15,7 @@ use super::{
     Connection, Control, Exit, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
 };
 use crate::log::ExtLog;
-use crate::sandbox::{HostPattern, Policy, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
+use crate::sandbox::{HostPattern, Policy, PreparedWasi, Stdio, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -94,13 +94,7 @@ pub async fn probe_hello(
     cache_dir: &Path,
     log: ExtLog,
 ) -> Result<(String, String), String> {
-    let policy = Policy {
-        data_dir: None,
-        cwd: None,
-        env: Vec::new(),
-        memory_bytes: (crate::sandbox::DEFAULT_MEMORY_MB as usize) << 20,
-        http: Vec::new(),
-    };
+    let policy = Policy::nothing_granted();
     let started = spawn(WasmSpec {
         wasm: wasm.to_path_buf(),
         policy,
@@ -172,6 +166,7 @@ pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
         engine: engine.clone(),
         component: loaded.component,
         wasi,
+        stdio: Stdio::default(),
         memory_bytes: spec.policy.memory_bytes,
         http: spec.policy.http,
         log: spec.log,
@@ -275,7 +270,9 @@ fn runner_from_exports(exports: &[String]) -> Result<Runner, String> {
 struct Guest {
     engine: Engine,
     component: Component,
-    wasi: wasmtime_wasi::WasiCtxBuilder,
+    wasi: PreparedWasi,
+    /// The guest's stdio, set by the kind of component that has one.
+    stdio: Stdio,
     memory_bytes: usize,
     /// Where outgoing HTTP may go.
     http: Vec<HostPattern>,
@@ -439,9 +436,9 @@ impl GuestData {
 
 impl Guest {
     /// A store with the sandbox's WASI context, limits and deadline callback.
-    fn store(mut self, deadline: Arc<Deadline>) -> (Store<GuestData>, Component, ExtLog) {
+    fn store(self, deadline: Arc<Deadline>) -> (Store<GuestData>, Component, ExtLog) {
         let data = GuestData {
-            wasi: self.wasi.build(),
+            wasi: self.wasi.build(self.stdio),
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
             http_gate: outgoing::HttpGate::new(self.http, self.log.clone()),

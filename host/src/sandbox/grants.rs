@@ -1,10 +1,11 @@
 //! Where the user's grants are kept: `$ZOT_HOME/grants/<name>.json`, outside every
 //! extension's directory, so no extension can write its own. What a grant means is
-//! decided in [`crate::sandbox`].
+//! decided in [`super::policy`].
 
+use super::Grant;
+use crate::manifest::Manifest;
 use crate::paths::ZotHome;
-use crate::sandbox::Grant;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The grant file of extension `name`.
 pub fn path(home: &ZotHome, name: &str) -> PathBuf {
@@ -24,16 +25,20 @@ pub fn load(home: &ZotHome, name: &str) -> Result<Option<Grant>, String> {
     }
 }
 
-/// Records `grant` for `name`, replacing the file atomically.
-pub fn save(home: &ZotHome, name: &str, grant: &Grant) -> std::io::Result<()> {
+/// Records `grant` for `name`, replacing the file atomically; the error names the file.
+pub fn save(home: &ZotHome, name: &str, grant: &Grant) -> Result<(), String> {
     let path = path(home, name);
+    write(&path, name, grant).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn write(path: &Path, name: &str, grant: &Grant) -> std::io::Result<()> {
     let dir = path.parent().expect("grant files live in a folder");
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".{name}.json.tmp"));
     let mut text = serde_json::to_vec_pretty(grant).expect("grants serialise");
     text.push(b'\n');
     std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, &path)
+    std::fs::rename(&tmp, path)
 }
 
 /// Forgets the grant of `name`; true if there was one.
@@ -43,4 +48,28 @@ pub fn revoke(home: &ZotHome, name: &str) -> std::io::Result<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// Grants everything `m` asks for (the user consented at install or update), for the
+/// component `wasm`.
+pub fn grant_asked(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), String> {
+    let mut grant = load(home, &m.name)?.unwrap_or_default();
+    grant.add_asked(m);
+    grant.sha256 = sha256_of(wasm)?;
+    save(home, &m.name, &grant)
+}
+
+/// Keeps `m`'s grant as it is for the updated component `wasm` (it asks for no more).
+pub fn repin(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), String> {
+    let Some(mut grant) = load(home, &m.name)? else {
+        return Ok(());
+    };
+    grant.sha256 = sha256_of(wasm)?;
+    save(home, &m.name, &grant)
+}
+
+/// The SHA-256 of the component `wasm`, which a grant is pinned to.
+pub fn sha256_of(wasm: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(wasm).map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+    Ok(crate::cache::sha256_hex(&bytes))
 }

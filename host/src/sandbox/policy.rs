@@ -1,0 +1,277 @@
+//! What a component may use: what its manifest asks ∩ what the user granted, decided
+//! once before it starts.
+
+use super::{memory, Grant, HostPattern, DATA_MOUNT};
+use crate::log::ExtLog;
+use crate::manifest::{CwdAccess, Limits, Manifest, Permissions};
+use crate::paths::ZotHome;
+use std::path::{Path, PathBuf};
+
+/// What a component may use, decided once before it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Host directory mounted read-write at `/data`.
+    pub data_dir: Option<PathBuf>,
+    /// Host directory mounted read-only at the same path.
+    pub cwd: Option<PathBuf>,
+    /// Environment variables passed (names granted and set on the host).
+    pub env: Vec<(String, String)>,
+    /// Linear memory limit in bytes.
+    pub memory_bytes: usize,
+    /// Where outgoing HTTP may go (the granted `permissions.http` entries); empty: nowhere.
+    pub http: Vec<HostPattern>,
+}
+
+/// A decision and what was withheld from the manifest's asks, in words for the log.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub policy: Policy,
+    pub withheld: Vec<String>,
+}
+
+/// Decides what a component gets: `asked` ∩ `granted` (no grant: the data dir and the
+/// default memory only). `env_var` reads the host's environment.
+pub fn decide(
+    asked: &Permissions,
+    limits: &Limits,
+    granted: Option<&Grant>,
+    data_dir: PathBuf,
+    cwd: &Path,
+    env_var: impl Fn(&str) -> Option<String>,
+) -> Decision {
+    let default_grant = Grant::default();
+    let grant = granted.unwrap_or(&default_grant);
+    let mut withheld = Vec::new();
+
+    let data_dir = match (asked.data_dir, grant.permissions.data_dir) {
+        (true, true) => Some(data_dir),
+        (true, false) => {
+            withheld.push("data_dir: not granted".into());
+            None
+        }
+        (false, _) => None,
+    };
+    let cwd = match (asked.cwd, grant.permissions.cwd) {
+        (Some(CwdAccess::Read), Some(CwdAccess::Read)) => Some(cwd.to_path_buf()),
+        (Some(CwdAccess::Read), None) => {
+            withheld.push("cwd: read: not granted".into());
+            None
+        }
+        (None, _) => None,
+    };
+    let mut env = Vec::new();
+    for name in &asked.env {
+        if !grant.permissions.env.contains(name) {
+            withheld.push(format!("env {name}: not granted"));
+        } else if let Some(value) = env_var(name) {
+            env.push((name.clone(), value));
+        }
+    }
+    let mut http = Vec::new();
+    for entry in &asked.http {
+        if !grant.permissions.http.contains(entry) {
+            withheld.push(format!("http {entry}: not granted"));
+            continue;
+        }
+        match HostPattern::parse(entry) {
+            Ok(pattern) => http.push(pattern),
+            Err(e) => withheld.push(format!("http {entry}: {e}")),
+        }
+    }
+    let asked_mb = memory::asked_mb(limits);
+    let allowed_mb = memory::granted_mb(grant);
+    if asked_mb > allowed_mb {
+        withheld.push(format!("memory {asked_mb} MiB: {allowed_mb} MiB granted"));
+    }
+    Decision {
+        policy: Policy {
+            data_dir,
+            cwd,
+            env,
+            memory_bytes: (asked_mb.min(allowed_mb) * 1024 * 1024) as usize,
+            http,
+        },
+        withheld,
+    }
+}
+
+/// The decision for the component of manifest `m`: its recorded grant, if any, and the
+/// host's environment. What is withheld is logged.
+pub fn for_manifest(
+    home: &ZotHome,
+    m: &Manifest,
+    cwd: &Path,
+    log: &ExtLog,
+) -> (Decision, Option<Grant>) {
+    let grant = super::grants::load(home, &m.name).unwrap_or_else(|e| {
+        log.warn(&format!("{e}: running with no grant"));
+        None
+    });
+    let decision = decide(
+        &m.permissions,
+        &m.limits,
+        grant.as_ref(),
+        home.data_dir(&m.name),
+        cwd,
+        |name| std::env::var(name).ok(),
+    );
+    for withheld in &decision.withheld {
+        log.warn(&format!("withheld: {withheld}"));
+    }
+    (decision, grant)
+}
+
+/// Logs when the component is not the one the grant was given for: it still runs with
+/// the old grant (never more), and the user is told how to review it.
+pub fn warn_if_changed(grant: Option<&Grant>, sha256: &str, name: &str, log: &ExtLog) {
+    if let Some(g) = grant.filter(|g| g.sha256 != sha256) {
+        let short = |s: &str| s.chars().take(12).collect::<String>();
+        log.warn(&format!(
+            "the component changed since permissions were granted (sha256 {} then, {} now): \
+             running with the old grant; `zot ext grant {name}` to review",
+            short(&g.sha256),
+            short(sha256),
+        ));
+    }
+}
+
+impl Policy {
+    /// Nothing granted: no data dir, no project directory, no environment, no network,
+    /// the default memory.
+    pub fn nothing_granted() -> Policy {
+        Policy {
+            data_dir: None,
+            cwd: None,
+            env: Vec::new(),
+            memory_bytes: (memory::DEFAULT_MEMORY_MB as usize) << 20,
+            http: Vec::new(),
+        }
+    }
+
+    /// What the component is told in `hello_ack.data_dir`.
+    pub fn data_mount(&self) -> &'static str {
+        if self.data_dir.is_some() {
+            DATA_MOUNT
+        } else {
+            ""
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asks(cwd: bool, env: &[&str], http: &[&str]) -> Permissions {
+        Permissions {
+            data_dir: true,
+            cwd: cwd.then_some(CwdAccess::Read),
+            env: env.iter().map(|s| s.to_string()).collect(),
+            http: http.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn host_env(name: &str) -> Option<String> {
+        (name == "SET").then(|| "value".to_string())
+    }
+
+    #[test]
+    fn without_a_grant_only_the_data_dir() {
+        let d = decide(
+            &asks(true, &["SET"], &["api.example.com"]),
+            &Limits {
+                memory_mb: Some(128),
+                tool_timeout_ms: None,
+            },
+            None,
+            "/d".into(),
+            Path::new("/p"),
+            host_env,
+        );
+        assert_eq!(d.policy.data_dir, Some("/d".into()));
+        assert_eq!(d.policy.cwd, None);
+        assert!(d.policy.env.is_empty());
+        assert_eq!(d.policy.memory_bytes, 64 << 20);
+        assert_eq!(d.withheld.len(), 4, "{:?}", d.withheld);
+    }
+
+    #[test]
+    fn granted_and_asked_intersect() {
+        let grant = Grant {
+            sha256: String::new(),
+            permissions: asks(true, &["SET", "UNSET", "OTHER"], &[]),
+            memory_mb: Some(256),
+        };
+        let d = decide(
+            &asks(true, &["SET", "UNSET"], &[]),
+            &Limits {
+                memory_mb: Some(128),
+                tool_timeout_ms: None,
+            },
+            Some(&grant),
+            "/d".into(),
+            Path::new("/p"),
+            host_env,
+        );
+        assert_eq!(d.policy.cwd, Some("/p".into()));
+        assert_eq!(d.policy.env, vec![("SET".into(), "value".into())]);
+        assert_eq!(d.policy.memory_bytes, 128 << 20);
+        assert!(d.withheld.is_empty(), "{:?}", d.withheld);
+    }
+
+    #[test]
+    fn a_grant_does_not_add_what_was_not_asked() {
+        let grant = Grant {
+            sha256: String::new(),
+            permissions: asks(true, &["SET"], &[]),
+            memory_mb: None,
+        };
+        let mut nothing = asks(false, &[], &[]);
+        nothing.data_dir = false;
+        let d = decide(
+            &nothing,
+            &Limits::default(),
+            Some(&grant),
+            "/d".into(),
+            Path::new("/p"),
+            host_env,
+        );
+        assert_eq!(d.policy.data_dir, None);
+        assert_eq!(d.policy.cwd, None);
+        assert!(d.policy.env.is_empty());
+    }
+
+    #[test]
+    fn granted_http_entries_are_in_the_policy() {
+        let grant = Grant {
+            sha256: String::new(),
+            permissions: asks(false, &[], &["api.example.com", "http://127.0.0.1:8080"]),
+            memory_mb: None,
+        };
+        let d = decide(
+            &asks(false, &[], &["http://127.0.0.1:8080", "*.other.org"]),
+            &Limits::default(),
+            Some(&grant),
+            "/d".into(),
+            Path::new("/p"),
+            host_env,
+        );
+        assert_eq!(
+            d.policy.http,
+            vec![HostPattern::parse("http://127.0.0.1:8080").unwrap()]
+        );
+        assert_eq!(
+            d.withheld,
+            vec!["http *.other.org: not granted".to_string()]
+        );
+        let none = decide(
+            &asks(false, &[], &[]),
+            &Limits::default(),
+            Some(&grant),
+            "/d".into(),
+            Path::new("/p"),
+            host_env,
+        );
+        assert!(none.policy.http.is_empty(), "granted but not asked");
+    }
+}
