@@ -5,6 +5,7 @@
 //! `load()` starts the extensions, then `call_tool`, `invoke_command`, `emit`,
 //! `intercept`, `reload` and `shutdown`.
 
+pub mod bridge;
 pub mod cache;
 pub mod discovery;
 pub mod events;

@@ -4,7 +4,7 @@
 
 #[cfg(test)]
 pub mod memory;
-mod pipe;
+pub(crate) mod pipe;
 pub mod stdio;
 pub mod wasm;
 
