@@ -66,6 +66,15 @@ impl Env {
         src
     }
 
+    /// A source folder holding the test component `hello.wasm` and `manifest`.
+    fn component_source(&self, dir: &str, manifest: &str) -> PathBuf {
+        let src = self.root.join(dir);
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("hello.wasm"), hello_wasm()).unwrap();
+        fs::write(src.join("extension.json"), manifest).unwrap();
+        src
+    }
+
     /// Names in the extensions directory (staging folders included).
     fn installed(&self) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(self.extensions())
@@ -797,15 +806,8 @@ fn an_install_killed_midway_leaves_nothing_behind() {
 #[test]
 fn consent_is_asked_on_a_terminal_and_required_without_one() {
     let env = Env::new();
-    let src = env.root.join("asker");
-    fs::create_dir_all(&src).unwrap();
-    fs::write(src.join("hello.wasm"), hello_wasm()).unwrap();
     let asks = r#"{"data_dir":true,"env":["ASKER_TOKEN"],"http":["api.example.com"],"cwd":"read"}"#;
-    fs::write(
-        src.join("extension.json"),
-        component_manifest("asker", "1.0.0", asks),
-    )
-    .unwrap();
+    let src = env.component_source("asker", &component_manifest("asker", "1.0.0", asks));
     let src = src.to_str().unwrap();
 
     // Not a terminal, no --yes: refused, saying how to proceed.
@@ -992,15 +994,11 @@ fn project_installs_go_to_the_project() {
 #[test]
 fn info_shows_the_recorded_hash_and_the_grant_in_plain_words() {
     let env = Env::new();
-    let src = env.root.join("asker");
-    fs::create_dir_all(&src).unwrap();
-    fs::write(src.join("hello.wasm"), hello_wasm()).unwrap();
-    fs::write(
-        src.join("extension.json"),
+    let src = env.component_source(
+        "asker",
         r#"{"name":"asker","version":"1.0.0","description":"asks for things","wasm":"hello.wasm",
             "permissions":{"env":["ASKER_TOKEN"],"http":["api.example.com"]},"limits":{"memory_mb":96}}"#,
-    )
-    .unwrap();
+    );
     assert_ok(&env.install(src.to_str().unwrap()));
 
     let info = info_json(&env, "asker");
@@ -1139,18 +1137,14 @@ fn a_name_means_the_project_copy_first_and_flags_choose() {
 #[test]
 fn grant_refuses_a_permission_the_manifest_does_not_ask() {
     let env = Env::new();
-    let src = env.root.join("local-http");
-    fs::create_dir_all(&src).unwrap();
-    fs::write(src.join("hello.wasm"), hello_wasm()).unwrap();
-    fs::write(
-        src.join("extension.json"),
-        component_manifest(
+    let src = env.component_source(
+        "local-http",
+        &component_manifest(
             "local-http",
             "1.0.0",
             r#"{"http":["http://127.0.0.1:8766"],"env":["LOCAL_TOKEN"]}"#,
         ),
-    )
-    .unwrap();
+    );
     assert_ok(&env.zot(&["install", src.to_str().unwrap(), "--project", "--yes"]));
     assert_ok(&env.zot(&["revoke", "local-http"]));
 

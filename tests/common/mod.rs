@@ -30,11 +30,12 @@ pub const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
 // ---------------------------------------------------------------------------------------
 // Paths of the test extensions
 
-/// The workspace root (host/..).
+/// The workspace root (host/cli/../..).
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("host/ has a parent")
+        .ancestors()
+        .nth(2)
+        .expect("host/cli/ is two levels below the workspace root")
         .to_path_buf()
 }
 
