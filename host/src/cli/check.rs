@@ -362,7 +362,7 @@ async fn check(config: HostConfig) -> CheckReport {
     host.shutdown().await;
     let shutdown = started.elapsed();
     let after = host.status(&info.name).unwrap_or_default();
-    let exit = after.exit.map(|e| e.reason);
+    let exit = after.exit.map(|e| e.to_string());
     if let Some(signal) = after.forced {
         violations.push(format!(
             "did not exit within 2 s of shutdown: stopped with {signal} after {} ms",

@@ -174,8 +174,8 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
         .await
         .map_err(|_| "the component vanished".to_string())?;
     let _ = std::io::stderr().flush();
-    if exit.code != Some(0) {
-        log.warn(&format!("component ended: {}", exit.reason));
+    if exit.code() != Some(0) {
+        log.warn(&format!("component ended: {exit}"));
     }
-    Ok(exit.code.unwrap_or(1))
+    Ok(exit.code().unwrap_or(1))
 }

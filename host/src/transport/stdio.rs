@@ -1,7 +1,7 @@
 //! The classic transport: a subprocess in its own process group, frames over its
 //! stdin/stdout, stderr appended to the extension's log.
 
-use super::{pipe, Connection, Control, Exit, INBOUND_QUEUE, OUTBOUND_QUEUE};
+use super::{pipe, Connection, Control, ExitReason, INBOUND_QUEUE, OUTBOUND_QUEUE};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -70,11 +70,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         group.exited.notify_one();
         let _ = exit_tx.send(match status {
             Ok(status) => describe(status),
-            Err(e) => Exit {
-                reason: format!("lost track of the process: {e}"),
-                code: None,
-                signal: None,
-            },
+            Err(e) => ExitReason::LostTrack(e.to_string()),
         });
     });
 
@@ -119,22 +115,10 @@ fn signal_group(pgid: i32, signal: i32) {
     }
 }
 
-fn describe(status: ExitStatus) -> Exit {
+fn describe(status: ExitStatus) -> ExitReason {
     match (status.code(), status.signal()) {
-        (Some(code), _) => Exit {
-            reason: format!("exited with status {code}"),
-            code: Some(code),
-            signal: None,
-        },
-        (None, Some(signal)) => Exit {
-            reason: format!("killed by signal {signal}"),
-            code: None,
-            signal: Some(signal),
-        },
-        (None, None) => Exit {
-            reason: format!("ended: {status}"),
-            code: None,
-            signal: None,
-        },
+        (Some(code), _) => ExitReason::Exited(code),
+        (None, Some(signal)) => ExitReason::Signalled(signal),
+        (None, None) => ExitReason::Ended(status.to_string()),
     }
 }

@@ -5,14 +5,15 @@
 //! print.
 //!
 //! A trap, a missed deadline or an exhausted memory limit ends the task and is reported
-//! as the extension's exit (`trap: …`, `deadline exceeded`, `memory limit`).
+//! as the extension's exit ([`ExitReason::Trap`], [`ExitReason::DeadlineExceeded`],
+//! [`ExitReason::MemoryLimit`]).
 
 mod command;
 mod outgoing;
 mod reactor;
 
 use super::{
-    Connection, Control, Exit, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
+    Connection, Control, ExitReason, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
 };
 use crate::log::ExtLog;
 use crate::sandbox::{HostPattern, Policy, PreparedWasi, Stdio, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
@@ -460,10 +461,10 @@ impl Guest {
         store.epoch_deadline_callback(|ctx| {
             let data = ctx.data();
             if data.stop.killed.load(Ordering::SeqCst) {
-                return Err(wasmtime::Error::msg(Stopped::Killed));
+                return Err(wasmtime::Error::msg(ExitReason::StoppedByHost));
             }
             if data.deadline.passed() {
-                return Err(wasmtime::Error::msg(Stopped::Deadline));
+                return Err(wasmtime::Error::msg(ExitReason::DeadlineExceeded));
             }
             Ok(UpdateDeadline::Yield(1))
         });
@@ -471,56 +472,20 @@ impl Guest {
     }
 }
 
-/// Why the host stopped a running guest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stopped {
-    Deadline,
-    Killed,
-}
-
-impl std::fmt::Display for Stopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Stopped::Deadline => "deadline exceeded",
-            Stopped::Killed => "stopped by the host",
-        })
-    }
-}
-
-impl std::error::Error for Stopped {}
-
-/// The exit report for a guest call that failed with `error`.
-fn exit_for(store: &Store<GuestData>, error: &wasmtime::Error) -> Exit {
-    let code = |code| Exit {
-        reason: format!("exited with status {code}"),
-        code: Some(code),
-        signal: None,
-    };
+/// The exit report for a guest call that failed with `error`: the guest's exit status,
+/// the host's reason for stopping it (raised by the epoch callback), or a trap, reported
+/// as `memory limit` if it followed a refused memory growth.
+fn exit_for(store: &Store<GuestData>, error: &wasmtime::Error) -> ExitReason {
     if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
-        return code(exit.0);
-    }
-    let reason = if let Some(stopped) = error.downcast_ref::<Stopped>() {
-        stopped.to_string()
+        ExitReason::Exited(exit.0)
+    } else if let Some(stopped) = error.downcast_ref::<ExitReason>() {
+        stopped.clone()
     } else if store.data().limiter.memory_refused {
-        "memory limit".to_string()
+        ExitReason::MemoryLimit
     } else if let Some(trap) = error.downcast_ref::<wasmtime::Trap>() {
-        format!("trap: {trap}")
+        ExitReason::Trap(trap.to_string())
     } else {
-        format!("trap: {error:#}")
-    };
-    Exit {
-        reason,
-        code: None,
-        signal: None,
-    }
-}
-
-/// The exit report when the host stopped a guest that was waiting.
-fn killed() -> Exit {
-    Exit {
-        reason: Stopped::Killed.to_string(),
-        code: None,
-        signal: None,
+        ExitReason::Trap(format!("{error:#}"))
     }
 }
 
