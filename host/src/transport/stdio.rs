@@ -35,9 +35,12 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         .stderr(spec.stderr.map_or_else(Stdio::null, Stdio::from))
         .process_group(0);
     let mut child = command.spawn()?;
-    let pgid = child.id().expect("a just-spawned child has a pid") as i32;
-    let stdin = child.stdin.take().expect("stdin is piped");
-    let stdout = child.stdout.take().expect("stdout is piped");
+    let pgid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .ok_or_else(|| std::io::Error::other("its process id could not be read"))?;
+    let stdin = child.stdin.take().expect("stdin was set to piped above");
+    let stdout = child.stdout.take().expect("stdout was set to piped above");
 
     let (out_tx, out_rx) = mpsc::channel(OUTBOUND_QUEUE);
     let (in_tx, in_rx) = mpsc::channel(INBOUND_QUEUE);

@@ -62,27 +62,32 @@ pub struct Started {
     pub sha256: String,
 }
 
-/// The process-wide engine: async, epoch interruption, ticking every [`TICK`].
-pub fn engine() -> &'static Engine {
+/// The process-wide engine: async, epoch interruption, ticking every [`TICK`]. Made on
+/// first use; if that fails (no thread for the ticker), the error is that start's and
+/// the next start tries again.
+pub fn engine() -> Result<&'static Engine, String> {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        let engine = Engine::new(&config).expect("the wasmtime configuration is valid");
-        let ticker = engine.weak();
-        std::thread::Builder::new()
-            .name("zot-epoch".into())
-            .spawn(move || loop {
-                std::thread::sleep(TICK);
-                match ticker.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => return,
-                }
-            })
-            .expect("a thread can be spawned");
-        engine
-    })
+    if let Some(engine) = ENGINE.get() {
+        return Ok(engine);
+    }
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    let engine =
+        Engine::new(&config).map_err(|e| format!("cannot set up the WebAssembly engine: {e:#}"))?;
+    let ticker = engine.weak();
+    std::thread::Builder::new()
+        .name("zot-epoch".into())
+        .spawn(move || loop {
+            std::thread::sleep(TICK);
+            match ticker.upgrade() {
+                Some(engine) => engine.increment_epoch(),
+                None => return,
+            }
+        })
+        .map_err(|e| format!("cannot start the WebAssembly deadline thread: {e}"))?;
+    // Made twice at once, the second is dropped and its ticker ends.
+    Ok(ENGINE.get_or_init(|| engine))
 }
 
 /// Starts `wasm` with nothing granted (no data dir, no environment, no network, the
@@ -133,7 +138,7 @@ pub async fn probe_hello(
 
 /// Loads (compiling or from the cache), checks and starts a component.
 pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
-    let engine = engine();
+    let engine = engine()?;
     let loaded = crate::cache::load(engine, &spec.wasm, &spec.cache_dir).await?;
     if let Some(why) = &loaded.rejected {
         spec.log.warn(&format!("cache entry not used: {why}"));
@@ -348,7 +353,8 @@ impl ResourceLimiter for Limiter {
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let total = self.memory_used - current.min(self.memory_used) + desired;
+        // `desired` is the guest's to choose: near `usize::MAX` it is refused, not a panic.
+        let total = (self.memory_used - current.min(self.memory_used)).saturating_add(desired);
         let allow = total <= self.memory_bytes && maximum.is_none_or(|m| desired <= m);
         if allow {
             self.memory_used = total;
@@ -496,4 +502,22 @@ fn guest_log(log: &ExtLog, level: &str, message: &str) {
         _ => "info",
     };
     log.guest(level, message);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memory_growth_to_any_size_is_refused_not_a_panic() {
+        let mut limiter = Limiter {
+            memory_bytes: 64 << 20,
+            memory_used: 1 << 20,
+            memory_refused: false,
+        };
+        assert!(!limiter.memory_growing(0, usize::MAX, None).unwrap());
+        assert!(limiter.memory_refused);
+        assert!(limiter.memory_growing(1 << 20, 2 << 20, None).unwrap());
+        assert_eq!(limiter.memory_used, 2 << 20);
+    }
 }
