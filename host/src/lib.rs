@@ -1,15 +1,67 @@
-//! The zot extension host library: discovery, the protocol core, transports.
+//! The zot extension host as a library: discovery, the protocol core, the transports
+//! (stdio subprocesses and sandboxed WebAssembly components), the sandbox, install.
 //!
-//! It knows nothing of terminals or of the `zot` CLI; `zot host` and `zot ext` adapt it.
-//! Start with [`Host`]: `Host::new(config)` gives the host and its notification stream,
-//! `load()` starts the extensions, then `call_tool`, `invoke_command`, `emit`,
-//! `intercept`, `reload` and `shutdown`.
+//! It knows nothing of terminals or of the `zot` command (the `zot-cli` crate adapts it).
+//! Start with [`Host`]: [`Host::new`] gives the host and its notification stream,
+//! [`Host::load`] starts the extensions, then [`Host::call_tool`],
+//! [`Host::invoke_command`], [`Host::emit`], [`Host::intercept`], [`Host::reload`] and
+//! [`Host::shutdown`]. An agent embeds it like this:
+//!
+//! ```no_run
+//! use serde_json::json;
+//! use zot_host::paths::ZotHome;
+//! use zot_host::{Host, HostConfig, HostEvent};
+//!
+//! # async fn agent() -> Result<(), String> {
+//! let config = HostConfig::new(ZotHome::from_env()?, std::env::current_dir().map_err(|e| e.to_string())?);
+//! let (host, mut notes) = Host::new(config);
+//! let report = host.load().await; // discovers ./.zot/extensions and $ZOT_HOME/extensions
+//! for error in &report.errors {
+//!     eprintln!("extension {} did not load: {}", error.extension, error.error);
+//! }
+//! // Offer the extensions' tools to the model ...
+//! for (extension, tool) in host.tools() {
+//!     println!("{} (from {extension}): {}", tool.name, tool.description);
+//! }
+//! // ... ask the interceptors before running a tool the model chose ...
+//! let event = zot_protocol::Event {
+//!     id: None,
+//!     event: "tool_call".into(),
+//!     fields: json!({"tool_id": "1", "tool_name": "weather", "tool_args": {"city": "Berlin"}})
+//!         .as_object()
+//!         .cloned()
+//!         .unwrap_or_default(),
+//! };
+//! let verdict = host.intercept(event).await;
+//! if !verdict.block {
+//!     let args = verdict.modified_args.unwrap_or(json!({"city": "Berlin"}));
+//!     let (_extension, result) = host
+//!         .call_tool("weather", args, None)
+//!         .await
+//!         .map_err(|e| e.to_string())?;
+//!     println!("{:?}", result.content);
+//! }
+//! // ... and show what extensions tell the user.
+//! tokio::spawn(async move {
+//!     while let Some(note) = notes.recv().await {
+//!         if let HostEvent::Notify { extension, frame } = note {
+//!             println!("[{extension}] {}", frame.message);
+//!         }
+//!     }
+//! });
+//! host.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! How the modules fit together: `docs/architecture.md`.
 
+pub mod bridge;
 pub mod cache;
 pub mod discovery;
 pub mod events;
 pub mod extension;
-pub mod filetype;
+mod filetype;
 pub mod host;
 pub mod install;
 pub mod launcher;

@@ -5,7 +5,7 @@
 mod exit;
 #[cfg(test)]
 pub mod memory;
-mod pipe;
+pub(crate) mod pipe;
 pub mod stdio;
 pub mod wasm;
 

@@ -11,7 +11,7 @@
 //!   already loaded in this process), and the memory an idle component adds to the host.
 //!
 //! Prints p50/p99 and ratios against the first row of each group.
-//! `cargo bench -p zot-host --bench roundtrip [-- N]` (N calls each, default 2000).
+//! `cargo bench -p zot-cli --bench roundtrip [-- N]` (N calls each, default 2000).
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};

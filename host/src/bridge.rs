@@ -1,0 +1,143 @@
+//! One extension served to an outer host over a pair of byte streams, as if it were a
+//! stdio extension: what `zot ext run` does with stdin and stdout, so that any host that
+//! speaks the protocol over stdio gets the sandbox. The extension is started by the same
+//! [`Transports`] launcher `zot host` uses, with the same sandbox and grants.
+
+use crate::extension::ONE_WAY_BUDGET;
+use crate::host::HostConfig;
+use crate::launcher::{Launched, Launcher, Request, Transports};
+use crate::log::ExtLog;
+use crate::manifest::Manifest;
+use crate::transport::{pipe, ExitReason, Inbound, Outbound};
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, Notify};
+use zot_protocol::{encode, HostFrame};
+
+/// Serves the extension of `manifest` (in `dir`) to the outer host on `input`/`output`
+/// until it is gone: its input closes when `input` ends, and `stop` (e.g. Ctrl-C) stops
+/// it at once. Frames from the outer host reach it with the deadlines `config.timeouts`
+/// give them, `hello_ack` telling it the paths as it sees them (`data_dir`, `cwd`); a line
+/// that is not JSON is skipped with a warning, JSON that is no known frame is passed on.
+/// Its frames go to `output`, one per line. Diagnostics go to `log`. Returns its exit.
+pub async fn serve_stdio<R, W>(
+    config: &HostConfig,
+    manifest: &Manifest,
+    dir: &Path,
+    log: &ExtLog,
+    input: R,
+    mut output: W,
+    stop: impl Future<Output = ()>,
+) -> Result<ExitReason, String>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin,
+{
+    let request = Request {
+        manifest,
+        dir,
+        config,
+        log,
+    };
+    let Launched {
+        connection,
+        data_dir,
+        ..
+    } = Transports.launch(request).await?;
+    let (lines_tx, lines) = mpsc::channel(crate::transport::INBOUND_QUEUE);
+    // The outer host's input never "exits": only its end stops the pump.
+    let input = tokio::spawn(pipe::read_lines(
+        input,
+        lines_tx,
+        config.max_frame,
+        Arc::new(Notify::new()),
+    ));
+    let hello_ack_paths = (data_dir, config.cwd.display().to_string());
+    let mut forward = tokio::spawn(forward_input(
+        lines,
+        connection.outbound.clone(),
+        config.timeouts.clone(),
+        hello_ack_paths,
+        log.clone(),
+    ));
+    drop(input);
+
+    let mut inbound = connection.inbound;
+    let mut input_done = false;
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            item = inbound.recv() => match item {
+                Some(Inbound::Line(line, _)) => {
+                    let ok = output.write_all(&line).await.is_ok()
+                        && output.write_all(b"\n").await.is_ok()
+                        && output.flush().await.is_ok();
+                    if !ok {
+                        connection.control.kill();
+                    }
+                }
+                Some(Inbound::Oversize(len)) => log.warn(&format!(
+                    "dropped a {len}-byte frame: longer than the frame size limit"
+                )),
+                None => break,
+            },
+            _ = &mut forward, if !input_done => {
+                input_done = true;
+                connection.control.close_input();
+            }
+            () = &mut stop => connection.control.kill(),
+        }
+    }
+    let exit = connection
+        .exit
+        .await
+        .map_err(|_| "the extension vanished".to_string())?;
+    if exit.code() != Some(0) {
+        log.warn(&format!("component ended: {exit}"));
+    }
+    Ok(exit)
+}
+
+/// Feeds the outer host's lines to the extension until they end: decoded, `hello_ack`
+/// rewritten to the paths the extension sees, each with its frame's deadline.
+async fn forward_input(
+    mut lines: mpsc::Receiver<Inbound>,
+    outbound: mpsc::Sender<Outbound>,
+    timeouts: crate::Timeouts,
+    (data_dir, cwd): (String, String),
+    log: ExtLog,
+) {
+    while let Some(item) = lines.recv().await {
+        let line = match item {
+            Inbound::Line(line, _) => line,
+            Inbound::Oversize(_) => {
+                log.warn("skipped an input line longer than the frame size limit");
+                continue;
+            }
+        };
+        let (budget, line) = match HostFrame::decode(&line) {
+            Ok(HostFrame::HelloAck(mut ack)) => {
+                ack.data_dir = data_dir.clone();
+                ack.cwd = cwd.clone();
+                let frame = HostFrame::HelloAck(ack);
+                (timeouts.budget(&frame), encode(&frame))
+            }
+            Ok(frame) => (timeouts.budget(&frame), encode(&frame)),
+            // Not ours to judge: JSON that is no frame this host knows reaches the
+            // extension as the host sent it (a one-way budget). A line that is not JSON
+            // (or not UTF-8) is no frame at all: skipped, the extension goes on.
+            Err(_) => match serde_json::from_slice::<serde_json::Value>(&line) {
+                Ok(value) => (ONE_WAY_BUDGET, encode(&value)),
+                Err(e) => {
+                    log.warn(&format!("skipped an input line that is not JSON: {e}"));
+                    continue;
+                }
+            },
+        };
+        if outbound.send(Outbound { budget, line }).await.is_err() {
+            return;
+        }
+    }
+}
