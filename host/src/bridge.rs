@@ -8,7 +8,7 @@ use crate::host::HostConfig;
 use crate::launcher::{Launched, Launcher, Request, Transports};
 use crate::log::ExtLog;
 use crate::manifest::Manifest;
-use crate::transport::{pipe, Exit, Inbound, Outbound};
+use crate::transport::{pipe, ExitReason, Inbound, Outbound};
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ pub async fn serve_stdio<R, W>(
     input: R,
     mut output: W,
     stop: impl Future<Output = ()>,
-) -> Result<Exit, String>
+) -> Result<ExitReason, String>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin,
@@ -94,8 +94,8 @@ where
         .exit
         .await
         .map_err(|_| "the extension vanished".to_string())?;
-    if exit.code != Some(0) {
-        log.warn(&format!("component ended: {}", exit.reason));
+    if exit.code() != Some(0) {
+        log.warn(&format!("component ended: {exit}"));
     }
     Ok(exit)
 }

@@ -4,7 +4,7 @@
 
 use crate::events::HostEvent;
 use crate::log::{preview, ExtLog};
-use crate::transport::{Connection, Control, Exit, Inbound, Outbound};
+use crate::transport::{Connection, Control, ExitReason, Inbound, Outbound};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
@@ -126,7 +126,7 @@ pub struct Status {
     pub ready_by: Option<ReadyBy>,
     /// Protocol violations seen (also in the log).
     pub violations: Vec<String>,
-    pub exit: Option<Exit>,
+    pub exit: Option<ExitReason>,
     /// Events dropped because the extension's queue was full.
     pub events_dropped: u64,
     /// Notifications dropped because the application did not read them in time.
@@ -489,7 +489,7 @@ impl Extension {
             .unwrap()
             .exit
             .as_ref()
-            .map_or_else(|| "its input is closed".to_string(), |e| e.reason.clone());
+            .map_or_else(|| "its input is closed".to_string(), ExitReason::to_string);
         CallError::Exited {
             extension: self.inner.name.clone(),
             target: target.to_string(),
@@ -564,7 +564,7 @@ impl Extension {
     async fn run(
         self,
         mut inbound: mpsc::Receiver<Inbound>,
-        mut exit: oneshot::Receiver<Exit>,
+        mut exit: oneshot::Receiver<ExitReason>,
         hello_ack: HelloAck,
         hub: Arc<dyn Hub>,
     ) {
@@ -604,26 +604,17 @@ impl Extension {
                     .log
                     .warn("closed its output but kept running: killing it");
                 self.inner.control.kill();
-                match tokio::time::timeout(Duration::from_secs(5), exit).await {
-                    Ok(Ok(e)) => Exit {
-                        reason: format!("closed its output; {}", e.reason),
-                        ..e
-                    },
-                    _ => Exit {
-                        reason: "closed its output".into(),
-                        code: None,
-                        signal: None,
-                    },
-                }
+                let then = tokio::time::timeout(Duration::from_secs(5), exit).await;
+                ExitReason::ClosedOutput(then.ok().and_then(Result::ok).map(Box::new))
             }
         };
         self.close(exit, &hub).await;
     }
 
     /// Marks it gone: pending calls fail now, registrations go, the app is told.
-    async fn close(&self, exit: Exit, hub: &Arc<dyn Hub>) {
+    async fn close(&self, exit: ExitReason, hub: &Arc<dyn Hub>) {
         let inner = &*self.inner;
-        inner.log.info(&format!("extension gone: {}", exit.reason));
+        inner.log.info(&format!("extension gone: {exit}"));
         let (events, notes) = {
             let mut st = inner.status.lock().unwrap();
             st.exit = Some(exit.clone());
@@ -644,9 +635,9 @@ impl Extension {
         hub.exited(self);
         self.tell_app(HostEvent::ExtensionExited {
             extension: inner.name.clone(),
-            reason: exit.reason,
-            code: exit.code,
-            signal: exit.signal,
+            reason: exit.to_string(),
+            code: exit.code(),
+            signal: exit.signal(),
         })
         .await;
         inner.phase.send_replace(Phase::Exited);

@@ -313,7 +313,7 @@ impl Host {
                         // The exit is recorded before `extension_exited` is sent, so a
                         // listing made after that event always says `exited`.
                         let (state, error) = match (&status.exit, ext.phase()) {
-                            (Some(exit), _) => (ExtState::Exited, Some(exit.reason.clone())),
+                            (Some(exit), _) => (ExtState::Exited, Some(exit.to_string())),
                             (None, Phase::Starting) => (ExtState::Starting, None),
                             (None, _) => (ExtState::Ready, None),
                         };
@@ -636,7 +636,7 @@ impl Inner {
                     self.config.timeouts.ready
                 )),
                 Phase::Exited => {
-                    let reason = ext.status().exit.map(|e| e.reason).unwrap_or_default();
+                    let reason = ext.status().exit.map(|e| e.to_string()).unwrap_or_default();
                     report.errors.push(LoadError {
                         extension: ext.name().to_string(),
                         error: format!("exited while starting: {reason}"),

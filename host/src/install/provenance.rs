@@ -197,4 +197,33 @@ mod tests {
         );
         fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A damaged or hand-edited record is an error naming the file; paths it lists that
+    /// are no files of the install are reported removed, never opened.
+    #[test]
+    fn an_odd_record_is_an_error_or_its_odd_paths_are_removed() {
+        let root =
+            std::env::temp_dir().join(format!("zot-prov-odd-{}/extensions", std::process::id()));
+        let dir = root.join("x");
+        fs::create_dir_all(&dir).unwrap();
+        fs::create_dir_all(path(&root, "x").parent().unwrap()).unwrap();
+        for bytes in [&b""[..], b"\xff", b"[]", br#"{"name": "x", "kind": "ftp"}"#] {
+            fs::write(path(&root, "x"), bytes).unwrap();
+            let e = load(&root, "x").unwrap_err().0;
+            assert!(e.contains("x.json is damaged"), "{e}");
+        }
+        fs::write(
+            path(&root, "x"),
+            r#"{"name": "x", "kind": "git", "source": "", "commit": "\u00e9",
+                "installed_at": "", "files": {"../../etc/passwd": "", "": "", "/abs": ""}}"#,
+        )
+        .unwrap();
+        let record = load(&root, "x").unwrap().unwrap();
+        let removed = |p: &str| Change::Removed(p.into());
+        assert_eq!(
+            verify(&dir, &record).unwrap(),
+            [removed(""), removed("../../etc/passwd"), removed("/abs")]
+        );
+        fs::remove_dir_all(root.parent().unwrap()).unwrap();
+    }
 }

@@ -73,3 +73,57 @@ pub fn sha256_of(wasm: &Path) -> Result<String, String> {
     let bytes = std::fs::read(wasm).map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
     Ok(crate::cache::sha256_hex(&bytes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{CwdAccess, Limits, Permissions, MAX_MEMORY_MB};
+
+    /// A damaged or hand-edited grant file is an error naming the file, or a grant that
+    /// still gives no more than the manifest asks; never a panic.
+    #[test]
+    fn an_odd_grant_file_is_an_error_or_no_more_than_asked() {
+        let root = std::env::temp_dir().join(format!("zot-grants-{}", std::process::id()));
+        let home = ZotHome::new(&root);
+        let asked = Permissions {
+            data_dir: true,
+            cwd: Some(CwdAccess::Read),
+            env: vec!["HOME".into()],
+            http: vec!["api.example.com".into()],
+        };
+        let limits = Limits {
+            memory_mb: Some(MAX_MEMORY_MB),
+            tool_timeout_ms: None,
+        };
+        let odd: [&[u8]; 8] = [
+            b"",
+            b"\xff\xfe not UTF-8",
+            b"[]",
+            b"null",
+            br#"{"permissions": 5}"#,
+            br#"{"memory_mb": -1}"#,
+            br#"{"memory_mb": 18446744073709551615, "sha256": "\u00e9\u00e9"}"#,
+            br#"{"permissions": {"http": ["", "*", "[::1", "http://"], "env": [""]}}"#,
+        ];
+        for bytes in odd {
+            std::fs::create_dir_all(root.join("grants")).unwrap();
+            std::fs::write(path(&home, "odd"), bytes).unwrap();
+            match load(&home, "odd") {
+                Err(e) => assert!(e.contains("odd.json"), "{e}"),
+                Ok(grant) => {
+                    let d = super::super::decide(
+                        &asked,
+                        &limits,
+                        grant.as_ref(),
+                        "/d".into(),
+                        Path::new("/p"),
+                        |_| None,
+                    );
+                    assert!(d.policy.memory_bytes <= (MAX_MEMORY_MB as usize) << 20);
+                    assert!(d.policy.http.is_empty(), "{:?}", d.policy.http);
+                }
+            }
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

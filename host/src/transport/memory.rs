@@ -1,7 +1,7 @@
 //! An in-process transport for unit tests of the protocol core: the test plays the
 //! extension through a [`Peer`].
 
-use super::{Connection, Control, Exit, Inbound, Outbound};
+use super::{Connection, Control, ExitReason, Inbound, Outbound};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 
@@ -11,7 +11,7 @@ pub struct Peer {
     pub lines: mpsc::Sender<Inbound>,
     /// Frames the host sent.
     pub frames: mpsc::Receiver<Outbound>,
-    exit: Arc<Mutex<Option<oneshot::Sender<Exit>>>>,
+    exit: Arc<Mutex<Option<oneshot::Sender<ExitReason>>>>,
 }
 
 impl Peer {
@@ -36,16 +36,12 @@ impl Peer {
     /// The extension exits with `code`: its output closes and the exit is reported.
     pub fn exit(self, code: i32) {
         if let Some(tx) = self.exit.lock().unwrap().take() {
-            let _ = tx.send(Exit {
-                reason: format!("exited with status {code}"),
-                code: Some(code),
-                signal: None,
-            });
+            let _ = tx.send(ExitReason::Exited(code));
         }
     }
 }
 
-struct Kill(Arc<Mutex<Option<oneshot::Sender<Exit>>>>);
+struct Kill(Arc<Mutex<Option<oneshot::Sender<ExitReason>>>>);
 
 impl Control for Kill {
     fn close_input(&self) {}
@@ -54,11 +50,7 @@ impl Control for Kill {
     }
     fn kill(&self) {
         if let Some(tx) = self.0.lock().unwrap().take() {
-            let _ = tx.send(Exit {
-                reason: "killed by signal 9".into(),
-                code: None,
-                signal: Some(9),
-            });
+            let _ = tx.send(ExitReason::Signalled(9));
         }
     }
 }

@@ -2,11 +2,14 @@
 //! extension, a bounded stream of lines from it, and an exit report when it is gone.
 //! The protocol core ([`crate::extension`]) cannot tell transports apart.
 
+mod exit;
 #[cfg(test)]
 pub mod memory;
 pub(crate) mod pipe;
 pub mod stdio;
 pub mod wasm;
+
+pub use exit::ExitReason;
 
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
@@ -66,17 +69,6 @@ pub struct Outbound {
     pub budget: std::time::Duration,
 }
 
-/// Why an extension's transport closed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exit {
-    /// Human words: `exited with status 1`, `killed by signal 9`, `trap: …`.
-    pub reason: String,
-    /// The exit code, if it exited normally.
-    pub code: Option<i32>,
-    /// The signal that ended it, if any.
-    pub signal: Option<i32>,
-}
-
 /// Stops an extension. Each call returns at once; the exit is reported on [`Connection::exit`].
 pub trait Control: Send + Sync {
     /// Close the extension's input once the queued frames are written.
@@ -94,6 +86,6 @@ pub struct Connection {
     /// Lines from the extension; `None` once its output is closed and drained.
     pub inbound: mpsc::Receiver<Inbound>,
     /// Resolves once the extension is gone.
-    pub exit: oneshot::Receiver<Exit>,
+    pub exit: oneshot::Receiver<ExitReason>,
     pub control: Box<dyn Control>,
 }

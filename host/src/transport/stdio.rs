@@ -1,7 +1,7 @@
 //! The classic transport: a subprocess in its own process group, frames over its
 //! stdin/stdout, stderr appended to the extension's log.
 
-use super::{pipe, Connection, Control, Exit, INBOUND_QUEUE, OUTBOUND_QUEUE};
+use super::{pipe, Connection, Control, ExitReason, INBOUND_QUEUE, OUTBOUND_QUEUE};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -35,9 +35,12 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         .stderr(spec.stderr.map_or_else(Stdio::null, Stdio::from))
         .process_group(0);
     let mut child = command.spawn()?;
-    let pgid = child.id().expect("a just-spawned child has a pid") as i32;
-    let stdin = child.stdin.take().expect("stdin is piped");
-    let stdout = child.stdout.take().expect("stdout is piped");
+    let pgid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .ok_or_else(|| std::io::Error::other("its process id could not be read"))?;
+    let stdin = child.stdin.take().expect("stdin was set to piped above");
+    let stdout = child.stdout.take().expect("stdout was set to piped above");
 
     let (out_tx, out_rx) = mpsc::channel(OUTBOUND_QUEUE);
     let (in_tx, in_rx) = mpsc::channel(INBOUND_QUEUE);
@@ -70,11 +73,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         group.exited.notify_one();
         let _ = exit_tx.send(match status {
             Ok(status) => describe(status),
-            Err(e) => Exit {
-                reason: format!("lost track of the process: {e}"),
-                code: None,
-                signal: None,
-            },
+            Err(e) => ExitReason::LostTrack(e.to_string()),
         });
     });
 
@@ -119,22 +118,10 @@ fn signal_group(pgid: i32, signal: i32) {
     }
 }
 
-fn describe(status: ExitStatus) -> Exit {
+fn describe(status: ExitStatus) -> ExitReason {
     match (status.code(), status.signal()) {
-        (Some(code), _) => Exit {
-            reason: format!("exited with status {code}"),
-            code: Some(code),
-            signal: None,
-        },
-        (None, Some(signal)) => Exit {
-            reason: format!("killed by signal {signal}"),
-            code: None,
-            signal: Some(signal),
-        },
-        (None, None) => Exit {
-            reason: format!("ended: {status}"),
-            code: None,
-            signal: None,
-        },
+        (Some(code), _) => ExitReason::Exited(code),
+        (None, Some(signal)) => ExitReason::Signalled(signal),
+        (None, None) => ExitReason::Ended(status.to_string()),
     }
 }

@@ -144,19 +144,20 @@ impl Target {
 
 /// Runs the check; exit 0 only without violations.
 pub(crate) fn run(args: CheckArgs) -> ExitCode {
-    let target = super::zot_home(None).and_then(|home| {
-        let target = Target::parse(&args.path, &home, args.scope)
-            .map_err(|e| format!("check {}: {e}", args.path))?;
-        Ok((home, target))
+    let ready = super::zot_home(None).and_then(|home| {
+        let what = |e| format!("check {}: {e}", args.path);
+        let target = Target::parse(&args.path, &home, args.scope).map_err(what)?;
+        let runtime = tokio::runtime::Runtime::new()
+            .map_err(|e| what(format!("cannot start the async runtime: {e}")))?;
+        Ok((home, target, runtime))
     });
-    let (home, target) = match target {
+    let (home, target, runtime) = match ready {
         Ok(t) => t,
         Err(e) => {
             eprintln!("zot: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let runtime = tokio::runtime::Runtime::new().expect("the async runtime starts");
     let report = prepare_and_check(&runtime, home, &target, args.wait);
     let ok = report.violations.is_empty();
     if args.json {
@@ -248,8 +249,8 @@ fn compile(
     use zot_host::cache::{self, Source};
     progress.begin(&format!("compiling {}", file.display()));
     let started = Instant::now();
-    let engine = zot_host::transport::wasm::engine();
-    let loaded = runtime.block_on(cache::load(engine, file, &home.cache_dir()));
+    let loaded = zot_host::transport::wasm::engine()
+        .and_then(|engine| runtime.block_on(cache::load(engine, file, &home.cache_dir())));
     let took = started.elapsed();
     progress.end();
     let by = match loaded.ok()?.source {
@@ -362,7 +363,7 @@ async fn check(config: HostConfig) -> CheckReport {
     host.shutdown().await;
     let shutdown = started.elapsed();
     let after = host.status(&info.name).unwrap_or_default();
-    let exit = after.exit.map(|e| e.reason);
+    let exit = after.exit.map(|e| e.to_string());
     if let Some(signal) = after.forced {
         violations.push(format!(
             "did not exit within 2 s of shutdown: stopped with {signal} after {} ms",

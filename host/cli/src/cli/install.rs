@@ -140,8 +140,12 @@ fn headline(staged: &Staged) -> String {
     line
 }
 
+/// The first 12 characters of `commit` (as recorded, so not necessarily hex).
 fn short(commit: &str) -> &str {
-    &commit[..commit.len().min(12)]
+    commit
+        .char_indices()
+        .nth(12)
+        .map_or(commit, |(end, _)| &commit[..end])
 }
 
 /// Prints what `m` may do once installed; returns the question to ask.
@@ -542,5 +546,17 @@ impl Progress for TermProgress {
             stop.store(true, Ordering::SeqCst);
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A commit comes from the provenance file, which may have been edited by hand.
+    #[test]
+    fn a_recorded_commit_of_any_text_is_shortened_by_characters() {
+        assert_eq!(super::short("0123456789abcdef"), "0123456789ab");
+        assert_eq!(super::short("abc"), "abc");
+        assert_eq!(super::short("ééééééééééééé"), "éééééééééééé");
+        assert_eq!(super::short(""), "");
     }
 }

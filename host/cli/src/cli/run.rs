@@ -96,5 +96,5 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
     )
     .await?;
     let _ = std::io::stderr().flush();
-    Ok(exit.code.unwrap_or(1))
+    Ok(exit.code().unwrap_or(1))
 }

@@ -7,9 +7,9 @@
 //! for one (no deadline while it waits). A guest that spins instead of reading again is
 //! stopped when the budget of the frame it took runs out.
 
-use super::{add_wasi_to_linker, exit_for, killed, Deadline, Guest, GuestData, Stop, START_BUDGET};
+use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData, Stop, START_BUDGET};
 use crate::sandbox::Stdio;
-use crate::transport::{pipe, Exit, Outbound};
+use crate::transport::{pipe, ExitReason, Outbound};
 use bytes::Bytes;
 use std::sync::Arc;
 use tokio::sync::{mpsc, Mutex, Notify};
@@ -22,7 +22,7 @@ use wasmtime_wasi::p2::{InputStream, Pollable, StreamError};
 const STDOUT_PIPE: usize = 64 * 1024;
 
 /// Runs a command component until `run` returns, it traps, or the host stops it.
-pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> Exit {
+pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> ExitReason {
     let stop = guest.stop.clone();
     let deadline = Arc::new(Deadline::default());
     let (guest_out, host_in) = tokio::io::duplex(STDOUT_PIPE);
@@ -57,16 +57,16 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
                 Ok(c) => c,
                 Err(e) => return exit_for(&store, &e),
             },
-            () = stop.kill.notified() => return killed(),
+            () = stop.kill.notified() => return ExitReason::StoppedByHost,
         };
         log.info("component started (command)");
         tokio::select! {
             r = command.wasi_cli_run().call_run(&mut store) => match r {
-                Ok(Ok(())) => Exit { reason: "exited with status 0".into(), code: Some(0), signal: None },
-                Ok(Err(())) => Exit { reason: "exited with status 1".into(), code: Some(1), signal: None },
+                Ok(Ok(())) => ExitReason::Exited(0),
+                Ok(Err(())) => ExitReason::Exited(1),
                 Err(e) => exit_for(&store, &e),
             },
-            () = stop.kill.notified() => killed(),
+            () = stop.kill.notified() => ExitReason::StoppedByHost,
         }
     }
     .await;

@@ -5,14 +5,15 @@
 //! print.
 //!
 //! A trap, a missed deadline or an exhausted memory limit ends the task and is reported
-//! as the extension's exit (`trap: …`, `deadline exceeded`, `memory limit`).
+//! as the extension's exit ([`ExitReason::Trap`], [`ExitReason::DeadlineExceeded`],
+//! [`ExitReason::MemoryLimit`]).
 
 mod command;
 mod outgoing;
 mod reactor;
 
 use super::{
-    Connection, Control, Exit, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
+    Connection, Control, ExitReason, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
 };
 use crate::log::ExtLog;
 use crate::sandbox::{HostPattern, Policy, PreparedWasi, Stdio, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
@@ -61,27 +62,32 @@ pub struct Started {
     pub sha256: String,
 }
 
-/// The process-wide engine: async, epoch interruption, ticking every [`TICK`].
-pub fn engine() -> &'static Engine {
+/// The process-wide engine: async, epoch interruption, ticking every [`TICK`]. Made on
+/// first use; if that fails (no thread for the ticker), the error is that start's and
+/// the next start tries again.
+pub fn engine() -> Result<&'static Engine, String> {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        let engine = Engine::new(&config).expect("the wasmtime configuration is valid");
-        let ticker = engine.weak();
-        std::thread::Builder::new()
-            .name("zot-epoch".into())
-            .spawn(move || loop {
-                std::thread::sleep(TICK);
-                match ticker.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => return,
-                }
-            })
-            .expect("a thread can be spawned");
-        engine
-    })
+    if let Some(engine) = ENGINE.get() {
+        return Ok(engine);
+    }
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    let engine =
+        Engine::new(&config).map_err(|e| format!("cannot set up the WebAssembly engine: {e:#}"))?;
+    let ticker = engine.weak();
+    std::thread::Builder::new()
+        .name("zot-epoch".into())
+        .spawn(move || loop {
+            std::thread::sleep(TICK);
+            match ticker.upgrade() {
+                Some(engine) => engine.increment_epoch(),
+                None => return,
+            }
+        })
+        .map_err(|e| format!("cannot start the WebAssembly deadline thread: {e}"))?;
+    // Made twice at once, the second is dropped and its ticker ends.
+    Ok(ENGINE.get_or_init(|| engine))
 }
 
 /// Starts `wasm` with nothing granted (no data dir, no environment, no network, the
@@ -132,7 +138,7 @@ pub async fn probe_hello(
 
 /// Loads (compiling or from the cache), checks and starts a component.
 pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
-    let engine = engine();
+    let engine = engine()?;
     let loaded = crate::cache::load(engine, &spec.wasm, &spec.cache_dir).await?;
     if let Some(why) = &loaded.rejected {
         spec.log.warn(&format!("cache entry not used: {why}"));
@@ -347,7 +353,8 @@ impl ResourceLimiter for Limiter {
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let total = self.memory_used - current.min(self.memory_used) + desired;
+        // `desired` is the guest's to choose: near `usize::MAX` it is refused, not a panic.
+        let total = (self.memory_used - current.min(self.memory_used)).saturating_add(desired);
         let allow = total <= self.memory_bytes && maximum.is_none_or(|m| desired <= m);
         if allow {
             self.memory_used = total;
@@ -460,10 +467,10 @@ impl Guest {
         store.epoch_deadline_callback(|ctx| {
             let data = ctx.data();
             if data.stop.killed.load(Ordering::SeqCst) {
-                return Err(wasmtime::Error::msg(Stopped::Killed));
+                return Err(wasmtime::Error::msg(ExitReason::StoppedByHost));
             }
             if data.deadline.passed() {
-                return Err(wasmtime::Error::msg(Stopped::Deadline));
+                return Err(wasmtime::Error::msg(ExitReason::DeadlineExceeded));
             }
             Ok(UpdateDeadline::Yield(1))
         });
@@ -471,56 +478,20 @@ impl Guest {
     }
 }
 
-/// Why the host stopped a running guest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stopped {
-    Deadline,
-    Killed,
-}
-
-impl std::fmt::Display for Stopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Stopped::Deadline => "deadline exceeded",
-            Stopped::Killed => "stopped by the host",
-        })
-    }
-}
-
-impl std::error::Error for Stopped {}
-
-/// The exit report for a guest call that failed with `error`.
-fn exit_for(store: &Store<GuestData>, error: &wasmtime::Error) -> Exit {
-    let code = |code| Exit {
-        reason: format!("exited with status {code}"),
-        code: Some(code),
-        signal: None,
-    };
+/// The exit report for a guest call that failed with `error`: the guest's exit status,
+/// the host's reason for stopping it (raised by the epoch callback), or a trap, reported
+/// as `memory limit` if it followed a refused memory growth.
+fn exit_for(store: &Store<GuestData>, error: &wasmtime::Error) -> ExitReason {
     if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
-        return code(exit.0);
-    }
-    let reason = if let Some(stopped) = error.downcast_ref::<Stopped>() {
-        stopped.to_string()
+        ExitReason::Exited(exit.0)
+    } else if let Some(stopped) = error.downcast_ref::<ExitReason>() {
+        stopped.clone()
     } else if store.data().limiter.memory_refused {
-        "memory limit".to_string()
+        ExitReason::MemoryLimit
     } else if let Some(trap) = error.downcast_ref::<wasmtime::Trap>() {
-        format!("trap: {trap}")
+        ExitReason::Trap(trap.to_string())
     } else {
-        format!("trap: {error:#}")
-    };
-    Exit {
-        reason,
-        code: None,
-        signal: None,
-    }
-}
-
-/// The exit report when the host stopped a guest that was waiting.
-fn killed() -> Exit {
-    Exit {
-        reason: Stopped::Killed.to_string(),
-        code: None,
-        signal: None,
+        ExitReason::Trap(format!("{error:#}"))
     }
 }
 
@@ -531,4 +502,22 @@ fn guest_log(log: &ExtLog, level: &str, message: &str) {
         _ => "info",
     };
     log.guest(level, message);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memory_growth_to_any_size_is_refused_not_a_panic() {
+        let mut limiter = Limiter {
+            memory_bytes: 64 << 20,
+            memory_used: 1 << 20,
+            memory_refused: false,
+        };
+        assert!(!limiter.memory_growing(0, usize::MAX, None).unwrap());
+        assert!(limiter.memory_refused);
+        assert!(limiter.memory_growing(1 << 20, 2 << 20, None).unwrap());
+        assert_eq!(limiter.memory_used, 2 << 20);
+    }
 }

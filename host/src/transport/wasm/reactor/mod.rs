@@ -6,8 +6,8 @@
 
 mod v0_1_0;
 
-use super::{add_wasi_to_linker, exit_for, killed, Deadline, Guest, GuestData, START_BUDGET};
-use crate::transport::{Exit, Outbound};
+use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData, START_BUDGET};
+use crate::transport::{ExitReason, Outbound};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -45,7 +45,7 @@ trait Bindings: Sized + Send + Sync + 'static {
     ) -> impl Future<Output = wasmtime::Result<()>> + Send;
 }
 
-type Running = Pin<Box<dyn Future<Output = Exit> + Send>>;
+type Running = Pin<Box<dyn Future<Output = ExitReason> + Send>>;
 
 /// A version this host speaks: its number, and the loop run with its bindings.
 pub(super) struct Version {
@@ -71,7 +71,7 @@ impl Version {
 
     /// Runs a reactor of this version until its input closes, it traps, or the host
     /// stops it.
-    pub(super) async fn run(&self, guest: Guest, frames: mpsc::Receiver<Outbound>) -> Exit {
+    pub(super) async fn run(&self, guest: Guest, frames: mpsc::Receiver<Outbound>) -> ExitReason {
         (self.run)(guest, frames).await
     }
 }
@@ -113,13 +113,13 @@ pub(super) fn exports() -> String {
         .join(", ")
 }
 
-async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) -> Exit {
+async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) -> ExitReason {
     let stop = guest.stop.clone();
     let deadline = Arc::new(Deadline::default());
     let (mut store, component, log) = guest.store(deadline.clone());
     let mut linker = Linker::<GuestData>::new(store.engine());
     if let Err(e) = add_wasi_to_linker(&mut linker).and_then(|()| B::link(&mut linker)) {
-        return failed(format!("cannot link the component: {e:#}"));
+        return ExitReason::LinkFailed(format!("{e:#}"));
     }
     deadline.set(START_BUDGET);
     let bindings = tokio::select! {
@@ -127,7 +127,7 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
             Ok(b) => b,
             Err(e) => return exit_for(&store, &e),
         },
-        () = stop.kill.notified() => return killed(),
+        () = stop.kill.notified() => return ExitReason::StoppedByHost,
     };
     tokio::select! {
         r = bindings.start(&mut store) => {
@@ -135,7 +135,7 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
                 return exit_for(&store, &e);
             }
         }
-        () = stop.kill.notified() => return killed(),
+        () = stop.kill.notified() => return ExitReason::StoppedByHost,
     }
     deadline.clear();
     log.info("component started (reactor)");
@@ -151,15 +151,11 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
                     closing = true;
                     continue;
                 }
-                () = stop.kill.notified() => return killed(),
+                () = stop.kill.notified() => return ExitReason::StoppedByHost,
             }
         };
         let Some(frame) = frame else {
-            return Exit {
-                reason: "stopped: its input was closed".into(),
-                code: Some(0),
-                signal: None,
-            };
+            return ExitReason::InputClosed;
         };
         let text = frame.line.into_json();
         deadline.set(frame.budget);
@@ -171,17 +167,9 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
                     return exit_for(&store, &e);
                 }
             }
-            () = stop.kill.notified() => return killed(),
+            () = stop.kill.notified() => return ExitReason::StoppedByHost,
         }
         deadline.clear();
-    }
-}
-
-fn failed(reason: String) -> Exit {
-    Exit {
-        reason,
-        code: None,
-        signal: None,
     }
 }
 
