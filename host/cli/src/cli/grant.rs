@@ -90,8 +90,8 @@ fn locate(home: &ZotHome, args: &GrantArgs) -> Result<(Manifest, PathBuf, Option
 fn run_grant(args: GrantArgs) -> Result<(), String> {
     let home = super::zot_home(None)?;
     let (m, wasm, copy) = locate(&home, &args)?;
-    let sha256 = grants::sha256_of(&wasm)?;
-    let old = grants::load(&home, &m.name)?;
+    let sha256 = grants::sha256_of(&wasm).map_err(|e| e.to_string())?;
+    let old = grants::load(&home, &m.name).map_err(|e| e.to_string())?;
     match &copy {
         Some(copy) => println!("{} ({copy}) asks for:", m.name),
         None => println!("{} asks for:", m.name),
@@ -113,9 +113,9 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
         grant.add_asked(&m);
     }
     for permission in &args.permissions {
-        grant.add(&m, permission)?;
+        grant.add(&m, permission).map_err(|e| e.to_string())?;
     }
-    grants::save(&home, &m.name, &grant)?;
+    grants::save(&home, &m.name, &grant).map_err(|e| e.to_string())?;
     println!("granted:");
     print_list(&granted_words(&grant));
     Ok(())
