@@ -35,6 +35,11 @@ pub enum SandboxError {
         path: PathBuf,
         cause: std::io::Error,
     },
+    /// A grant file that cannot be removed.
+    GrantUnremovable {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
     /// The component a grant is pinned to cannot be read.
     ComponentUnreadable {
         path: PathBuf,
@@ -79,6 +84,9 @@ impl fmt::Display for SandboxError {
             GrantUnwritable { path, cause } => {
                 write!(f, "cannot write {}: {cause}", path.display())
             }
+            GrantUnremovable { path, cause } => {
+                write!(f, "cannot remove {}: {cause}", path.display())
+            }
         }
     }
 }
@@ -89,6 +97,7 @@ impl std::error::Error for SandboxError {
         match self {
             GrantUnreadable { cause, .. }
             | GrantUnwritable { cause, .. }
+            | GrantUnremovable { cause, .. }
             | ComponentUnreadable { cause, .. } => Some(cause),
             GrantInvalid { cause, .. } => Some(cause),
             _ => None,

@@ -42,11 +42,12 @@ fn write(path: &Path, name: &str, grant: &Grant) -> std::io::Result<()> {
 }
 
 /// Forgets the grant of `name`; true if there was one.
-pub fn revoke(home: &ZotHome, name: &str) -> std::io::Result<bool> {
-    match std::fs::remove_file(path(home, name)) {
+pub fn revoke(home: &ZotHome, name: &str) -> Result<bool, SandboxError> {
+    let path = path(home, name);
+    match std::fs::remove_file(&path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e),
+        Err(cause) => Err(SandboxError::GrantUnremovable { path, cause }),
     }
 }
 

@@ -42,12 +42,7 @@ pub(crate) fn revoke(name: &str) -> ExitCode {
                     "revoked every permission granted to {name}: it keeps only its data dir"
                 ),
                 Ok(false) => println!("{name} had no grant"),
-                Err(e) => {
-                    return Err(format!(
-                        "cannot remove {}: {e}",
-                        grants::path(&home, name).display()
-                    ))
-                }
+                Err(e) => return Err(e.to_string()),
             }
             Ok(())
         })(),
