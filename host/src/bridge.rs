@@ -45,7 +45,10 @@ where
         connection,
         data_dir,
         ..
-    } = Transports.launch(request).await?;
+    } = Transports
+        .launch(request)
+        .await
+        .map_err(|e| e.to_string())?;
     let (lines_tx, lines) = mpsc::channel(crate::transport::INBOUND_QUEUE);
     // The outer host's input never "exits": only its end stops the pump.
     let input = tokio::spawn(pipe::read_lines(

@@ -4,7 +4,7 @@
 use crate::discovery::{discover, SearchPath, Source};
 use crate::events::HostEvent;
 use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
-use crate::launcher::{self, Launched, Launcher, Transports};
+use crate::launcher::{self, Launched, Launcher, StartError, Transports};
 use crate::log::ExtLog;
 use crate::manifest::{Manifest, Permissions, TransportKind};
 use crate::paths::ZotHome;
@@ -597,7 +597,7 @@ impl Inner {
             let (rank, result) = match done {
                 Ok((id, result)) => (ranks[&id], result),
                 // A bug, not the extension's doing: that one fails, the others go on.
-                Err(e) => (ranks[&e.id()], Err(format!("its start failed: {e}"))),
+                Err(e) => (ranks[&e.id()], Err(StartError::Aborted(e.to_string()))),
             };
             let entry = &mut entries[rank];
             match result {
@@ -607,7 +607,7 @@ impl Inner {
                     entry.tool_timeout = started.tool_timeout;
                     entry.state = EntryState::Running(started.ext);
                 }
-                Err(message) => entry.state = EntryState::Error(message),
+                Err(e) => entry.state = EntryState::Error(e.to_string()),
             }
         }
         let mut running = Vec::new();
@@ -653,7 +653,7 @@ impl Inner {
         rank: usize,
         dir: &Path,
         m: &Manifest,
-    ) -> Result<Started, String> {
+    ) -> Result<Started, StartError> {
         let log = ExtLog::open(&self.config.home.log_path(&m.name));
         let request = launcher::Request {
             manifest: m,
@@ -670,7 +670,7 @@ impl Inner {
             .launcher
             .launch(request)
             .await
-            .inspect_err(|e| log.warn(e))?;
+            .inspect_err(|e| log.warn(&e.to_string()))?;
         let hello_ack = HelloAck {
             protocol_version: PROTOCOL_VERSION,
             zot_version: env!("CARGO_PKG_VERSION").into(),

@@ -9,6 +9,7 @@ use crate::sandbox;
 use crate::transport::stdio::{self, StdioSpec};
 use crate::transport::wasm::{self, WasmSpec};
 use crate::transport::Connection;
+use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -34,7 +35,46 @@ pub struct Launched {
 }
 
 /// What [`Launcher::launch`] returns: the transport, or why it could not start.
-pub type LaunchFuture<'a> = Pin<Box<dyn Future<Output = Result<Launched, String>> + Send + 'a>>;
+pub type LaunchFuture<'a> = Pin<Box<dyn Future<Output = Result<Launched, StartError>> + Send + 'a>>;
+
+/// Why an extension did not start; the text is its `errors[].error` in the load report.
+#[derive(Debug)]
+pub enum StartError {
+    /// The subprocess could not be spawned (the program is missing or not executable).
+    Spawn {
+        program: PathBuf,
+        cause: std::io::Error,
+    },
+    /// The component could not be loaded, checked, sandboxed or instantiated (the wasm
+    /// transport's reason).
+    Component { wasm: PathBuf, reason: String },
+    /// The start task itself failed: a bug in the host or a launcher, not the
+    /// extension's doing.
+    Aborted(String),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Spawn { program, cause } => {
+                write!(f, "cannot start {}: {cause}", program.display())
+            }
+            StartError::Component { wasm, reason } => {
+                write!(f, "cannot start {}: {reason}", wasm.display())
+            }
+            StartError::Aborted(why) => write!(f, "its start failed: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Spawn { cause, .. } => Some(cause),
+            _ => None,
+        }
+    }
+}
 
 /// Turns a discovered extension into a [`Connection`]. [`Transports`] is the host's own;
 /// tests (and embedders with a transport of their own) pass another to
@@ -60,7 +100,7 @@ impl Launcher for Transports {
 }
 
 /// A subprocess; its data dir is `$ZOT_HOME/data/<name>`.
-fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, String> {
+fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, StartError> {
     let Request {
         manifest: m,
         dir,
@@ -81,8 +121,10 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Stri
         stderr: log.stderr_handle(),
         max_frame: config.max_frame,
     };
-    let connection =
-        stdio::spawn(spec).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+    let connection = stdio::spawn(spec).map_err(|cause| StartError::Spawn {
+        program: program.clone(),
+        cause,
+    })?;
     log.info(&format!("started {} (stdio)", program.display()));
     Ok(Launched {
         connection,
@@ -93,7 +135,7 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Stri
 }
 
 /// A component in the sandbox, with what the manifest asks and the user granted.
-async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launched, String> {
+async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launched, StartError> {
     let Request {
         manifest: m,
         config,
@@ -112,7 +154,10 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         cache_dir: home.cache_dir(),
     })
     .await
-    .map_err(|e| format!("cannot start {}: {e}", component.display()))?;
+    .map_err(|reason| StartError::Component {
+        wasm: component.clone(),
+        reason,
+    })?;
     sandbox::warn_if_changed(grant.as_ref(), &started.sha256, &m.name, log);
     let sandbox = SandboxInfo {
         component: started.kind,

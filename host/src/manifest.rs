@@ -133,77 +133,131 @@ pub enum Launch {
     Wasm(PathBuf),
 }
 
-/// A manifest that cannot be used, with the file and the field at fault.
+/// A manifest that cannot be used: the file, and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestError {
     pub path: PathBuf,
-    pub message: String,
+    pub kind: ManifestErrorKind,
+}
+
+/// What is wrong with a manifest; each names the field at fault and, where there is one,
+/// the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestErrorKind {
+    /// The file cannot be read (the OS's reason).
+    Unreadable(String),
+    /// The file is not JSON.
+    InvalidJson(String),
+    /// The JSON does not have a manifest's shape.
+    Invalid(String),
+    /// The JSON is not an object (editing a manifest).
+    NotAnObject,
+    /// One field's value is unusable.
+    Field { field: String, reason: String },
+    /// Neither `exec` nor `wasm`.
+    NoProgram,
+    /// Both `exec` and `wasm`.
+    BothPrograms,
+    /// `exec` or `wasm` is `""`.
+    Empty(&'static str),
+    /// A `limits` value outside `1..=max`.
+    OutOfRange {
+        field: &'static str,
+        value: u64,
+        max: u64,
+    },
+    /// A bare component whose file stem is not an extension name.
+    BadFileName(String),
+    /// The edited manifest cannot be written.
+    Unwritable(String),
+    /// The edited manifest cannot replace the old one.
+    Unreplaceable(String),
+}
+
+impl fmt::Display for ManifestErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ManifestErrorKind::*;
+        match self {
+            Unreadable(e) => write!(f, "cannot read: {e}"),
+            InvalidJson(e) => write!(f, "invalid JSON: {e}"),
+            Invalid(e) => write!(f, "invalid manifest: {e}"),
+            NotAnObject => f.write_str("not a JSON object"),
+            Field { field, reason } => write!(f, "field \"{field}\": {reason}"),
+            NoProgram => f.write_str(
+                "field \"exec\" (a program to run) or \"wasm\" (a component) is required",
+            ),
+            BothPrograms => {
+                f.write_str("fields \"exec\" and \"wasm\" exclude each other: keep one")
+            }
+            Empty(field) => write!(f, "field \"{field}\" is empty"),
+            OutOfRange { field, value, max } => {
+                write!(f, "field \"{field}\": {value} is outside 1..={max}")
+            }
+            BadFileName(e) => write!(f, "cannot name the extension after the file: {e}"),
+            Unwritable(e) => write!(f, "cannot write: {e}"),
+            Unreplaceable(e) => write!(f, "cannot replace: {e}"),
+        }
+    }
 }
 
 impl fmt::Display for ManifestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.message)
+        write!(f, "{}: {}", self.path.display(), self.kind)
     }
 }
 
 impl std::error::Error for ManifestError {}
 
+/// `field "name": reason` for the field `name`.
+fn field(name: impl Into<String>, reason: impl fmt::Display) -> ManifestErrorKind {
+    ManifestErrorKind::Field {
+        field: name.into(),
+        reason: reason.to_string(),
+    }
+}
+
 impl Manifest {
     /// Reads and validates `dir/extension.json`.
     pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
         let path = dir.join(MANIFEST_FILE);
-        let err = |message: String| ManifestError {
-            path: path.clone(),
-            message,
-        };
-        let text = std::fs::read(&path).map_err(|e| err(format!("cannot read: {e}")))?;
-        let value: Value =
-            serde_json::from_slice(&text).map_err(|e| err(format!("invalid JSON: {e}")))?;
+        Manifest::parse(&path).map_err(|kind| ManifestError { path, kind })
+    }
+
+    fn parse(path: &Path) -> Result<Manifest, ManifestErrorKind> {
+        use ManifestErrorKind::*;
+        let text = std::fs::read(path).map_err(|e| Unreadable(e.to_string()))?;
+        let value: Value = serde_json::from_slice(&text).map_err(|e| InvalidJson(e.to_string()))?;
         // Parse the nested objects alone first, so that an error names its field.
         if let Some(v) = value.get("permissions") {
             serde_json::from_value::<Permissions>(v.clone())
-                .map_err(|e| err(format!("field \"permissions\": {e}")))?;
+                .map_err(|e| field("permissions", e))?;
         }
         if let Some(v) = value.get("limits") {
-            serde_json::from_value::<Limits>(v.clone())
-                .map_err(|e| err(format!("field \"limits\": {e}")))?;
+            serde_json::from_value::<Limits>(v.clone()).map_err(|e| field("limits", e))?;
         }
         let manifest: Manifest =
-            serde_json::from_value(value).map_err(|e| err(format!("invalid manifest: {e}")))?;
-        validate_name(&manifest.name).map_err(|m| err(format!("field \"name\": {m}")))?;
+            serde_json::from_value(value).map_err(|e| Invalid(e.to_string()))?;
+        validate_name(&manifest.name).map_err(|e| field("name", e))?;
         match (manifest.exec.as_deref(), manifest.wasm.as_deref()) {
-            (None, None) => {
-                return Err(err(
-                    "field \"exec\" (a program to run) or \"wasm\" (a component) is required"
-                        .into(),
-                ))
-            }
-            (Some(_), Some(_)) => {
-                return Err(err(
-                    "fields \"exec\" and \"wasm\" exclude each other: keep one".into(),
-                ))
-            }
-            (Some(""), _) => return Err(err("field \"exec\" is empty".into())),
-            (_, Some("")) => return Err(err("field \"wasm\" is empty".into())),
+            (None, None) => return Err(NoProgram),
+            (Some(_), Some(_)) => return Err(BothPrograms),
+            (Some(""), _) => return Err(Empty("exec")),
+            (_, Some("")) => return Err(Empty("wasm")),
             _ => {}
         }
-        if let Some(mb) = manifest.limits.memory_mb {
-            if mb == 0 || mb > MAX_MEMORY_MB {
-                return Err(err(format!(
-                    "field \"limits.memory_mb\": {mb} is outside 1..={MAX_MEMORY_MB}"
-                )));
-            }
-        }
-        if let Some(ms) = manifest.limits.tool_timeout_ms {
-            if ms == 0 || ms > MAX_TOOL_TIMEOUT_MS {
-                return Err(err(format!(
-                    "field \"limits.tool_timeout_ms\": {ms} is outside 1..={MAX_TOOL_TIMEOUT_MS}"
-                )));
-            }
-        }
+        let in_range = |field, value: Option<u64>, max| match value {
+            Some(value) if value == 0 || value > max => Err(OutOfRange { field, value, max }),
+            _ => Ok(()),
+        };
+        in_range("limits.memory_mb", manifest.limits.memory_mb, MAX_MEMORY_MB)?;
+        in_range(
+            "limits.tool_timeout_ms",
+            manifest.limits.tool_timeout_ms,
+            MAX_TOOL_TIMEOUT_MS,
+        )?;
         for (i, host) in manifest.permissions.http.iter().enumerate() {
             crate::sandbox::HostPattern::parse(host)
-                .map_err(|e| err(format!("field \"permissions.http[{i}]\": {e}")))?;
+                .map_err(|e| field(format!("permissions.http[{i}]"), e))?;
         }
         Ok(manifest)
     }
@@ -211,16 +265,14 @@ impl Manifest {
     /// The manifest of a bare component file (no `extension.json`): named after the file
     /// (`guard.wasm` → `guard`), asking nothing but its data dir.
     pub fn bare_component(wasm: &Path) -> Result<Manifest, ManifestError> {
-        let err = |message: String| ManifestError {
-            path: wasm.to_path_buf(),
-            message,
-        };
         let name = wasm
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        validate_name(&name)
-            .map_err(|e| err(format!("cannot name the extension after the file: {e}")))?;
+        validate_name(&name).map_err(|e| ManifestError {
+            path: wasm.to_path_buf(),
+            kind: ManifestErrorKind::BadFileName(e),
+        })?;
         Ok(Manifest {
             name,
             version: String::new(),
@@ -298,23 +350,22 @@ pub fn set_enabled(dir: &Path, enabled: bool) -> Result<(), ManifestError> {
 /// Sets one top-level field of `dir/extension.json`, keeping every other field and their
 /// order. The file is replaced atomically.
 pub fn set_field(dir: &Path, key: &str, value: Value) -> Result<(), ManifestError> {
+    use ManifestErrorKind::*;
     let path = dir.join(MANIFEST_FILE);
-    let err = |message: String| ManifestError {
+    let err = |kind| ManifestError {
         path: path.clone(),
-        message,
+        kind,
     };
-    let text = std::fs::read(&path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let text = std::fs::read(&path).map_err(|e| err(Unreadable(e.to_string())))?;
     let mut manifest: Value =
-        serde_json::from_slice(&text).map_err(|e| err(format!("invalid manifest: {e}")))?;
-    let object = manifest
-        .as_object_mut()
-        .ok_or_else(|| err("not a JSON object".into()))?;
+        serde_json::from_slice(&text).map_err(|e| err(Invalid(e.to_string())))?;
+    let object = manifest.as_object_mut().ok_or_else(|| err(NotAnObject))?;
     object.insert(key.into(), value);
     let mut out = serde_json::to_vec_pretty(&manifest).expect("JSON value serialises");
     out.push(b'\n');
     let tmp = dir.join(format!(".{MANIFEST_FILE}.tmp"));
-    std::fs::write(&tmp, out).map_err(|e| err(format!("cannot write: {e}")))?;
-    std::fs::rename(&tmp, &path).map_err(|e| err(format!("cannot replace: {e}")))
+    std::fs::write(&tmp, out).map_err(|e| err(Unwritable(e.to_string())))?;
+    std::fs::rename(&tmp, &path).map_err(|e| err(Unreplaceable(e.to_string())))
 }
 
 #[cfg(test)]
@@ -373,7 +424,7 @@ mod validation_tests {
     }
 
     fn error(body: &str) -> String {
-        read(body).unwrap_err().message
+        read(body).unwrap_err().kind.to_string()
     }
 
     #[test]

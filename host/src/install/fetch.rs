@@ -6,7 +6,7 @@
 //! tree is written. A symlink is kept only if it is relative and stays inside the
 //! extension; anything else is refused with a message naming it. `.git` is not copied.
 
-use super::{fail, Error};
+use super::InstallError;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use std::path::{Component, Path, PathBuf};
@@ -30,8 +30,8 @@ impl Progress for Quiet {
 }
 
 /// Copies the directory `src` to `dst` (which must not exist).
-pub(super) fn copy_dir(src: &Path, dst: &Path) -> Result<(), Error> {
-    let io = |path: &Path, e: std::io::Error| Error(format!("cannot copy {}: {e}", path.display()));
+pub(super) fn copy_dir(src: &Path, dst: &Path) -> Result<(), InstallError> {
+    let io = |path: &Path, e| InstallError::io("copy", path)(e);
     let from = Dir::open_ambient_dir(src, ambient_authority()).map_err(|e| io(src, e))?;
     std::fs::create_dir(dst).map_err(|e| io(dst, e))?;
     let to = Dir::open_ambient_dir(dst, ambient_authority()).map_err(|e| io(dst, e))?;
@@ -39,14 +39,14 @@ pub(super) fn copy_dir(src: &Path, dst: &Path) -> Result<(), Error> {
 }
 
 /// Copies the contents of `from` into `to`; `rel` is where `from` is in the extension.
-fn copy_into(from: &Dir, to: &Dir, rel: &Path) -> Result<(), Error> {
-    let io = |path: &Path, e: std::io::Error| {
+fn copy_into(from: &Dir, to: &Dir, rel: &Path) -> Result<(), InstallError> {
+    let io = |path: &Path, e| {
         let shown = if path.as_os_str().is_empty() {
             Path::new(".")
         } else {
             path
         };
-        Error(format!("cannot copy {}: {e}", shown.display()))
+        InstallError::io("copy", shown)(e)
     };
     for entry in from.entries().map_err(|e| io(rel, e))? {
         let entry = entry.map_err(|e| io(rel, e))?;
@@ -74,10 +74,7 @@ fn copy_into(from: &Dir, to: &Dir, rel: &Path) -> Result<(), Error> {
                 .set_permissions(permissions)
                 .map_err(|e| io(&here, e))?;
         } else {
-            return fail(format!(
-                "{} is not a file, directory or symlink; remove it from the extension",
-                here.display()
-            ));
+            return Err(InstallError::SpecialFile(here));
         }
     }
     Ok(())
@@ -85,23 +82,16 @@ fn copy_into(from: &Dir, to: &Dir, rel: &Path) -> Result<(), Error> {
 
 /// A link at `link` (in directory `dir` of the extension) to `target` must be relative
 /// and stay inside the extension.
-fn check_link(dir: &Path, link: &Path, target: &Path) -> Result<(), Error> {
-    let why = if target.is_absolute() {
-        Some("points outside the extension (an absolute path)")
-    } else if normalize(&dir.join(target)).is_none() {
-        Some("points outside the extension")
-    } else {
-        None
-    };
-    match why {
-        None => Ok(()),
-        Some(why) => fail(format!(
-            "symlink {} -> {} {why}; refusing to install it (replace the link with a copy \
-             of what it points to)",
-            link.display(),
-            target.display()
-        )),
+fn check_link(dir: &Path, link: &Path, target: &Path) -> Result<(), InstallError> {
+    let absolute = target.is_absolute();
+    if absolute || normalize(&dir.join(target)).is_none() {
+        return Err(InstallError::UnsafeSymlink {
+            link: link.to_path_buf(),
+            target: target.to_path_buf(),
+            absolute,
+        });
     }
+    Ok(())
 }
 
 #[cfg(unix)]
@@ -134,15 +124,13 @@ pub(super) fn normalize(path: &Path) -> Option<PathBuf> {
 }
 
 /// `--path`: a relative path inside the source, without `..`.
-pub(super) fn sub_path(path: &str) -> Result<PathBuf, Error> {
+pub(super) fn sub_path(path: &str) -> Result<PathBuf, InstallError> {
     let p = Path::new(path);
     let plain = p
         .components()
         .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
     if path.is_empty() || !plain {
-        return fail(format!(
-            "--path {path:?}: give a relative path inside the source, without `..`"
-        ));
+        return Err(InstallError::BadSubPath(path.to_string()));
     }
     Ok(p.to_path_buf())
 }
@@ -154,7 +142,7 @@ pub(super) fn clone(
     git_ref: Option<&str>,
     into: &Path,
     progress: &dyn Progress,
-) -> Result<String, Error> {
+) -> Result<String, InstallError> {
     progress.begin(&format!("cloning {url}"));
     let result = clone_at(url, git_ref, into);
     progress.end();
@@ -163,14 +151,12 @@ pub(super) fn clone(
     Ok(head.trim().to_string())
 }
 
-fn clone_at(url: &str, git_ref: Option<&str>, into: &Path) -> Result<(), Error> {
+fn clone_at(url: &str, git_ref: Option<&str>, into: &Path) -> Result<(), InstallError> {
     let mut shallow = vec!["clone", "--depth", "1", "--quiet"];
     if let Some(r) = git_ref {
         shallow.extend(["--branch", r]);
     }
-    let into_str = into
-        .to_str()
-        .ok_or_else(|| Error("the staging path is not UTF-8".into()))?;
+    let into_str = into.to_str().ok_or(InstallError::StagingNotUtf8)?;
     shallow.extend(["--", url, into_str]);
     let first = match git(None, &shallow) {
         Ok(_) => return Ok(()),
@@ -185,8 +171,13 @@ fn clone_at(url: &str, git_ref: Option<&str>, into: &Path) -> Result<(), Error> 
         None,
         &["clone", "--quiet", "--no-checkout", "--", url, into_str],
     )?;
-    git(Some(into), &["checkout", "--quiet", "--detach", commit])
-        .map_err(|e| Error(format!("no commit {commit} in {url}: {e}")))?;
+    git(Some(into), &["checkout", "--quiet", "--detach", commit]).map_err(|e| {
+        InstallError::NoCommit {
+            commit: commit.to_string(),
+            url: url.to_string(),
+            cause: Box::new(e),
+        }
+    })?;
     Ok(())
 }
 
@@ -195,7 +186,7 @@ fn looks_like_commit(r: &str) -> bool {
 }
 
 /// Runs git (in `dir`), never prompting; its stdout, or an error quoting its stderr.
-fn git(dir: Option<&Path>, args: &[&str]) -> Result<String, Error> {
+fn git(dir: Option<&Path>, args: &[&str]) -> Result<String, InstallError> {
     let mut cmd = Command::new("git");
     if let Some(dir) = dir {
         cmd.arg("-C").arg(dir);
@@ -205,11 +196,7 @@ fn git(dir: Option<&Path>, args: &[&str]) -> Result<String, Error> {
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| {
-            Error(format!(
-                "cannot run git: {e}; install git or give a directory"
-            ))
-        })?;
+        .map_err(InstallError::NoGit)?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let why: Vec<&str> = stderr
@@ -217,7 +204,10 @@ fn git(dir: Option<&Path>, args: &[&str]) -> Result<String, Error> {
             .map(str::trim)
             .filter(|l| !l.is_empty())
             .collect();
-        return fail(format!("git {} failed: {}", args[0], why.join("; ")));
+        return Err(InstallError::Git {
+            command: args[0].to_string(),
+            stderr: why.join("; "),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -6,9 +6,11 @@
 //! `<extensions>/<manifest name>` and recorded ([`provenance`]). A failure removes the
 //! staging folder; one left by a killed process is removed by the next install.
 
+mod error;
 mod fetch;
 pub mod provenance;
 
+pub use error::InstallError;
 pub use fetch::{Progress, Quiet};
 pub use provenance::{Provenance, SourceKind};
 
@@ -17,27 +19,9 @@ use crate::manifest::{self, Manifest, TransportKind, MANIFEST_FILE};
 use crate::paths::{project_extensions_dir, ZotHome};
 use serde::Serialize;
 use serde_json::Value;
-use std::fmt;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// Why an operation failed, worded for the user: it names the file or extension and,
-/// where there is one, the next step.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error(pub String);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
-fn fail<T>(message: impl Into<String>) -> Result<T, Error> {
-    Err(Error(message.into()))
-}
 
 /// Where an install comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,14 +117,13 @@ pub struct Staged {
 /// program or component it names present. Also removes what interrupted installs left.
 /// Its file and git work blocks the thread it runs on; probing a component needs a tokio
 /// runtime with time enabled.
-pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Error> {
-    fs::create_dir_all(&req.root)
-        .map_err(|e| Error(format!("cannot create {}: {e}", req.root.display())))?;
+pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, InstallError> {
+    fs::create_dir_all(&req.root).map_err(InstallError::io("create", &req.root))?;
     sweep_stale(&req.root);
     let staging = Staging::create(&req.root)?;
     let tree = staging.0.join("tree");
     if req.git_ref.is_some() && !matches!(req.source, InstallSource::Git(_)) {
-        return fail("--ref needs a git URL");
+        return Err(InstallError::RefNeedsGit);
     }
     let sub = req.path.as_deref().map(fetch::sub_path).transpose()?;
     let (kind, source, commit) = match &req.source {
@@ -149,10 +132,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Err
             let from = sub.as_ref().map_or(src.clone(), |p| src.join(p));
             extension_dir(&from, req.path.as_deref())?;
             if req.root.canonicalize().is_ok_and(|r| r.starts_with(&from)) {
-                return fail(format!(
-                    "{} contains zot's extensions directory; install from a separate directory",
-                    from.display()
-                ));
+                return Err(InstallError::SourceContainsRoot(from));
             }
             fetch::copy_dir(&from, &tree)?;
             (SourceKind::Dir, src.display().to_string(), None)
@@ -167,19 +147,19 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Err
         }
         InstallSource::Wasm(file) => {
             if req.path.is_some() {
-                return fail("--path needs a directory or a git URL, not a .wasm file");
+                return Err(InstallError::PathNeedsTree);
             }
             let file = file
                 .canonicalize()
-                .map_err(|e| Error(format!("cannot read {}: {e}", file.display())))?;
+                .map_err(InstallError::io("read", file))?;
             stage_component(&file, &tree, req, progress).await?;
             (SourceKind::Wasm, file.display().to_string(), None)
         }
     };
     if let Some(name) = &req.name {
-        manifest::validate_name(name).map_err(|e| Error(format!("--name: {e}")))?;
+        manifest::validate_name(name).map_err(InstallError::BadName)?;
         manifest::set_field(&tree, "name", Value::String(name.clone()))
-            .map_err(|e| Error(e.to_string()))?;
+            .map_err(InstallError::NameNotApplied)?;
     }
     let manifest = read_manifest(&tree)?;
     let program = match manifest.launch(&tree) {
@@ -189,10 +169,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Err
     };
     if let Some(path) = program.filter(|p| !p.is_file()) {
         let shown = path.strip_prefix(&tree).unwrap_or(&path);
-        return fail(format!(
-            "{MANIFEST_FILE} names {}, which is not in the source (build it first?)",
-            shown.display()
-        ));
+        return Err(InstallError::ProgramMissing(shown.to_path_buf()));
     }
     let record = Provenance {
         name: manifest.name.clone(),
@@ -230,31 +207,24 @@ impl Staged {
     /// install of that name is refused unless `replace`, in which case the two are
     /// swapped in one atomic rename (Linux; elsewhere two renames, rolled back on
     /// failure) and the old one is deleted.
-    pub fn commit(self, replace: bool) -> Result<Installed, Error> {
+    pub fn commit(self, replace: bool) -> Result<Installed, InstallError> {
         let dest = self.dest();
         let name = &self.manifest.name;
         if dest.symlink_metadata().is_ok() {
             if !replace {
-                return fail(format!(
-                    "{name} is already installed at {}; pass --force to replace it, or use \
-                     `zot ext update {name}`",
-                    dest.display()
-                ));
+                return Err(InstallError::AlreadyInstalled {
+                    name: name.clone(),
+                    dest,
+                });
             }
-            exchange(&self.tree, &dest)
-                .map_err(|e| Error(format!("cannot replace {}: {e}", dest.display())))?;
+            exchange(&self.tree, &dest).map_err(InstallError::io("replace", &dest))?;
         } else {
-            fs::rename(&self.tree, &dest).map_err(|e| {
-                Error(format!(
-                    "cannot move the extension to {}: {e}",
-                    dest.display()
-                ))
-            })?;
+            fs::rename(&self.tree, &dest)
+                .map_err(InstallError::io("move the extension to", &dest))?;
         }
-        provenance::save(&self.root, &self.record).map_err(|e| {
-            Error(format!(
-                "{name} is installed, but its provenance was not recorded: {e}"
-            ))
+        provenance::save(&self.root, &self.record).map_err(|e| InstallError::NotRecorded {
+            name: name.clone(),
+            cause: Box::new(e),
         })?;
         Ok(Installed {
             manifest: self.manifest,
@@ -301,32 +271,27 @@ fn exchange(new: &Path, old: &Path) -> std::io::Result<()> {
 }
 
 /// The canonical path of a directory source, or why it is not one.
-fn source_dir(dir: &Path) -> Result<PathBuf, Error> {
-    let hint = "give a directory holding extension.json, a git URL or a .wasm file";
+fn source_dir(dir: &Path) -> Result<PathBuf, InstallError> {
     let src = dir
         .canonicalize()
-        .map_err(|e| Error(format!("{}: {e}; {hint}", dir.display())))?;
+        .map_err(|cause| InstallError::SourceNotFound {
+            path: dir.to_path_buf(),
+            cause,
+        })?;
     if !src.is_dir() {
-        return fail(format!("{} is not a directory; {hint}", dir.display()));
+        return Err(InstallError::SourceNotADirectory(dir.to_path_buf()));
     }
     Ok(src)
 }
 
 /// `dir` must be a directory holding a manifest (`path` is the `--path` that led there).
-fn extension_dir(dir: &Path, path: Option<&str>) -> Result<(), Error> {
-    let at = path.map_or(String::new(), |p| format!(" at --path {p}"));
+fn extension_dir(dir: &Path, path: Option<&str>) -> Result<(), InstallError> {
+    let at = path.map(str::to_string);
     if !dir.is_dir() {
-        return fail(format!("the source has no directory{at}"));
+        return Err(InstallError::NoSubdir(at));
     }
     if !dir.join(MANIFEST_FILE).is_file() {
-        return fail(format!(
-            "no {MANIFEST_FILE}{} of the source; an extension must hold one",
-            if at.is_empty() {
-                " at the top".to_string()
-            } else {
-                at
-            }
-        ));
+        return Err(InstallError::NoManifest(at));
     }
     Ok(())
 }
@@ -338,13 +303,12 @@ async fn stage_component(
     tree: &Path,
     req: &Request,
     progress: &dyn Progress,
-) -> Result<(), Error> {
-    let bytes =
-        fs::read(file).map_err(|e| Error(format!("cannot read {}: {e}", file.display())))?;
+) -> Result<(), InstallError> {
+    let bytes = fs::read(file).map_err(InstallError::io("read", file))?;
     if let Some(what) = crate::filetype::not_a_component(&bytes) {
-        return fail(format!("not a WebAssembly component (it is {what})"));
+        return Err(InstallError::NotAComponent(what.to_string()));
     }
-    crate::transport::wasm::kind_of_bytes(&bytes).map_err(Error)?;
+    crate::transport::wasm::kind_of_bytes(&bytes).map_err(InstallError::UnsupportedComponent)?;
     progress.begin(&format!(
         "starting {} with no permissions to read its hello",
         file.display()
@@ -352,15 +316,12 @@ async fn stage_component(
     let log = crate::log::ExtLog::open(&req.home.logs_dir().join("install.log"));
     let hello = crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), log).await;
     progress.end();
-    let (name, version) = hello.map_err(|e| Error(format!("refused: {e}")))?;
+    let (name, version) = hello.map_err(InstallError::Refused)?;
     let name = req.name.clone().unwrap_or(name);
-    manifest::validate_name(&name).map_err(|e| {
-        Error(format!(
-            "the component's hello names it {name:?}, which cannot be an extension name: {e}; \
-             pass --name"
-        ))
-    })?;
-    let err = |e: std::io::Error| Error(format!("cannot stage the component: {e}"));
+    if let Err(reason) = manifest::validate_name(&name) {
+        return Err(InstallError::BadHelloName { name, reason });
+    }
+    let err = InstallError::StageComponent;
     fs::create_dir(tree).map_err(err)?;
     let wasm = format!("{name}.wasm");
     fs::write(tree.join(&wasm), &bytes).map_err(err)?;
@@ -383,7 +344,7 @@ const STAGING_PREFIX: &str = ".tmp-install-";
 struct Staging(PathBuf);
 
 impl Staging {
-    fn create(root: &Path) -> Result<Staging, Error> {
+    fn create(root: &Path) -> Result<Staging, InstallError> {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -391,7 +352,7 @@ impl Staging {
             match fs::create_dir(&path) {
                 Ok(()) => return Ok(Staging(path)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return fail(format!("cannot create {}: {e}", path.display())),
+                Err(e) => return Err(InstallError::io("create", path)(e)),
             }
         }
     }
@@ -435,13 +396,11 @@ fn process_alive(_pid: u32) -> bool {
     true
 }
 
-fn read_manifest(tree: &Path) -> Result<Manifest, Error> {
+fn read_manifest(tree: &Path) -> Result<Manifest, InstallError> {
     if !tree.join(MANIFEST_FILE).is_file() {
-        return fail(format!(
-            "no {MANIFEST_FILE} at the top of the source; an extension must hold one"
-        ));
+        return Err(InstallError::NoManifest(None));
     }
-    Manifest::read(tree).map_err(|e| Error(format!("invalid {MANIFEST_FILE}: {}", e.message)))
+    Manifest::read(tree).map_err(InstallError::InvalidManifest)
 }
 
 /// Whether `name` is one plain path component, so it cannot address another folder.
@@ -450,20 +409,20 @@ fn is_plain_name(name: &str) -> bool {
     matches!(parts.next(), Some(Component::Normal(_))) && parts.next().is_none()
 }
 
-fn plain_name(name: &str) -> Result<(), Error> {
+fn plain_name(name: &str) -> Result<(), InstallError> {
     if is_plain_name(name) {
         Ok(())
     } else {
-        fail(format!("{name:?} is not an extension name"))
+        Err(InstallError::NotAName(name.to_string()))
     }
 }
 
 /// Deletes an installed extension's directory (a symlinked install loses only the link)
 /// and its install record.
-pub fn remove(dir: &Path) -> Result<(), Error> {
-    let err = |e: std::io::Error| Error(format!("cannot delete {}: {e}", dir.display()));
-    if dir.symlink_metadata().map_err(err)?.is_dir() {
-        fs::remove_dir_all(dir).map_err(err)?;
+pub fn remove(dir: &Path) -> Result<(), InstallError> {
+    let err = InstallError::io("delete", dir);
+    if dir.symlink_metadata().map_err(&err)?.is_dir() {
+        fs::remove_dir_all(dir).map_err(&err)?;
     } else {
         fs::remove_file(dir).map_err(err)?;
     }
@@ -479,7 +438,7 @@ pub fn installed(cwd: &Path, home: &ZotHome) -> Vec<Found> {
 }
 
 /// `$ZOT_HOME/logs/ext-<name>.log`, once `name` is known not to address another folder.
-pub fn log_path(home: &ZotHome, name: &str) -> Result<PathBuf, Error> {
+pub fn log_path(home: &ZotHome, name: &str) -> Result<PathBuf, InstallError> {
     plain_name(name)?;
     Ok(home.log_path(name))
 }

@@ -4,7 +4,7 @@
 //! rewrite its own record. `zot ext verify` compares the files against it and `zot ext
 //! update` fetches again from the recorded source.
 
-use super::{fail, Error};
+use super::InstallError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
@@ -59,49 +59,53 @@ pub fn path(root: &Path, name: &str) -> PathBuf {
 }
 
 /// The record of `name` installed under `root`, if there is one.
-pub fn load(root: &Path, name: &str) -> Result<Option<Provenance>, Error> {
+pub fn load(root: &Path, name: &str) -> Result<Option<Provenance>, InstallError> {
     let file = path(root, name);
     match fs::read(&file) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|e| Error(format!("{} is damaged: {e}", file.display()))),
+            .map_err(|cause| InstallError::Damaged { path: file, cause }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => fail(format!("cannot read {}: {e}", file.display())),
+        Err(e) => Err(InstallError::io("read", file)(e)),
     }
 }
 
 /// Writes the record (to a temporary file renamed into place).
-pub fn save(root: &Path, record: &Provenance) -> Result<(), Error> {
+pub fn save(root: &Path, record: &Provenance) -> Result<(), InstallError> {
     let file = path(root, &record.name);
-    let err = |e: std::io::Error| Error(format!("cannot write {}: {e}", file.display()));
-    fs::create_dir_all(file.parent().expect("the record has a folder")).map_err(err)?;
+    let err = InstallError::io("write", &file);
+    fs::create_dir_all(file.parent().expect("the record has a folder")).map_err(&err)?;
     let tmp = file.with_extension("json.tmp");
     let mut text = serde_json::to_vec_pretty(record).expect("the record serialises");
     text.push(b'\n');
-    fs::write(&tmp, text).map_err(err)?;
+    fs::write(&tmp, text).map_err(&err)?;
     fs::rename(&tmp, &file).map_err(err)
 }
 
 /// Deletes the record of `name`, if any.
-pub fn forget(root: &Path, name: &str) -> Result<(), Error> {
+pub fn forget(root: &Path, name: &str) -> Result<(), InstallError> {
     let file = path(root, name);
     match fs::remove_file(&file) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            fail(format!("cannot delete {}: {e}", file.display()))
+            Err(InstallError::io("delete", file)(e))
         }
         _ => Ok(()),
     }
 }
 
 /// The SHA-256 (or `symlink:<target>`) of every file below `dir`, by relative path.
-pub fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, Error> {
+pub fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, InstallError> {
     let mut files = BTreeMap::new();
     hash_into(dir, "", &mut files)?;
     Ok(files)
 }
 
-fn hash_into(dir: &Path, prefix: &str, files: &mut BTreeMap<String, String>) -> Result<(), Error> {
-    let io = |p: &Path, e: std::io::Error| Error(format!("cannot read {}: {e}", p.display()));
+fn hash_into(
+    dir: &Path,
+    prefix: &str,
+    files: &mut BTreeMap<String, String>,
+) -> Result<(), InstallError> {
+    let io = |p: &Path, e| InstallError::io("read", p)(e);
     let mut entries: Vec<_> = fs::read_dir(dir)
         .map_err(|e| io(dir, e))?
         .collect::<Result<_, _>>()
@@ -135,7 +139,7 @@ pub enum Change {
 }
 
 /// How the files in `dir` differ from `record`, sorted by path.
-pub fn verify(dir: &Path, record: &Provenance) -> Result<Vec<Change>, Error> {
+pub fn verify(dir: &Path, record: &Provenance) -> Result<Vec<Change>, InstallError> {
     let now = hash_tree(dir)?;
     let mut changes = Vec::new();
     for (path, hash) in &record.files {

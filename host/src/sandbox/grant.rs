@@ -1,6 +1,6 @@
 //! What the user granted an extension, and how a grant is widened.
 
-use super::Permission;
+use super::{Permission, SandboxError};
 use crate::manifest::{CwdAccess, Manifest, Permissions};
 use serde::{Deserialize, Serialize};
 
@@ -52,7 +52,7 @@ impl Grant {
 
     /// Adds one `permission` (as the user typed it); refused, saying what `m` asks for
     /// instead, unless `m` asks for it.
-    pub fn add(&mut self, m: &Manifest, permission: &str) -> Result<(), String> {
+    pub fn add(&mut self, m: &Manifest, permission: &str) -> Result<(), SandboxError> {
         let parsed: Permission = permission.parse()?;
         if !parsed.is_asked(m) {
             return Err(super::permission::not_asked(m, permission));
@@ -104,12 +104,13 @@ mod tests {
         assert_eq!(grant.permissions.env, vec!["TOKEN".to_string()]);
         assert_eq!(grant.memory_mb, Some(100));
         let e = grant.add(&m, "env:TOKEM").unwrap_err();
-        assert!(e.contains("(nearest: env:TOKEN)"), "{e}");
+        assert!(e.to_string().contains("(nearest: env:TOKEN)"), "{e}");
         assert!(grant.add(&m, "memory:256").is_err(), "more than asked");
         assert!(grant.add(&m, "cwd").is_err(), "not asked");
         assert!(grant
             .add(&m, "net")
             .unwrap_err()
+            .to_string()
             .contains("unknown permission"));
     }
 }

@@ -2,7 +2,7 @@
 //! extension's directory, so no extension can write its own. What a grant means is
 //! decided in [`super::policy`].
 
-use super::Grant;
+use super::{Grant, SandboxError};
 use crate::manifest::Manifest;
 use crate::paths::ZotHome;
 use std::path::{Path, PathBuf};
@@ -14,21 +14,21 @@ pub fn path(home: &ZotHome, name: &str) -> PathBuf {
 
 /// The grant recorded for `name`, if any. An unreadable grant counts as none (and says
 /// why), so a damaged file never grants more.
-pub fn load(home: &ZotHome, name: &str) -> Result<Option<Grant>, String> {
+pub fn load(home: &ZotHome, name: &str) -> Result<Option<Grant>, SandboxError> {
     let path = path(home, name);
     match std::fs::read(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Err(cause) => Err(SandboxError::GrantUnreadable { path, cause }),
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|e| format!("{} is not a valid grant: {e}", path.display())),
+            .map_err(|cause| SandboxError::GrantInvalid { path, cause }),
     }
 }
 
 /// Records `grant` for `name`, replacing the file atomically; the error names the file.
-pub fn save(home: &ZotHome, name: &str, grant: &Grant) -> Result<(), String> {
+pub fn save(home: &ZotHome, name: &str, grant: &Grant) -> Result<(), SandboxError> {
     let path = path(home, name);
-    write(&path, name, grant).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    write(&path, name, grant).map_err(|cause| SandboxError::GrantUnwritable { path, cause })
 }
 
 fn write(path: &Path, name: &str, grant: &Grant) -> std::io::Result<()> {
@@ -42,17 +42,18 @@ fn write(path: &Path, name: &str, grant: &Grant) -> std::io::Result<()> {
 }
 
 /// Forgets the grant of `name`; true if there was one.
-pub fn revoke(home: &ZotHome, name: &str) -> std::io::Result<bool> {
-    match std::fs::remove_file(path(home, name)) {
+pub fn revoke(home: &ZotHome, name: &str) -> Result<bool, SandboxError> {
+    let path = path(home, name);
+    match std::fs::remove_file(&path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e),
+        Err(cause) => Err(SandboxError::GrantUnremovable { path, cause }),
     }
 }
 
 /// Grants everything `m` asks for (the user consented at install or update), for the
 /// component `wasm`.
-pub fn grant_asked(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), String> {
+pub fn grant_asked(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), SandboxError> {
     let mut grant = load(home, &m.name)?.unwrap_or_default();
     grant.add_asked(m);
     grant.sha256 = sha256_of(wasm)?;
@@ -60,7 +61,7 @@ pub fn grant_asked(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), Stri
 }
 
 /// Keeps `m`'s grant as it is for the updated component `wasm` (it asks for no more).
-pub fn repin(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), String> {
+pub fn repin(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), SandboxError> {
     let Some(mut grant) = load(home, &m.name)? else {
         return Ok(());
     };
@@ -69,8 +70,11 @@ pub fn repin(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), String> {
 }
 
 /// The SHA-256 of the component `wasm`, which a grant is pinned to.
-pub fn sha256_of(wasm: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(wasm).map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+pub fn sha256_of(wasm: &Path) -> Result<String, SandboxError> {
+    let bytes = std::fs::read(wasm).map_err(|cause| SandboxError::ComponentUnreadable {
+        path: wasm.to_path_buf(),
+        cause,
+    })?;
     Ok(crate::cache::sha256_hex(&bytes))
 }
 

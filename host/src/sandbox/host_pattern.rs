@@ -1,5 +1,6 @@
 //! `permissions.http` entries: which scheme, host and port a request may go to.
 
+use super::SandboxError;
 use std::net::IpAddr;
 
 /// One `permissions.http` entry: `host`, `*.domain`, either with `:port`, optionally
@@ -22,20 +23,22 @@ pub struct HostPattern {
 
 impl HostPattern {
     /// Parses an entry; the error says what is wrong with it.
-    pub fn parse(entry: &str) -> Result<HostPattern, String> {
+    pub fn parse(entry: &str) -> Result<HostPattern, SandboxError> {
+        let bad = |problem: String| SandboxError::HostPattern {
+            entry: entry.into(),
+            problem,
+        };
         let (scheme, rest) = if let Some(rest) = entry.strip_prefix("http://") {
             ("http", rest)
         } else if let Some(rest) = entry.strip_prefix("https://") {
             ("https", rest)
         } else if entry.contains("://") {
-            return Err(format!("{entry:?}: only http:// and https:// are allowed"));
+            return Err(bad("only http:// and https:// are allowed".into()));
         } else {
             ("https", entry)
         };
         if rest.contains('/') || rest.contains('?') || rest.contains('@') {
-            return Err(format!(
-                "{entry:?}: name a host (and port), not a URL path or user"
-            ));
+            return Err(bad("name a host (and port), not a URL path or user".into()));
         }
         let bracketed = rest.starts_with('[') && rest.ends_with(']');
         let bare_ipv6 = rest.matches(':').count() > 1 && !rest.starts_with('[');
@@ -46,7 +49,7 @@ impl HostPattern {
                 Some((h, p)) => {
                     let port = p
                         .parse::<u16>()
-                        .map_err(|_| format!("{entry:?}: {p:?} is not a port"))?;
+                        .map_err(|_| bad(format!("{p:?} is not a port")))?;
                     (h, Some(port))
                 }
                 None => (rest, None),
@@ -60,7 +63,7 @@ impl HostPattern {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':'))
         {
-            return Err(format!("{entry:?}: not a host name or IP address"));
+            return Err(bad("not a host name or IP address".into()));
         }
         Ok(HostPattern {
             scheme,

@@ -1,6 +1,6 @@
 //! How much linear memory a component asks for and may have.
 
-use super::Grant;
+use super::{Grant, SandboxError};
 use crate::manifest::{Limits, MAX_MEMORY_MB};
 
 /// Memory a component gets unless its manifest asks (and the user grants) more.
@@ -20,9 +20,9 @@ pub fn granted_mb(grant: &Grant) -> u64 {
 }
 
 /// Parses a memory size the user grants: MiB, 1 to [`MAX_MEMORY_MB`].
-pub fn parse_mb(mb: &str) -> Result<u64, String> {
+pub fn parse_mb(mb: &str) -> Result<u64, SandboxError> {
     mb.parse()
         .ok()
         .filter(|mb| (1..=MAX_MEMORY_MB).contains(mb))
-        .ok_or_else(|| format!("memory:{mb}: give a number of MiB, 1 to {MAX_MEMORY_MB}"))
+        .ok_or_else(|| SandboxError::BadMemory(mb.to_string()))
 }

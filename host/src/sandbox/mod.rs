@@ -9,6 +9,7 @@
 //! - [`wasi`]: the WASI context a [`Policy`] allows, around the transport's stdio;
 //! - [`host_pattern`], [`network`]: where outgoing HTTP may go.
 
+mod error;
 pub mod grant;
 pub mod grants;
 pub mod grown;
@@ -20,6 +21,7 @@ pub mod policy;
 pub mod wasi;
 pub mod words;
 
+pub use error::SandboxError;
 pub use grant::Grant;
 pub use grown::grown_since;
 pub use host_pattern::HostPattern;

@@ -1,7 +1,7 @@
 //! One permission as the user names it (`zot ext grant -p`), and why one the manifest
 //! does not ask for is refused.
 
-use super::{memory, HostPattern};
+use super::{memory, HostPattern, SandboxError};
 use crate::manifest::{CwdAccess, Manifest};
 use std::str::FromStr;
 
@@ -17,9 +17,9 @@ pub enum Permission {
 }
 
 impl FromStr for Permission {
-    type Err = String;
+    type Err = SandboxError;
 
-    fn from_str(permission: &str) -> Result<Permission, String> {
+    fn from_str(permission: &str) -> Result<Permission, SandboxError> {
         let (kind, value) = permission.split_once(':').unwrap_or((permission, ""));
         Ok(match (kind, value) {
             ("data_dir", "") => Permission::DataDir,
@@ -30,12 +30,7 @@ impl FromStr for Permission {
                 Permission::Http(host.into())
             }
             ("memory", mb) => Permission::Memory(memory::parse_mb(mb)?),
-            _ => {
-                return Err(format!(
-                    "unknown permission {permission:?}: use data_dir, cwd, env:NAME, http:HOST \
-                     or memory:MB"
-                ))
-            }
+            _ => return Err(SandboxError::UnknownPermission(permission.into())),
         })
     }
 }
@@ -56,7 +51,7 @@ impl Permission {
 
 /// Why `permission` is refused: the manifest does not ask it; what it asks, as
 /// permissions, and the nearest of them.
-pub(super) fn not_asked(m: &Manifest, permission: &str) -> String {
+pub(super) fn not_asked(m: &Manifest, permission: &str) -> SandboxError {
     let asked = &m.permissions;
     let mut options: Vec<String> = Vec::new();
     if asked.data_dir {
@@ -75,15 +70,12 @@ pub(super) fn not_asked(m: &Manifest, permission: &str) -> String {
         .map(|o| (edit_distance(o, permission), o))
         .filter(|(d, _)| *d < permission.chars().count())
         .min()
-        .map_or(String::new(), |(_, o)| format!(" (nearest: {o})"));
-    let list = match options.is_empty() {
-        true => "nothing".to_string(),
-        false => options.join(", "),
-    };
-    format!(
-        "its manifest does not ask for {permission}, so granting it would have no effect; it \
-         asks for: {list}{nearest}; nothing was granted"
-    )
+        .map(|(_, o)| o.clone());
+    SandboxError::NotAsked {
+        permission: permission.into(),
+        asked: options,
+        nearest,
+    }
 }
 
 /// The Levenshtein distance between `a` and `b`, in characters.

@@ -207,7 +207,7 @@ fn prepare_and_check(
             };
             match runtime.block_on(install::stage(&req, &progress)) {
                 Ok(staged) => (staged.tree().to_path_buf(), Some(staged)),
-                Err(e) => return CheckReport::failed(e.0),
+                Err(e) => return CheckReport::failed(e.to_string()),
             }
         }
     };

@@ -124,7 +124,7 @@ fn remove(home: &ZotHome, name: &str, yes: bool, scope: Option<Scope>) -> Result
     let (dir, scope) = resolve(home, &cwd()?, name, scope).map_err(what)?;
     let copy = copy_at(&dir, scope);
     super::install::ask(&format!("Remove the {copy}?"), yes).map_err(what)?;
-    install::remove(&dir).map_err(|e| what(e.0))?;
+    install::remove(&dir).map_err(|e| what(e.to_string()))?;
     println!("Removed {name} ({copy})");
     Ok(())
 }

@@ -42,12 +42,7 @@ pub(crate) fn revoke(name: &str) -> ExitCode {
                     "revoked every permission granted to {name}: it keeps only its data dir"
                 ),
                 Ok(false) => println!("{name} had no grant"),
-                Err(e) => {
-                    return Err(format!(
-                        "cannot remove {}: {e}",
-                        grants::path(&home, name).display()
-                    ))
-                }
+                Err(e) => return Err(e.to_string()),
             }
             Ok(())
         })(),
@@ -90,8 +85,8 @@ fn locate(home: &ZotHome, args: &GrantArgs) -> Result<(Manifest, PathBuf, Option
 fn run_grant(args: GrantArgs) -> Result<(), String> {
     let home = super::zot_home(None)?;
     let (m, wasm, copy) = locate(&home, &args)?;
-    let sha256 = grants::sha256_of(&wasm)?;
-    let old = grants::load(&home, &m.name)?;
+    let sha256 = grants::sha256_of(&wasm).map_err(|e| e.to_string())?;
+    let old = grants::load(&home, &m.name).map_err(|e| e.to_string())?;
     match &copy {
         Some(copy) => println!("{} ({copy}) asks for:", m.name),
         None => println!("{} asks for:", m.name),
@@ -113,9 +108,9 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
         grant.add_asked(&m);
     }
     for permission in &args.permissions {
-        grant.add(&m, permission)?;
+        grant.add(&m, permission).map_err(|e| e.to_string())?;
     }
-    grants::save(&home, &m.name, &grant)?;
+    grants::save(&home, &m.name, &grant).map_err(|e| e.to_string())?;
     println!("granted:");
     print_list(&granted_words(&grant));
     Ok(())

@@ -71,24 +71,23 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
         root,
         home: home.clone(),
     };
-    let staged = stage(&req).map_err(|e| what(e.0))?;
+    let staged = stage(&req).map_err(what)?;
     let m = &staged.manifest;
     if staged.dest().symlink_metadata().is_ok() && !args.force {
-        return Err(what(format!(
-            "{} is already installed at {}; pass --force to replace it, or use `zot ext update {}`",
-            m.name,
-            staged.dest().display(),
-            m.name
-        )));
+        let taken = install::InstallError::AlreadyInstalled {
+            name: m.name.clone(),
+            dest: staged.dest(),
+        };
+        return Err(what(taken.to_string()));
     }
     println!("{}", headline(&staged));
     let question = describe_asks(m);
     ask(&question, args.yes).map_err(what)?;
     let wasm = component_of(&staged);
-    let done = staged.commit(args.force).map_err(|e| what(e.0))?;
+    let done = staged.commit(args.force).map_err(|e| what(e.to_string()))?;
     if let Some(file) = wasm {
         let installed = done.dir.join(file);
-        grants::grant_asked(home, &done.manifest, &installed).map_err(what)?;
+        grants::grant_asked(home, &done.manifest, &installed).map_err(|e| what(e.to_string()))?;
     }
     let version = match done.manifest.version.as_str() {
         "" => String::new(),
@@ -110,12 +109,14 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
 
 /// Stages `req` on a runtime of its own (install and update run outside any), showing
 /// progress on the terminal.
-fn stage(req: &Request) -> Result<Staged, install::Error> {
+fn stage(req: &Request) -> Result<Staged, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| install::Error(format!("cannot start a runtime: {e}")))?;
-    runtime.block_on(install::stage(req, &TermProgress::new()))
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    runtime
+        .block_on(install::stage(req, &TermProgress::new()))
+        .map_err(|e| e.to_string())
 }
 
 /// `name version from source (--ref REF, --path SUBDIR) at commit`.
@@ -235,7 +236,7 @@ pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), String> {
 
 /// The install record of `name`, installed in `dir`.
 fn record_of(dir: &Path, name: &str) -> Result<Option<provenance::Provenance>, String> {
-    provenance::load(dir.parent().unwrap_or(dir), name).map_err(|e| e.0)
+    provenance::load(dir.parent().unwrap_or(dir), name).map_err(|e| e.to_string())
 }
 
 /// Updates the install in `dir`, moving it to `git_ref` when given.
@@ -260,7 +261,7 @@ fn update_one(
     if let Some(r) = git_ref {
         req.git_ref = Some(r.to_string());
     }
-    let staged = stage(&req).map_err(|e| e.0)?;
+    let staged = stage(&req)?;
     let new = &staged.manifest;
     if new.name != name {
         return Err(format!(
@@ -289,7 +290,7 @@ fn update_one(
     if old.version != new.version {
         println!("  version  {} -> {}", old.version, new.version);
     }
-    let changed = provenance::verify(staged.tree(), &record).map_err(|e| e.0)?;
+    let changed = provenance::verify(staged.tree(), &record).map_err(|e| e.to_string())?;
     println!("  files    {} changed", changed.len());
     let grown = grown_since(&old, new);
     if grown.is_empty() {
@@ -302,14 +303,15 @@ fn update_one(
         ask(&format!("Grant this and update {name}?"), yes)?;
     }
     let wasm = component_of(&staged);
-    let done = staged.commit(true).map_err(|e| e.0)?;
+    let done = staged.commit(true).map_err(|e| e.to_string())?;
     if let Some(file) = wasm {
         let installed = done.dir.join(file);
-        if grown.is_empty() {
-            grants::repin(home, &done.manifest, &installed)?;
+        let pinned = if grown.is_empty() {
+            grants::repin(home, &done.manifest, &installed)
         } else {
-            grants::grant_asked(home, &done.manifest, &installed)?;
-        }
+            grants::grant_asked(home, &done.manifest, &installed)
+        };
+        pinned.map_err(|e| e.to_string())?;
     }
     println!("Updated {name} in {}", done.dir.display());
     Ok(())
@@ -464,7 +466,7 @@ pub(crate) fn verify(
              to compare with"
         ))
     })?;
-    let changes = provenance::verify(&dir, &record).map_err(|e| what(e.0))?;
+    let changes = provenance::verify(&dir, &record).map_err(|e| what(e.to_string()))?;
     if json {
         let value = serde_json::json!({
             "name": name, "dir": dir.display().to_string(), "scope": scope.label(),

@@ -1,0 +1,210 @@
+//! [`InstallError`]: why install, update, remove or verify failed.
+
+use crate::manifest::{ManifestError, MANIFEST_FILE};
+use std::fmt;
+use std::path::PathBuf;
+
+/// Why an operation failed, worded for the user: it names the file or extension and,
+/// where there is one, the next step.
+#[derive(Debug)]
+pub enum InstallError {
+    /// A file operation failed: `cannot <action> <path>: <cause>`.
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    /// `--ref` with a source that is not a git URL.
+    RefNeedsGit,
+    /// `--path` with a `.wasm` file.
+    PathNeedsTree,
+    /// `--path` leaves the source or is empty.
+    BadSubPath(String),
+    /// `--name` is not an extension name (the reason).
+    BadName(String),
+    /// `--name` could not be written into the staged manifest.
+    NameNotApplied(ManifestError),
+    /// The source does not exist or cannot be resolved.
+    SourceNotFound {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    /// The source is not a directory.
+    SourceNotADirectory(PathBuf),
+    /// The source holds zot's own extensions directory.
+    SourceContainsRoot(PathBuf),
+    /// No directory at `--path` (or at the top of the source).
+    NoSubdir(Option<String>),
+    /// No `extension.json` at `--path` (or at the top of the source).
+    NoManifest(Option<String>),
+    /// The staged `extension.json` is unusable.
+    InvalidManifest(ManifestError),
+    /// The program or component the manifest names is not in the source.
+    ProgramMissing(PathBuf),
+    /// Something that is neither a file, a directory nor a symlink.
+    SpecialFile(PathBuf),
+    /// A symlink that is absolute or climbs out of the extension.
+    UnsafeSymlink {
+        link: PathBuf,
+        target: PathBuf,
+        absolute: bool,
+    },
+    /// git is not installed or cannot run.
+    NoGit(std::io::Error),
+    /// A git command failed: its subcommand and its stderr, one line.
+    Git { command: String, stderr: String },
+    /// `--ref` looked like a commit the repository does not have.
+    NoCommit {
+        commit: String,
+        url: String,
+        cause: Box<InstallError>,
+    },
+    /// The staging path cannot be passed to git.
+    StagingNotUtf8,
+    /// The file is not a WebAssembly component (what it is instead).
+    NotAComponent(String),
+    /// A component of a kind the host does not run (the wasm transport's reason).
+    UnsupportedComponent(String),
+    /// The component, started with nothing granted, gave no usable `hello`.
+    Refused(String),
+    /// The component's `hello` names it with a name that cannot be used.
+    BadHelloName { name: String, reason: String },
+    /// The component or its manifest cannot be written to the staging folder.
+    StageComponent(std::io::Error),
+    /// An install of that name exists and replacing it was not asked for.
+    AlreadyInstalled { name: String, dest: PathBuf },
+    /// Installed, but the install record could not be written.
+    NotRecorded {
+        name: String,
+        cause: Box<InstallError>,
+    },
+    /// An install record that is not valid JSON.
+    Damaged {
+        path: PathBuf,
+        cause: serde_json::Error,
+    },
+    /// A name that would address another folder.
+    NotAName(String),
+}
+
+impl InstallError {
+    /// `cannot <action> <path>: <cause>`.
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl Fn(std::io::Error) -> Self {
+        let path = path.into();
+        move |cause| InstallError::Io {
+            action,
+            path: path.clone(),
+            cause,
+        }
+    }
+}
+
+impl fmt::Display for InstallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use InstallError::*;
+        let hint = "give a directory holding extension.json, a git URL or a .wasm file";
+        match self {
+            Io {
+                action,
+                path,
+                cause,
+            } => write!(f, "cannot {action} {}: {cause}", path.display()),
+            RefNeedsGit => f.write_str("--ref needs a git URL"),
+            PathNeedsTree => f.write_str("--path needs a directory or a git URL, not a .wasm file"),
+            BadSubPath(path) => write!(
+                f,
+                "--path {path:?}: give a relative path inside the source, without `..`"
+            ),
+            BadName(reason) => write!(f, "--name: {reason}"),
+            NameNotApplied(e) => write!(f, "{e}"),
+            SourceNotFound { path, cause } => write!(f, "{}: {cause}; {hint}", path.display()),
+            SourceNotADirectory(path) => write!(f, "{} is not a directory; {hint}", path.display()),
+            SourceContainsRoot(path) => write!(
+                f,
+                "{} contains zot's extensions directory; install from a separate directory",
+                path.display()
+            ),
+            NoSubdir(at) => write!(f, "the source has no directory{}", at_path(at)),
+            NoManifest(None) => write!(
+                f,
+                "no {MANIFEST_FILE} at the top of the source; an extension must hold one"
+            ),
+            NoManifest(at) => write!(
+                f,
+                "no {MANIFEST_FILE}{} of the source; an extension must hold one",
+                at_path(at)
+            ),
+            InvalidManifest(e) => write!(f, "invalid {MANIFEST_FILE}: {}", e.kind),
+            ProgramMissing(path) => write!(
+                f,
+                "{MANIFEST_FILE} names {}, which is not in the source (build it first?)",
+                path.display()
+            ),
+            SpecialFile(path) => write!(
+                f,
+                "{} is not a file, directory or symlink; remove it from the extension",
+                path.display()
+            ),
+            UnsafeSymlink {
+                link,
+                target,
+                absolute,
+            } => write!(
+                f,
+                "symlink {} -> {} points outside the extension{}; refusing to install it \
+                 (replace the link with a copy of what it points to)",
+                link.display(),
+                target.display(),
+                if *absolute { " (an absolute path)" } else { "" }
+            ),
+            NoGit(e) => write!(f, "cannot run git: {e}; install git or give a directory"),
+            Git { command, stderr } => write!(f, "git {command} failed: {stderr}"),
+            NoCommit { commit, url, cause } => write!(f, "no commit {commit} in {url}: {cause}"),
+            StagingNotUtf8 => f.write_str("the staging path is not UTF-8"),
+            NotAComponent(what) => write!(f, "not a WebAssembly component (it is {what})"),
+            UnsupportedComponent(why) => f.write_str(why),
+            Refused(why) => write!(f, "refused: {why}"),
+            BadHelloName { name, reason } => write!(
+                f,
+                "the component's hello names it {name:?}, which cannot be an extension name: \
+                 {reason}; pass --name"
+            ),
+            StageComponent(e) => write!(f, "cannot stage the component: {e}"),
+            AlreadyInstalled { name, dest } => write!(
+                f,
+                "{name} is already installed at {}; pass --force to replace it, or use \
+                 `zot ext update {name}`",
+                dest.display()
+            ),
+            NotRecorded { name, cause } => write!(
+                f,
+                "{name} is installed, but its provenance was not recorded: {cause}"
+            ),
+            Damaged { path, cause } => write!(f, "{} is damaged: {cause}", path.display()),
+            NotAName(name) => write!(f, "{name:?} is not an extension name"),
+        }
+    }
+}
+
+/// ` at --path <p>`, or nothing.
+fn at_path(path: &Option<String>) -> String {
+    path.as_ref()
+        .map_or(String::new(), |p| format!(" at --path {p}"))
+}
+
+impl std::error::Error for InstallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        use InstallError::*;
+        match self {
+            Io { cause, .. } | SourceNotFound { cause, .. } => Some(cause),
+            NoGit(e) | StageComponent(e) => Some(e),
+            NameNotApplied(e) | InvalidManifest(e) => Some(e),
+            NoCommit { cause, .. } | NotRecorded { cause, .. } => Some(cause.as_ref()),
+            Damaged { cause, .. } => Some(cause),
+            _ => None,
+        }
+    }
+}
