@@ -213,7 +213,7 @@ mod tests {
         fs::create_dir_all(path(&root, "x").parent().unwrap()).unwrap();
         for bytes in [&b""[..], b"\xff", b"[]", br#"{"name": "x", "kind": "ftp"}"#] {
             fs::write(path(&root, "x"), bytes).unwrap();
-            let e = load(&root, "x").unwrap_err().0;
+            let e = load(&root, "x").unwrap_err().to_string();
             assert!(e.contains("x.json is damaged"), "{e}");
         }
         fs::write(

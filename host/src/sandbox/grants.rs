@@ -113,7 +113,7 @@ mod tests {
             std::fs::create_dir_all(root.join("grants")).unwrap();
             std::fs::write(path(&home, "odd"), bytes).unwrap();
             match load(&home, "odd") {
-                Err(e) => assert!(e.contains("odd.json"), "{e}"),
+                Err(e) => assert!(e.to_string().contains("odd.json"), "{e}"),
                 Ok(grant) => {
                     let d = super::super::decide(
                         &asked,
