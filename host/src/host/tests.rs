@@ -15,6 +15,8 @@ struct Script {
     intercept: Vec<&'static str>,
     /// Its `event_intercept_response` fields.
     verdict: Value,
+    /// Goes on after `shutdown` (until it is killed).
+    ignores_shutdown: bool,
 }
 
 /// Starts every extension as a [`Script`] on an in-memory pair; reports each frame the
@@ -84,7 +86,7 @@ async fn play(
                 answer["id"] = id;
                 peer.print(&print(answer)).await;
             }
-            "shutdown" => return peer.exit(0),
+            "shutdown" if !script.ignores_shutdown => return peer.exit(0),
             _ => {}
         }
     }
@@ -298,4 +300,28 @@ async fn shutdown_tells_every_extension_and_waits_until_all_are_gone() {
         assert_eq!(e.state, ExtState::Exited, "{}", e.name);
     }
     assert!(f.host.tools().is_empty());
+}
+
+#[tokio::test]
+async fn one_that_ignores_shutdown_is_terminated_after_the_grace_the_others_are_not() {
+    let stubborn = Script {
+        ignores_shutdown: true,
+        ..tools(&["t"])
+    };
+    let mut f = loaded(&[("polite", tools(&["u"])), ("stubborn", stubborn)]).await;
+    let started = std::time::Instant::now();
+    f.host.shutdown().await;
+    let took = started.elapsed();
+    let told: Vec<String> = std::iter::from_fn(|| f.seen.try_recv().ok())
+        .filter(|(_, frame)| frame["type"] == "shutdown")
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(told.len(), 2, "both were asked first: {told:?}");
+    assert_eq!(f.host.status("polite").unwrap().forced, None);
+    assert_eq!(f.host.status("stubborn").unwrap().forced, Some("SIGTERM"));
+    // The grace (200 ms here) passed before SIGTERM, and both are gone.
+    assert!(took >= Duration::from_millis(200), "{took:?}");
+    for e in f.host.extensions() {
+        assert_eq!(e.state, ExtState::Exited, "{}", e.name);
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::{Connection, Control, ExitReason, Inbound, Outbound};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 /// The extension's end of an in-memory connection.
 pub struct Peer {
@@ -41,7 +41,12 @@ impl Peer {
     }
 }
 
-struct Kill(Arc<Mutex<Option<oneshot::Sender<ExitReason>>>>);
+/// Stops the extension as a signal stops a process: its output closes, its exit is
+/// reported.
+struct Kill {
+    exit: Arc<Mutex<Option<oneshot::Sender<ExitReason>>>>,
+    output: Arc<Notify>,
+}
 
 impl Control for Kill {
     fn close_input(&self) {}
@@ -49,7 +54,8 @@ impl Control for Kill {
         self.kill();
     }
     fn kill(&self) {
-        if let Some(tx) = self.0.lock().unwrap().take() {
+        if let Some(tx) = self.exit.lock().unwrap().take() {
+            self.output.notify_one();
             let _ = tx.send(ExitReason::Signalled(9));
         }
     }
@@ -58,15 +64,35 @@ impl Control for Kill {
 /// A connected pair: the host's [`Connection`] and the extension's [`Peer`].
 pub fn pair(queue: usize) -> (Connection, Peer) {
     let (out_tx, out_rx) = mpsc::channel(queue);
-    let (in_tx, in_rx) = mpsc::channel(queue);
+    let (in_tx, mut printed) = mpsc::channel(queue);
     let (exit_tx, exit_rx) = oneshot::channel();
     let exit = Arc::new(Mutex::new(Some(exit_tx)));
+    // What the peer prints reaches the host until the peer closes it or is killed.
+    let output = Arc::new(Notify::new());
+    let (to_host, in_rx) = mpsc::channel(queue);
+    let killed = output.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                line = printed.recv() => {
+                    let Some(line) = line else { return };
+                    if to_host.send(line).await.is_err() {
+                        return;
+                    }
+                }
+                () = killed.notified() => return,
+            }
+        }
+    });
     (
         Connection {
             outbound: out_tx,
             inbound: in_rx,
             exit: exit_rx,
-            control: Box::new(Kill(exit.clone())),
+            control: Box::new(Kill {
+                exit: exit.clone(),
+                output,
+            }),
         },
         Peer {
             lines: in_tx,
