@@ -443,9 +443,12 @@ fn extensions_that_fail_to_load_are_reported_on_stderr_and_in_host_ready() {
     let scratch = TempDir::new("load-errors");
     let junk = scratch.path().join("junk.wasm");
     std::fs::write(&junk, "not a component").unwrap();
+    let notes = scratch.path().join("notes.txt");
+    std::fs::write(&notes, "# my notes\n").unwrap();
     let mut b = HostBuilder::new();
     b.ext_path(Path::new("/nonexistent/ext"));
     b.ext_path(&junk);
+    b.ext_path(&notes);
     b.explicit("crasher", &py_manifest("crasher", &["--mode", "exit"]));
     b.explicit("fine", &py_manifest("fine", &[]));
     let host = b.start();
@@ -462,7 +465,7 @@ fn extensions_that_fail_to_load_are_reported_on_stderr_and_in_host_ready() {
         })
         .collect();
     let names: Vec<&str> = errors.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["ext", "junk", "crasher"], "{ready}");
+    assert_eq!(names, ["ext", "junk", "notes", "crasher"], "{ready}");
     assert!(errors[0].1.contains("/nonexistent/ext"), "{errors:?}");
     assert!(
         errors[1]
@@ -472,6 +475,12 @@ fn extensions_that_fail_to_load_are_reported_on_stderr_and_in_host_ready() {
     );
     assert!(
         errors[2]
+            .1
+            .contains("notes.txt: not a WebAssembly component (it is a text file)"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[3]
             .1
             .starts_with("exited while starting: exited with status 2"),
         "{errors:?}"
@@ -498,7 +507,7 @@ fn extensions_that_fail_to_load_are_reported_on_stderr_and_in_host_ready() {
         .iter()
         .map(|e| e["extension"].as_str().unwrap())
         .collect();
-    assert_eq!(again, ["ext", "junk", "crasher"], "{reload}");
+    assert_eq!(again, ["ext", "junk", "notes", "crasher"], "{reload}");
     assert!(
         str_list(&reload["ready"]).contains(&"fine".to_string()),
         "{reload}"

@@ -57,7 +57,7 @@ impl Found {
 #[derive(Debug, Clone)]
 pub struct SearchPath {
     /// `--ext` paths: an extension directory, its `extension.json`, or a bare component
-    /// (`.wasm` file, named after the file and asking nothing).
+    /// (any other file, e.g. `guard.wasm`: named after the file, asking nothing).
     pub explicit: Vec<PathBuf>,
     /// The project directory whose `.zot/extensions` is searched.
     pub cwd: PathBuf,
@@ -73,8 +73,9 @@ pub fn discover(search: &SearchPath) -> Discovery {
     let mut candidates = Vec::new();
     for path in &search.explicit {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
-        if path.is_file() && path.extension().is_some_and(|e| e == "wasm") {
-            // A bare component: its folder is its extension directory.
+        if path.is_file() && path.file_name().is_some_and(|n| n != MANIFEST_FILE) {
+            // A file that is not a manifest is a bare component (loading it says what it
+            // is if it is not one); its folder is its extension directory.
             candidates.push(Candidate {
                 dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
                 source: Source::Explicit,
