@@ -1510,6 +1510,38 @@ fn ext_run_exits_non_zero_when_the_component_dies() {
 }
 
 #[test]
+fn hello_ack_tells_a_component_no_host_path_it_was_not_granted() {
+    let _serial = serial();
+    for kind in Kind::BOTH {
+        let name = format!("paths-{}", kind.label());
+        let mut b = HostBuilder::new();
+        let root = b.scratch().to_path_buf();
+        b.explicit(&name, &component(&name, kind.wasm()));
+        // The same component through `zot ext run` inside a stdio host.
+        let nested = format!("{name}-run");
+        b.explicit(
+            &nested,
+            &json!({"name": nested, "exec": env!("CARGO_BIN_EXE_zot"),
+                    "args": ["ext", "run", kind.wasm()]}),
+        );
+        let host = b.start();
+        host.ready();
+        for who in [&name, &nested] {
+            let ack = hello_ack(&host, who);
+            assert_eq!(ack["extension_dir"], "/", "{who}: {ack}");
+            assert_eq!(ack["cwd"], "/", "{who}: {ack}");
+            assert_eq!(ack["data_dir"], "/data", "{who}: {ack}");
+            let text = ack.to_string();
+            assert!(
+                !text.contains(root.to_str().unwrap()) && !text.contains("/tmp"),
+                "{who}: a host path in {ack}"
+            );
+        }
+        host.shutdown();
+    }
+}
+
+#[test]
 fn grant_shows_records_and_revoke_forgets() {
     let scratch = TempDir::new("grant");
     let home = scratch.path().join("home");

@@ -5,7 +5,7 @@
 
 use crate::extension::ONE_WAY_BUDGET;
 use crate::host::HostConfig;
-use crate::launcher::{Launched, Launcher, Request, Transports};
+use crate::launcher::{Launched, Launcher, Request, SeenPaths, Transports};
 use crate::log::ExtLog;
 use crate::manifest::Manifest;
 use crate::transport::{pipe, ExitReason, Inbound, Outbound};
@@ -19,7 +19,7 @@ use zot_protocol::{encode, HostFrame};
 /// Serves the extension of `manifest` (in `dir`) to the outer host on `input`/`output`
 /// until it is gone: its input closes when `input` ends, and `stop` (e.g. Ctrl-C) stops
 /// it at once. Frames from the outer host reach it with the deadlines `config.timeouts`
-/// give them, `hello_ack` telling it the paths as it sees them (`data_dir`, `cwd`); a line
+/// give them, `hello_ack` telling it the paths as it sees them ([`SeenPaths`]); a line
 /// that is not JSON is skipped with a warning, JSON that is no known frame is passed on.
 /// Its frames go to `output`, one per line. Diagnostics go to `log`. Returns its exit.
 pub async fn serve_stdio<R, W>(
@@ -42,9 +42,7 @@ where
         log,
     };
     let Launched {
-        connection,
-        data_dir,
-        ..
+        connection, paths, ..
     } = Transports
         .launch(request)
         .await
@@ -57,12 +55,11 @@ where
         config.max_frame,
         Arc::new(Notify::new()),
     ));
-    let hello_ack_paths = (data_dir, config.cwd.display().to_string());
     let mut forward = tokio::spawn(forward_input(
         lines,
         connection.outbound.clone(),
         config.timeouts.clone(),
-        hello_ack_paths,
+        paths,
         log.clone(),
     ));
     drop(input);
@@ -109,7 +106,7 @@ async fn forward_input(
     mut lines: mpsc::Receiver<Inbound>,
     outbound: mpsc::Sender<Outbound>,
     timeouts: crate::Timeouts,
-    (data_dir, cwd): (String, String),
+    paths: SeenPaths,
     log: ExtLog,
 ) {
     while let Some(item) = lines.recv().await {
@@ -122,8 +119,9 @@ async fn forward_input(
         };
         let (budget, line) = match HostFrame::decode(&line) {
             Ok(HostFrame::HelloAck(mut ack)) => {
-                ack.data_dir = data_dir.clone();
-                ack.cwd = cwd.clone();
+                ack.extension_dir = paths.extension_dir.clone();
+                ack.data_dir = paths.data_dir.clone();
+                ack.cwd = paths.cwd.clone();
                 let frame = HostFrame::HelloAck(ack);
                 (timeouts.budget(&frame), encode(&frame))
             }

@@ -665,7 +665,7 @@ impl Inner {
             connection,
             transport,
             sandbox,
-            data_dir,
+            paths,
         } = self
             .launcher
             .launch(request)
@@ -676,9 +676,9 @@ impl Inner {
             zot_version: env!("CARGO_PKG_VERSION").into(),
             provider: self.config.provider.clone(),
             model: self.config.model.clone(),
-            cwd: self.config.cwd.display().to_string(),
-            extension_dir: dir.display().to_string(),
-            data_dir,
+            cwd: paths.cwd,
+            extension_dir: paths.extension_dir,
+            data_dir: paths.data_dir,
             extra: Map::new(),
         };
         let notes = self.notes.clone();

@@ -30,9 +30,23 @@ pub struct Launched {
     pub transport: TransportKind,
     /// How a component is sandboxed (`None` for a subprocess).
     pub sandbox: Option<SandboxInfo>,
-    /// The data dir the extension is told in `hello_ack`.
+    /// The paths the extension is told in `hello_ack`, as it sees them.
+    pub paths: SeenPaths,
+}
+
+/// `hello_ack`'s paths as the extension sees them: a subprocess sees the host's paths; a
+/// component sees only its own file system (`/data`, and the project directory when
+/// granted, mounted at its host path), and is told `/` for a directory it cannot see and
+/// `""` for a data dir it does not have — never a host path it was not granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenPaths {
+    pub extension_dir: String,
+    pub cwd: String,
     pub data_dir: String,
 }
+
+/// What a component is told for a directory it cannot see.
+const UNSEEN: &str = "/";
 
 /// What [`Launcher::launch`] returns: the transport, or why it could not start.
 pub type LaunchFuture<'a> = Pin<Box<dyn Future<Output = Result<Launched, StartError>> + Send + 'a>>;
@@ -130,7 +144,11 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         connection,
         transport: TransportKind::Stdio,
         sandbox: None,
-        data_dir: data_dir.display().to_string(),
+        paths: SeenPaths {
+            extension_dir: dir.display().to_string(),
+            cwd: config.cwd.display().to_string(),
+            data_dir: data_dir.display().to_string(),
+        },
     })
 }
 
@@ -144,7 +162,14 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
     } = request;
     let home = &config.home;
     let (decision, grant) = sandbox::for_manifest(home, m, &config.cwd, log);
-    let data_dir = decision.policy.data_mount().to_string();
+    let paths = SeenPaths {
+        extension_dir: UNSEEN.into(),
+        cwd: match &decision.policy.cwd {
+            Some(granted) => granted.display().to_string(),
+            None => UNSEEN.into(),
+        },
+        data_dir: decision.policy.data_mount().to_string(),
+    };
     let memory_mb = (decision.policy.memory_bytes >> 20) as u64;
     let started = wasm::spawn(WasmSpec {
         wasm: component.clone(),
@@ -171,6 +196,6 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         connection: started.connection,
         transport: TransportKind::Wasm,
         sandbox: Some(sandbox),
-        data_dir,
+        paths,
     })
 }

@@ -39,7 +39,11 @@ impl Launcher for Scripted {
                 connection,
                 transport: TransportKind::Stdio,
                 sandbox: None,
-                data_dir: String::new(),
+                paths: launcher::SeenPaths {
+                    extension_dir: String::new(),
+                    cwd: String::new(),
+                    data_dir: String::new(),
+                },
             })
         })
     }
