@@ -32,9 +32,11 @@ else:
 os.execv(sys.executable, [sys.executable] + sys.argv[2:])
 "#;
 
-/// A host with the extension `name` run through [`WRAPPER`] in `mode`.
-fn host_with(name: &str, mode: &str) -> (Host, std::path::PathBuf) {
-    let mut b = HostBuilder::new();
+/// A host with the extension `name` run through [`WRAPPER`] in `mode`, and the scratch
+/// folder that outlives it (its `ZOT_HOME` is `home` there).
+fn host_with(name: &str, mode: &str) -> (Host, TempDir) {
+    let scratch = TempDir::new("logs");
+    let mut b = HostBuilder::in_dir(scratch.path());
     let wrapper = b.scratch().join("wrapper.py");
     std::fs::write(&wrapper, WRAPPER).unwrap();
     let mut manifest = py_manifest(name, &[]);
@@ -43,8 +45,7 @@ fn host_with(name: &str, mode: &str) -> (Host, std::path::PathBuf) {
     manifest["exec"] = json!("python3");
     manifest["args"] = Value::Array(args);
     b.explicit(name, &manifest);
-    let home = b.home();
-    (b.start(), home)
+    (b.start(), scratch)
 }
 
 /// `zot ext logs NAME [-f]` under `home`.
@@ -57,7 +58,8 @@ fn logs_command(home: &Path, name: &str) -> Command {
 #[test]
 fn stderr_is_marked_as_the_extensions_and_logs_escape_control_characters() {
     let _serial = serial();
-    let (host, home) = host_with("forger", "forge");
+    let (host, scratch) = host_with("forger", "forge");
+    let home = scratch.path().join("home");
     host.ready();
     let (log, ..) = host.ping_until(Duration::from_secs(10), |h| {
         Some(h.log("forger")).filter(|l| l.contains("more"))
@@ -122,7 +124,8 @@ fn stderr_is_marked_as_the_extensions_and_logs_escape_control_characters() {
 #[test]
 fn a_stderr_flood_is_held_to_the_cap_and_the_host_stays_responsive() {
     let _serial = serial();
-    let (host, home) = host_with("flood", "flood");
+    let (host, scratch) = host_with("flood", "flood");
+    let home = scratch.path().join("home");
     host.ready();
     let (_, pings, worst) = host.ping_until(Duration::from_secs(120), |h| {
         h.log("flood").contains("[stderr] flood done").then_some(())
