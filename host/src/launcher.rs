@@ -132,7 +132,7 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         program: program.clone(),
         args: m.args.clone(),
         dir: dir.to_path_buf(),
-        stderr: log.stderr_handle(),
+        stderr: Some((*log).clone()),
         max_frame: config.max_frame,
     };
     let connection = stdio::spawn(spec).map_err(|cause| StartError::Spawn {

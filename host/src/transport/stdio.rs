@@ -1,7 +1,8 @@
 //! The classic transport: a subprocess in its own process group, frames over its
-//! stdin/stdout, stderr appended to the extension's log.
+//! stdin/stdout, stderr copied line by line into the extension's log.
 
 use super::{pipe, Connection, Control, ExitReason, INBOUND_QUEUE, OUTBOUND_QUEUE};
+use crate::log::ExtLog;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -18,8 +19,8 @@ pub struct StdioSpec {
     pub args: Vec<String>,
     /// The working directory: the extension's directory.
     pub dir: PathBuf,
-    /// Where stderr goes (the extension's log), or nowhere.
-    pub stderr: Option<std::fs::File>,
+    /// The log stderr is copied into ([`ExtLog::copy_stderr`]), or `None`: discarded.
+    pub stderr: Option<ExtLog>,
     /// The longest line accepted.
     pub max_frame: usize,
 }
@@ -32,7 +33,11 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         .current_dir(&spec.dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(spec.stderr.map_or_else(Stdio::null, Stdio::from))
+        .stderr(if spec.stderr.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .process_group(0);
     let mut child = command.spawn()?;
     let pgid = child
@@ -41,6 +46,9 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         .ok_or_else(|| std::io::Error::other("its process id could not be read"))?;
     let stdin = child.stdin.take().expect("stdin was set to piped above");
     let stdout = child.stdout.take().expect("stdout was set to piped above");
+    if let (Some(log), Some(stderr)) = (spec.stderr, child.stderr.take()) {
+        tokio::spawn(log.copy_stderr(stderr));
+    }
 
     let (out_tx, out_rx) = mpsc::channel(OUTBOUND_QUEUE);
     let (in_tx, in_rx) = mpsc::channel(INBOUND_QUEUE);

@@ -3,11 +3,12 @@
 use super::resolve::{copy_at, resolve, Scope};
 use super::{zot_home, ExtCommand};
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use zot_host::install::{self, Listed};
+use zot_host::log::escape_controls;
 use zot_host::paths::ZotHome;
 
 /// Runs one management subcommand; a failure is one `zot: …` line on stderr, exit 1.
@@ -144,8 +145,8 @@ fn set_enabled(
     Ok(())
 }
 
-/// Prints the log; with `follow`, keeps printing what is appended (polling every
-/// 200 ms) and waits for a log that does not exist yet.
+/// Prints the log with control characters escaped; with `follow`, keeps printing what
+/// is appended (polling every 200 ms) and waits for a log that does not exist yet.
 fn logs(home: &ZotHome, name: &str, follow: bool) -> Result<(), String> {
     let path = install::log_path(home, name).map_err(|e| format!("logs {name}: {e}"))?;
     let what = |e: io::Error| format!("logs {name}: {}: {e}", path.display());
@@ -157,7 +158,7 @@ fn logs(home: &ZotHome, name: &str, follow: bool) -> Result<(), String> {
             ),
             _ => what(e),
         })?;
-        return ignore_broken_pipe(io::copy(&mut file, &mut io::stdout().lock())).map_err(what);
+        return ignore_broken_pipe(copy_escaped(&mut file, &mut io::stdout().lock())).map_err(what);
     }
     if !path.exists() {
         eprintln!("zot: no log at {} yet; waiting for it", path.display());
@@ -198,7 +199,26 @@ fn print_from(path: &Path, offset: u64) -> io::Result<u64> {
     };
     file.seek(SeekFrom::Start(start))?;
     let mut out = io::stdout().lock();
-    let copied = io::copy(&mut file.take(len - start), &mut out)?;
+    let copied = copy_escaped(file.take(len - start), &mut out)?;
     out.flush()?;
     Ok(start + copied)
+}
+
+/// Copies `from` line by line with control characters but newline and tab escaped
+/// ([`escape_controls`]), so a log cannot drive the terminal; returns the bytes read.
+fn copy_escaped(from: impl Read, out: &mut impl Write) -> io::Result<u64> {
+    let mut from = io::BufReader::new(from);
+    let mut line = Vec::new();
+    let mut copied = 0;
+    while from.read_until(b'\n', &mut line)? > 0 {
+        copied += line.len() as u64;
+        let newline = line.last() == Some(&b'\n');
+        let text = String::from_utf8_lossy(&line[..line.len() - usize::from(newline)]);
+        out.write_all(escape_controls(&text).as_bytes())?;
+        if newline {
+            out.write_all(b"\n")?;
+        }
+        line.clear();
+    }
+    Ok(copied)
 }

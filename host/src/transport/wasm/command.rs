@@ -14,18 +14,18 @@ use bytes::Bytes;
 use std::sync::Arc;
 use tokio::sync::{mpsc, Mutex, Notify};
 use wasmtime::component::Linker;
-use wasmtime_wasi::cli::{AsyncStdoutStream, IsTerminal, OutputFile, StdinStream};
+use wasmtime_wasi::cli::{AsyncStdoutStream, IsTerminal, StdinStream};
 use wasmtime_wasi::p2::bindings::Command;
 use wasmtime_wasi::p2::{InputStream, Pollable, StreamError};
 
-/// Pipe capacity of the guest's stdout.
-const STDOUT_PIPE: usize = 64 * 1024;
+/// Pipe capacity of the guest's stdout and of its stderr.
+const PIPE: usize = 64 * 1024;
 
 /// Runs a command component until `run` returns, it traps, or the host stops it.
 pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> ExitReason {
     let stop = guest.stop.clone();
     let deadline = Arc::new(Deadline::default());
-    let (guest_out, host_in) = tokio::io::duplex(STDOUT_PIPE);
+    let (guest_out, host_in) = tokio::io::duplex(PIPE);
     let exited = Arc::new(Notify::new());
     tokio::spawn(pipe::read_lines(
         host_in,
@@ -33,17 +33,16 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
         guest.max_frame,
         exited.clone(),
     ));
+    let (guest_err, host_err) = tokio::io::duplex(PIPE);
+    tokio::spawn(guest.log.clone().copy_stderr(host_err));
     guest.stdio = Stdio {
         stdin: Some(Box::new(FrameStdin::new(
             frames,
             deadline.clone(),
             stop.clone(),
         ))),
-        stdout: Some(Box::new(AsyncStdoutStream::new(STDOUT_PIPE, guest_out))),
-        stderr: guest
-            .log
-            .stderr_handle()
-            .map(|file| Box::new(OutputFile::new(file)) as _),
+        stdout: Some(Box::new(AsyncStdoutStream::new(PIPE, guest_out))),
+        stderr: Some(Box::new(AsyncStdoutStream::new(PIPE, guest_err))),
     };
     let (mut store, component, log) = guest.store(deadline.clone());
     let exit = async {
