@@ -175,6 +175,7 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         wasm: component.clone(),
         policy: decision.policy,
         log: (*log).clone(),
+        guest_output: true,
         max_frame: config.max_frame,
         cache_dir: home.cache_dir(),
     })

@@ -43,12 +43,21 @@ pub enum InstallError {
     ProgramMissing(PathBuf),
     /// Something that is neither a file, a directory nor a symlink.
     SpecialFile(PathBuf),
-    /// A symlink that is absolute or climbs out of the extension.
+    /// A symlink that leads out of the extension: absolute, or above its root once
+    /// resolved.
     UnsafeSymlink {
         link: PathBuf,
         target: PathBuf,
         absolute: bool,
     },
+    /// A symlink that leads nowhere inside the extension: to nothing, or round a loop.
+    UnprovableSymlink {
+        link: PathBuf,
+        target: PathBuf,
+        looped: bool,
+    },
+    /// `--path` leads out of the source (through a symlink) or round a loop.
+    SubPathOutside(String),
     /// git is not installed or cannot run.
     NoGit(std::io::Error),
     /// A git command failed: its subcommand and its stderr, one line.
@@ -159,6 +168,26 @@ impl fmt::Display for InstallError {
                 link.display(),
                 target.display(),
                 if *absolute { " (an absolute path)" } else { "" }
+            ),
+            UnprovableSymlink {
+                link,
+                target,
+                looped,
+            } => write!(
+                f,
+                "symlink {} -> {} {}; refusing to install it (remove the link or replace it \
+                 with a copy of what it should point to)",
+                link.display(),
+                target.display(),
+                if *looped {
+                    "is a loop of links"
+                } else {
+                    "points to nothing inside the extension"
+                }
+            ),
+            SubPathOutside(path) => write!(
+                f,
+                "--path {path} leads out of the source (through a symlink); refusing it"
             ),
             NoGit(e) => write!(f, "cannot run git: {e}; install git or give a directory"),
             Git { command, stderr } => write!(f, "git {command} failed: {stderr}"),

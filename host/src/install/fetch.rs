@@ -3,8 +3,10 @@
 //! A directory is copied through `cap-std` handles: every read is relative to the
 //! source's root and every write relative to the staging tree, so nothing outside the
 //! source is read (a symlink is never followed, only recreated) and nothing outside the
-//! tree is written. A symlink is kept only if it is relative and stays inside the
-//! extension; anything else is refused with a message naming it. `.git` is not copied.
+//! tree is written. A symlink is kept only if what it names, resolved against the real
+//! location of every folder and link on the way ([`resolve`]), is inside the copy;
+//! anything else is refused with a message naming it. Files lose their setuid, setgid
+//! and sticky bits. `.git` is not copied.
 
 use super::InstallError;
 use cap_std::ambient_authority;
@@ -29,17 +31,30 @@ impl Progress for Quiet {
     fn end(&self) {}
 }
 
-/// Copies the directory `src` to `dst` (which must not exist).
-pub(super) fn copy_dir(src: &Path, dst: &Path) -> Result<(), InstallError> {
+/// Copies the directory `from` to `dst` (which must not exist), then checks that every
+/// symlink it recreated resolves inside the copy (see [`resolve`]).
+pub(super) fn copy_dir(from: &Dir, dst: &Path) -> Result<(), InstallError> {
     let io = |path: &Path, e| InstallError::io("copy", path)(e);
-    let from = Dir::open_ambient_dir(src, ambient_authority()).map_err(|e| io(src, e))?;
     std::fs::create_dir(dst).map_err(|e| io(dst, e))?;
     let to = Dir::open_ambient_dir(dst, ambient_authority()).map_err(|e| io(dst, e))?;
-    copy_into(&from, &to, Path::new(""))
+    let mut links = Vec::new();
+    copy_into(from, &to, Path::new(""), &mut links)?;
+    for (link, target) in links {
+        resolve(&to, &link).map_err(|fault| fault.of_link(link, target))?;
+    }
+    Ok(())
 }
 
 /// Copies the contents of `from` into `to`; `rel` is where `from` is in the extension.
-fn copy_into(from: &Dir, to: &Dir, rel: &Path) -> Result<(), InstallError> {
+/// Symlinks are recreated as they are and added to `links` (with their targets), to be
+/// checked once the whole tree is there. Files keep their permissions but never their
+/// setuid, setgid or sticky bits.
+fn copy_into(
+    from: &Dir,
+    to: &Dir,
+    rel: &Path,
+    links: &mut Vec<(PathBuf, PathBuf)>,
+) -> Result<(), InstallError> {
     let io = |path: &Path, e| {
         let shown = if path.as_os_str().is_empty() {
             Path::new(".")
@@ -58,20 +73,20 @@ fn copy_into(from: &Dir, to: &Dir, rel: &Path) -> Result<(), InstallError> {
         let kind = entry.file_type().map_err(|e| io(&here, e))?;
         if kind.is_symlink() {
             let target = from.read_link_contents(&name).map_err(|e| io(&here, e))?;
-            check_link(rel, &here, &target)?;
             symlink(to, &target, &name).map_err(|e| io(&here, e))?;
+            links.push((here, target));
         } else if kind.is_dir() {
             to.create_dir(&name).map_err(|e| io(&here, e))?;
             let sub_from = from.open_dir(&name).map_err(|e| io(&here, e))?;
             let sub_to = to.open_dir(&name).map_err(|e| io(&here, e))?;
-            copy_into(&sub_from, &sub_to, &here)?;
+            copy_into(&sub_from, &sub_to, &here, links)?;
         } else if kind.is_file() {
             let mut reader = from.open(&name).map_err(|e| io(&here, e))?;
             let mut writer = to.create(&name).map_err(|e| io(&here, e))?;
             std::io::copy(&mut reader, &mut writer).map_err(|e| io(&here, e))?;
             let permissions = reader.metadata().map_err(|e| io(&here, e))?.permissions();
             writer
-                .set_permissions(permissions)
+                .set_permissions(plain_permissions(permissions))
                 .map_err(|e| io(&here, e))?;
         } else {
             return Err(InstallError::SpecialFile(here));
@@ -80,18 +95,16 @@ fn copy_into(from: &Dir, to: &Dir, rel: &Path) -> Result<(), InstallError> {
     Ok(())
 }
 
-/// A link at `link` (in directory `dir` of the extension) to `target` must be relative
-/// and stay inside the extension.
-fn check_link(dir: &Path, link: &Path, target: &Path) -> Result<(), InstallError> {
-    let absolute = target.is_absolute();
-    if absolute || normalize(&dir.join(target)).is_none() {
-        return Err(InstallError::UnsafeSymlink {
-            link: link.to_path_buf(),
-            target: target.to_path_buf(),
-            absolute,
-        });
-    }
-    Ok(())
+/// `permissions` without the setuid, setgid and sticky bits.
+#[cfg(unix)]
+fn plain_permissions(permissions: cap_std::fs::Permissions) -> cap_std::fs::Permissions {
+    use cap_std::fs::PermissionsExt;
+    cap_std::fs::Permissions::from_mode(permissions.mode() & 0o777)
+}
+
+#[cfg(not(unix))]
+fn plain_permissions(permissions: cap_std::fs::Permissions) -> cap_std::fs::Permissions {
+    permissions
 }
 
 #[cfg(unix)]
@@ -106,21 +119,123 @@ fn symlink(_dir: &Dir, _target: &Path, _name: &std::ffi::OsStr) -> std::io::Resu
     ))
 }
 
-/// Resolves `.` and `..` lexically; `None` if `..` climbs above the start.
-pub(super) fn normalize(path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            other => out.push(other),
+/// How many symlinks one path may pass through before it counts as a loop (as Linux).
+const MAX_LINKS: usize = 40;
+
+/// Why a path cannot be proved to lead somewhere inside a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkFault {
+    /// It leads out of the tree (an absolute link, or `..` above its root).
+    Outside,
+    /// It passes through more than [`MAX_LINKS`] links: a loop.
+    Loop,
+    /// What it leads to does not exist.
+    Missing,
+}
+
+impl LinkFault {
+    /// The install error for the symlink `link` with the text `target`.
+    fn of_link(self, link: PathBuf, target: PathBuf) -> InstallError {
+        match self {
+            LinkFault::Outside => InstallError::UnsafeSymlink {
+                absolute: target.is_absolute(),
+                link,
+                target,
+            },
+            fault => InstallError::UnprovableSymlink {
+                link,
+                target,
+                looped: fault == LinkFault::Loop,
+            },
         }
     }
-    Some(out)
+}
+
+/// Where `path` (relative to `root`) really is, following every symlink on the way as
+/// the kernel would, but from `root` and never above it: a path relative to `root`
+/// with no symlink in it. The text of a link says nothing until it is resolved against
+/// the real location of what it names.
+pub(crate) fn resolve(root: &Dir, path: &Path) -> Result<PathBuf, LinkFault> {
+    let mut real = PathBuf::new();
+    let mut todo = Vec::new();
+    push_parts(&mut todo, path)?;
+    let mut hops = 0;
+    while let Some(part) = todo.pop() {
+        if part == ".." {
+            if !real.pop() {
+                return Err(LinkFault::Outside);
+            }
+            continue;
+        }
+        let next = real.join(&part);
+        let meta = root
+            .symlink_metadata(&next)
+            .map_err(|_| LinkFault::Missing)?;
+        if meta.is_symlink() {
+            hops += 1;
+            if hops > MAX_LINKS {
+                return Err(LinkFault::Loop);
+            }
+            let target = root
+                .read_link_contents(&next)
+                .map_err(|_| LinkFault::Missing)?;
+            push_parts(&mut todo, &target)?;
+        } else {
+            real = next;
+        }
+    }
+    Ok(real)
+}
+
+/// Pushes the parts of the relative `path` onto `todo`, last first (so the first is
+/// popped first); `..` stays `..`, `.` is dropped. An absolute path leads outside.
+fn push_parts(todo: &mut Vec<std::ffi::OsString>, path: &Path) -> Result<(), LinkFault> {
+    let mut parts = Vec::new();
+    for part in path.components() {
+        match part {
+            Component::Normal(name) => parts.push(name.to_os_string()),
+            Component::ParentDir => parts.push("..".into()),
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return Err(LinkFault::Outside),
+        }
+    }
+    todo.extend(parts.into_iter().rev());
+    Ok(())
+}
+
+/// Opens the extension's folder in the source folder `src`: `sub` (the `--path` given
+/// as `path`) resolved through `src`'s handle, so it cannot lead out of it, or `src`
+/// itself. Returns the handle and where it really is in `src`. It must hold a manifest.
+pub(super) fn open_sub(
+    src: &Path,
+    sub: Option<&Path>,
+    path: Option<&str>,
+) -> Result<(Dir, PathBuf), InstallError> {
+    let root = Dir::open_ambient_dir(src, ambient_authority())
+        .map_err(|e| InstallError::io("open", src)(e))?;
+    let at = path.map(str::to_string);
+    let real = match sub {
+        None => PathBuf::new(),
+        Some(sub) => match resolve(&root, sub) {
+            Ok(real) => real,
+            Err(LinkFault::Missing) => return Err(InstallError::NoSubdir(at)),
+            Err(_) => {
+                return Err(InstallError::SubPathOutside(
+                    path.unwrap_or_default().into(),
+                ))
+            }
+        },
+    };
+    let dir = if real.as_os_str().is_empty() {
+        root
+    } else {
+        root.open_dir(&real)
+            .map_err(|_| InstallError::NoSubdir(at.clone()))?
+    };
+    if !dir.is_file(super::MANIFEST_FILE) {
+        return Err(InstallError::NoManifest(at));
+    }
+    Ok((dir, real))
 }
 
 /// `--path`: a relative path inside the source, without `..`.
@@ -216,25 +331,64 @@ fn git(dir: Option<&Path>, args: &[&str]) -> Result<String, InstallError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn normalizes_lexically() {
-        assert_eq!(
-            normalize(Path::new("a/./b/../c")),
-            Some(PathBuf::from("a/c"))
-        );
-        assert_eq!(normalize(Path::new("a/../..")), None);
+    /// A tree `<tmp>/outer/tree` holding `a.txt`, `a/b/` and `sub/`, with `outer/a.txt`
+    /// beside it (so a link out of the tree would find something).
+    fn tree(tag: &str) -> (PathBuf, Dir) {
+        let outer = std::env::temp_dir().join(format!("zot-fetch-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&outer);
+        let root = outer.join("tree");
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        std::fs::write(outer.join("a.txt"), "outside").unwrap();
+        let dir = Dir::open_ambient_dir(&root, ambient_authority()).unwrap();
+        (outer, dir)
     }
 
     #[test]
+    fn resolves_dot_and_dot_dot_against_real_folders() {
+        let (outer, dir) = tree("dots");
+        std::fs::create_dir_all(outer.join("tree/a/c")).unwrap();
+        assert_eq!(
+            resolve(&dir, Path::new("a/./b/../c")),
+            Ok(PathBuf::from("a/c"))
+        );
+        assert_eq!(resolve(&dir, Path::new("a/../..")), Err(LinkFault::Outside));
+        std::fs::remove_dir_all(outer).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
     fn links_must_stay_inside() {
-        let inside = |dir: &str, target: &str| {
-            check_link(Path::new(dir), Path::new("l"), Path::new(target)).is_ok()
+        let (outer, dir) = tree("links");
+        let inside = |at: &str, target: &str| {
+            let link = Path::new(at).join("l");
+            dir.symlink(target, &link).unwrap();
+            let resolved = resolve(&dir, &link);
+            dir.remove_file(&link).unwrap();
+            resolved
         };
-        assert!(inside("", "a.txt"));
-        assert!(inside("sub", "../a.txt"));
-        assert!(!inside("", "../a.txt"));
-        assert!(!inside("sub", "../../a.txt"));
-        assert!(!inside("", "/etc/passwd"));
+        assert_eq!(inside("", "a.txt"), Ok(PathBuf::from("a.txt")));
+        assert_eq!(inside("sub", "../a.txt"), Ok(PathBuf::from("a.txt")));
+        assert_eq!(inside("", "../a.txt"), Err(LinkFault::Outside));
+        assert_eq!(inside("sub", "../../a.txt"), Err(LinkFault::Outside));
+        assert_eq!(inside("", "/etc/passwd"), Err(LinkFault::Outside));
+        assert_eq!(inside("", "nothing"), Err(LinkFault::Missing));
+
+        // The text stays inside; what it names does not.
+        dir.symlink("../../..", "sub/top").unwrap();
+        assert_eq!(
+            inside("", "sub/top/../../../etc/passwd"),
+            Err(LinkFault::Outside)
+        );
+        dir.symlink("sub/top", "hop").unwrap();
+        assert_eq!(inside("", "hop"), Err(LinkFault::Outside));
+        dir.symlink("../a", "sub/to-a").unwrap();
+        assert_eq!(inside("", "sub/to-a/b"), Ok(PathBuf::from("a/b")));
+        dir.symlink("loop2", "loop1").unwrap();
+        dir.symlink("loop1", "loop2").unwrap();
+        assert_eq!(inside("", "loop1"), Err(LinkFault::Loop));
+        std::fs::remove_dir_all(outer).unwrap();
     }
 
     #[test]

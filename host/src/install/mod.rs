@@ -112,7 +112,7 @@ pub struct Staged {
 }
 
 /// Fetches and checks `req`'s extension in a staging folder: the source copied (never
-/// following a symlink out of it; `.git` left out) or cloned, or a component probed for
+/// following a symlink out of it, `--path` included; `.git` left out) or cloned, or a component probed for
 /// its `hello` and given a manifest; `--name` applied; the manifest validated and the
 /// program or component it names present. Also removes what interrupted installs left.
 /// Its file and git work blocks the thread it runs on; probing a component needs a tokio
@@ -129,10 +129,14 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
     let (kind, source, commit) = match &req.source {
         InstallSource::Dir(dir) => {
             let src = source_dir(dir)?;
-            let from = sub.as_ref().map_or(src.clone(), |p| src.join(p));
-            extension_dir(&from, req.path.as_deref())?;
-            if req.root.canonicalize().is_ok_and(|r| r.starts_with(&from)) {
-                return Err(InstallError::SourceContainsRoot(from));
+            let (from, real) = fetch::open_sub(&src, sub.as_deref(), req.path.as_deref())?;
+            let from_path = src.join(real);
+            if req
+                .root
+                .canonicalize()
+                .is_ok_and(|r| r.starts_with(&from_path))
+            {
+                return Err(InstallError::SourceContainsRoot(from_path));
             }
             fetch::copy_dir(&from, &tree)?;
             (SourceKind::Dir, src.display().to_string(), None)
@@ -140,8 +144,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         InstallSource::Git(url) => {
             let checkout = staging.0.join("checkout");
             let commit = fetch::clone(url, req.git_ref.as_deref(), &checkout, progress)?;
-            let from = sub.as_ref().map_or(checkout.clone(), |p| checkout.join(p));
-            extension_dir(&from, req.path.as_deref())?;
+            let (from, _) = fetch::open_sub(&checkout, sub.as_deref(), req.path.as_deref())?;
             fetch::copy_dir(&from, &tree)?;
             (SourceKind::Git, url.clone(), Some(commit))
         }
@@ -171,6 +174,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         let shown = path.strip_prefix(&tree).unwrap_or(&path);
         return Err(InstallError::ProgramMissing(shown.to_path_buf()));
     }
+    let files = provenance::hash_tree(&tree)?;
     let record = Provenance {
         name: manifest.name.clone(),
         kind,
@@ -180,7 +184,8 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         rename: req.name.clone(),
         commit,
         installed_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        files: provenance::hash_tree(&tree)?,
+        targets: provenance::link_targets(&tree, &files)?,
+        files,
     };
     drop(fs::remove_dir_all(staging.0.join("checkout")));
     Ok(Staged {
@@ -282,18 +287,6 @@ fn source_dir(dir: &Path) -> Result<PathBuf, InstallError> {
         return Err(InstallError::SourceNotADirectory(dir.to_path_buf()));
     }
     Ok(src)
-}
-
-/// `dir` must be a directory holding a manifest (`path` is the `--path` that led there).
-fn extension_dir(dir: &Path, path: Option<&str>) -> Result<(), InstallError> {
-    let at = path.map(str::to_string);
-    if !dir.is_dir() {
-        return Err(InstallError::NoSubdir(at));
-    }
-    if !dir.join(MANIFEST_FILE).is_file() {
-        return Err(InstallError::NoManifest(at));
-    }
-    Ok(())
 }
 
 /// Stages a bare component: runs it with nothing granted to read its `hello`, then

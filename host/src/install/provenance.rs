@@ -1,7 +1,8 @@
 //! Where an install came from and what it was: recorded beside (not inside) the
 //! extensions directory, in `<root>/../provenance/<name>.json` — `$ZOT_HOME/provenance`
 //! for global installs, `./.zot/provenance` for project ones — so an extension cannot
-//! rewrite its own record. `zot ext verify` compares the files against it and `zot ext
+//! rewrite its own record. A symlink is recorded by its text and by the content of
+//! what it resolves to, so repointing what it names is a change too. `zot ext verify` compares the files against it and `zot ext
 //! update` fetches again from the recorded source.
 
 use super::InstallError;
@@ -48,6 +49,11 @@ pub struct Provenance {
     /// Every installed file, by path relative to the extension (`/`-separated): its
     /// SHA-256, or `symlink:<target>` for a link.
     pub files: BTreeMap<String, String>,
+    /// Every installed symlink, by path: the SHA-256 of the file it resolves to inside
+    /// the extension, or `directory` (its files are in `files`). Absent in records made
+    /// before links were resolved; then only the links' text is checked.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub targets: BTreeMap<String, String>,
 }
 
 /// `<root>/../provenance/<name>.json` for the extensions directory `root`.
@@ -129,6 +135,36 @@ fn hash_into(
     Ok(())
 }
 
+/// What every symlink among `files` (from [`hash_tree`] of `dir`) resolves to inside
+/// `dir` (see [`Provenance::targets`]): `outside`, `loop` or `missing` when it no
+/// longer leads to something inside.
+pub fn link_targets(
+    dir: &Path,
+    files: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, InstallError> {
+    let root = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
+        .map_err(InstallError::io("read", dir))?;
+    let mut targets = BTreeMap::new();
+    for rel in files
+        .iter()
+        .filter(|(_, h)| h.starts_with("symlink:"))
+        .map(|(p, _)| p)
+    {
+        let target = match super::fetch::resolve(&root, Path::new(rel)) {
+            Ok(real) if root.is_dir(&real) => "directory".to_string(),
+            Ok(real) => {
+                let bytes = root
+                    .read(&real)
+                    .map_err(InstallError::io("read", dir.join(&real)))?;
+                crate::cache::sha256_hex(&bytes)
+            }
+            Err(fault) => format!("{fault:?}").to_lowercase(),
+        };
+        targets.insert(rel.clone(), target);
+    }
+    Ok(targets)
+}
+
 /// One difference between an install and its record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "change", content = "path", rename_all = "snake_case")]
@@ -141,11 +177,16 @@ pub enum Change {
 /// How the files in `dir` differ from `record`, sorted by path.
 pub fn verify(dir: &Path, record: &Provenance) -> Result<Vec<Change>, InstallError> {
     let now = hash_tree(dir)?;
+    let targets = link_targets(dir, &now)?;
     let mut changes = Vec::new();
     for (path, hash) in &record.files {
+        let retargeted = record
+            .targets
+            .get(path)
+            .is_some_and(|t| targets.get(path) != Some(t));
         match now.get(path) {
             None => changes.push(Change::Removed(path.clone())),
-            Some(h) if h != hash => changes.push(Change::Modified(path.clone())),
+            Some(h) if h != hash || retargeted => changes.push(Change::Modified(path.clone())),
             Some(_) => {}
         }
     }
@@ -186,6 +227,7 @@ mod tests {
             commit: None,
             installed_at: "2026-01-01T00:00:00Z".into(),
             files: hash_tree(&dir).unwrap(),
+            targets: BTreeMap::new(),
         };
         assert_eq!(verify(&dir, &record).unwrap(), []);
         fs::write(dir.join("sub/b"), "changed").unwrap();

@@ -33,8 +33,11 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
         guest.max_frame,
         exited.clone(),
     ));
-    let (guest_err, host_err) = tokio::io::duplex(PIPE);
-    tokio::spawn(guest.log.clone().copy_stderr(host_err));
+    let stderr = guest.guest_output.then(|| {
+        let (guest_err, host_err) = tokio::io::duplex(PIPE);
+        tokio::spawn(guest.log.clone().copy_stderr(host_err));
+        Box::new(AsyncStdoutStream::new(PIPE, guest_err)) as _
+    });
     guest.stdio = Stdio {
         stdin: Some(Box::new(FrameStdin::new(
             frames,
@@ -42,7 +45,7 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
             stop.clone(),
         ))),
         stdout: Some(Box::new(AsyncStdoutStream::new(PIPE, guest_out))),
-        stderr: Some(Box::new(AsyncStdoutStream::new(PIPE, guest_err))),
+        stderr,
     };
     let (mut store, component, log) = guest.store(deadline.clone());
     let exit = async {

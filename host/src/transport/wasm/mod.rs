@@ -50,6 +50,9 @@ pub struct WasmSpec {
     pub wasm: PathBuf,
     pub policy: Policy,
     pub log: ExtLog,
+    /// Whether what the guest writes (its stderr, its log lines) goes to `log`; when
+    /// not, it is discarded, so it cannot fill the disk (the install probe).
+    pub guest_output: bool,
     pub max_frame: usize,
     /// `$ZOT_HOME/cache`.
     pub cache_dir: PathBuf,
@@ -93,8 +96,9 @@ pub fn engine() -> Result<&'static Engine, String> {
 /// Starts `wasm` with nothing granted (no data dir, no environment, no network, the
 /// default memory), waits at most [`START_BUDGET`] after it was loaded for its first
 /// frame, which must be `hello`, and stops it: the `(name, version)` it gave. The load
-/// compiles it into the cache in `cache_dir` if needed. Needs a tokio runtime with time
-/// enabled.
+/// compiles it into the cache in `cache_dir` if needed. What the guest writes (stderr,
+/// log lines) is discarded; `log` gets the host's diagnostics only. Needs a tokio
+/// runtime with time enabled.
 pub async fn probe_hello(
     wasm: &Path,
     cache_dir: &Path,
@@ -105,6 +109,7 @@ pub async fn probe_hello(
         wasm: wasm.to_path_buf(),
         policy,
         log,
+        guest_output: false,
         max_frame: zot_protocol::DEFAULT_MAX_FRAME,
         cache_dir: cache_dir.to_path_buf(),
     })
@@ -176,6 +181,7 @@ pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
         memory_bytes: spec.policy.memory_bytes,
         http: spec.policy.http,
         log: spec.log,
+        guest_output: spec.guest_output,
         max_frame: spec.max_frame,
         to_host: in_tx,
         stop: stop.clone(),
@@ -283,6 +289,8 @@ struct Guest {
     /// Where outgoing HTTP may go.
     http: Vec<HostPattern>,
     log: ExtLog,
+    /// [`WasmSpec::guest_output`].
+    guest_output: bool,
     max_frame: usize,
     to_host: mpsc::Sender<Inbound>,
     stop: Arc<Stop>,
@@ -393,6 +401,8 @@ struct GuestData {
     deadline: Arc<Deadline>,
     stop: Arc<Stop>,
     log: ExtLog,
+    /// [`WasmSpec::guest_output`].
+    guest_output: bool,
     max_frame: usize,
     gate: LineGate,
     to_host: mpsc::Sender<Inbound>,
@@ -457,6 +467,7 @@ impl Guest {
             deadline,
             stop: self.stop,
             log: self.log.clone(),
+            guest_output: self.guest_output,
             max_frame: self.max_frame,
             gate: LineGate::default(),
             to_host: self.to_host,

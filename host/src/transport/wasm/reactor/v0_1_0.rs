@@ -17,7 +17,9 @@ impl zot::extension::host::Host for GuestData {
     }
 
     async fn log(&mut self, level: String, message: String) -> wasmtime::Result<()> {
-        guest_log(&self.log, &level, &message);
+        if self.guest_output {
+            guest_log(&self.log, &level, &message);
+        }
         Ok(())
     }
 }
