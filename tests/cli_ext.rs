@@ -1323,3 +1323,160 @@ fn errors_are_one_line_naming_what_failed_without_colour() {
         assert!(!out.stderr.contains(&0x1b), "{:?}", stderr(out));
     }
 }
+
+// Install copies only what it can prove: links resolved, --path through the source's
+// handle, link targets verified, no setuid, the probe's output discarded
+
+#[cfg(unix)]
+#[test]
+fn symlinks_whose_text_stays_inside_but_that_resolve_outside_are_refused() {
+    use std::os::unix::fs::symlink;
+    let env = Env::new();
+    let attacks: [(&[(&str, &str)], &str); 4] = [
+        (
+            &[("top", "../../..")],
+            "symlink top -> ../../.. points outside",
+        ),
+        (
+            &[("top", "sub/../../../.."), ("x", "top/../../../etc/passwd")],
+            "-> ",
+        ),
+        (
+            &[("a", "b"), ("b", "../outside.txt")],
+            "points outside the extension",
+        ),
+        (&[("l1", "l2"), ("l2", "l1")], "is a loop of links"),
+    ];
+    fs::write(env.root.join("outside.txt"), "secret").unwrap();
+    for (i, (links, needle)) in attacks.iter().enumerate() {
+        let src = env.source(&format!("attack{i}"), &manifest("attack"));
+        fs::create_dir_all(src.join("sub")).unwrap();
+        for (link, target) in *links {
+            symlink(target, src.join(link)).unwrap();
+        }
+        let out = env.install(src.to_str().unwrap());
+        assert_fails_with(&out, needle);
+        assert_eq!(env.installed(), Vec::<String>::new(), "{links:?}");
+        assert!(!env.home().join("provenance").exists(), "nothing recorded");
+    }
+    // `x -> top/../../../etc/passwd` alone, where `top` stays inside by its text.
+    let src = env.source("attack-x", &manifest("attack"));
+    fs::create_dir_all(src.join("d/e")).unwrap();
+    symlink("../..", src.join("d/e/top")).unwrap();
+    symlink("d/e/top/../../../etc/passwd", src.join("x")).unwrap();
+    let out = env.install(src.to_str().unwrap());
+    assert_fails_with(
+        &out,
+        "symlink x -> d/e/top/../../../etc/passwd points outside",
+    );
+    assert_eq!(env.installed(), Vec::<String>::new());
+
+    // A link that really stays inside, through another link, is kept.
+    let src = env.source("fine", &manifest("fine"));
+    fs::create_dir_all(src.join("lib")).unwrap();
+    fs::write(src.join("lib/util.txt"), "util").unwrap();
+    symlink("../lib", src.join("lib/self")).unwrap();
+    symlink("lib/self/util.txt", src.join("util")).unwrap();
+    assert_ok(&env.install(src.to_str().unwrap()));
+    let dest = env.extensions().join("fine");
+    assert_eq!(fs::read_to_string(dest.join("util")).unwrap(), "util");
+}
+
+#[cfg(unix)]
+#[test]
+fn verify_reports_a_link_whose_target_was_swapped() {
+    let env = Env::new();
+    let src = env.source("swap", &manifest("swapped"));
+    fs::write(src.join("data.txt"), "original").unwrap();
+    std::os::unix::fs::symlink("data.txt", src.join("link")).unwrap();
+    assert_ok(&env.install(src.to_str().unwrap()));
+    assert_ok(&env.zot(&["verify", "swapped"]));
+    let record = info_json(&env, "swapped");
+    assert!(record.to_string().contains("\"targets\""), "{record}");
+
+    // The link's text is the same; what it names is another file.
+    let dest = env.extensions().join("swapped");
+    fs::remove_file(dest.join("data.txt")).unwrap();
+    fs::write(dest.join("other.txt"), "evil").unwrap();
+    std::os::unix::fs::symlink("other.txt", dest.join("data.txt")).unwrap();
+    let out = env.zot(&["verify", "swapped"]);
+    let shown = stdout(&out);
+    assert!(shown.contains("modified link"), "{shown}");
+
+    // Pointed out of the extension, with the same content: still modified.
+    fs::write(env.root.join("evil.txt"), "original").unwrap();
+    fs::remove_file(dest.join("data.txt")).unwrap();
+    fs::remove_file(dest.join("other.txt")).unwrap();
+    std::os::unix::fs::symlink(env.root.join("evil.txt"), dest.join("data.txt")).unwrap();
+    let out = env.zot(&["verify", "swapped"]);
+    assert!(stdout(&out).contains("modified link"), "{}", stdout(&out));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_path_through_a_symlink_out_of_the_clone_is_refused() {
+    let env = Env::new();
+    let outside = env.source("outside-ext", &manifest("outside"));
+    let repo = repo_with(&env, "mono", "guard", &manifest("guard"), &[]);
+    std::os::unix::fs::symlink(&outside, repo.join("examples/out")).unwrap();
+    std::os::unix::fs::symlink("../..", repo.join("examples/up")).unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "links"]);
+    let url = file_url(&repo);
+    for path in ["examples/out", "examples/up/outside-ext"] {
+        let out = env.zot(&["install", &url, "--path", path, "--yes"]);
+        assert_fails_with(&out, &format!("--path {path} leads out of the source"));
+    }
+    let out = env.zot(&[
+        "install",
+        repo.to_str().unwrap(),
+        "--path",
+        "examples/out",
+        "--yes",
+    ]);
+    assert_fails_with(&out, "--path examples/out leads out of the source");
+    assert_eq!(env.installed(), Vec::<String>::new());
+    assert!(!env.home().join("provenance").exists(), "nothing recorded");
+}
+
+#[cfg(unix)]
+#[test]
+fn setuid_setgid_and_sticky_bits_are_dropped() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let src = env.source("suid", &manifest("suid"));
+    fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o4755)).unwrap();
+    fs::write(src.join("g"), "g").unwrap();
+    fs::set_permissions(src.join("g"), fs::Permissions::from_mode(0o2644)).unwrap();
+    fs::write(src.join("s"), "s").unwrap();
+    fs::set_permissions(src.join("s"), fs::Permissions::from_mode(0o1644)).unwrap();
+    assert_ne!(
+        fs::metadata(src.join("run.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o4000,
+        0,
+        "the test can set setuid"
+    );
+    assert_ok(&env.install(src.to_str().unwrap()));
+    let dest = env.extensions().join("suid");
+    for (file, mode) in [("run.sh", 0o755), ("g", 0o644), ("s", 0o644)] {
+        let got = fs::metadata(dest.join(file)).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(got, mode, "{file}");
+    }
+}
+
+#[test]
+fn what_a_probed_component_writes_is_discarded() {
+    let env = Env::new();
+    // The command guest writes "command started" to stderr before its hello.
+    let out = env
+        .command(&["install", zot_test_guests::COMMAND, "--yes"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let log = fs::read_to_string(env.home().join("logs/install.log")).unwrap_or_default();
+    assert!(!log.contains("command started"), "{log}");
+    assert!(log.len() < 4096, "{log}");
+}
