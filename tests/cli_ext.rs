@@ -1459,8 +1459,12 @@ fn setuid_setgid_and_sticky_bits_are_dropped() {
         0,
         "the test can set setuid"
     );
+    fs::create_dir(src.join("d")).unwrap();
+    fs::set_permissions(src.join("d"), fs::Permissions::from_mode(0o3755)).unwrap();
     assert_ok(&env.install(src.to_str().unwrap()));
     let dest = env.extensions().join("suid");
+    let dir_mode = fs::metadata(dest.join("d")).unwrap().permissions().mode();
+    assert_eq!(dir_mode & 0o7000, 0, "no setgid or sticky on a directory");
     for (file, mode) in [("run.sh", 0o755), ("g", 0o644), ("s", 0o644)] {
         let got = fs::metadata(dest.join(file)).unwrap().permissions().mode() & 0o7777;
         assert_eq!(got, mode, "{file}");

@@ -48,7 +48,7 @@ pub(super) fn copy_dir(from: &Dir, dst: &Path) -> Result<(), InstallError> {
 /// Copies the contents of `from` into `to`; `rel` is where `from` is in the extension.
 /// Symlinks are recreated as they are and added to `links` (with their targets), to be
 /// checked once the whole tree is there. Files keep their permissions but never their
-/// setuid, setgid or sticky bits.
+/// setuid, setgid or sticky bits; directories are made fresh, without them.
 fn copy_into(
     from: &Dir,
     to: &Dir,
@@ -80,6 +80,10 @@ fn copy_into(
             links.push((here, target));
         } else if kind.is_dir() {
             to.create_dir(&name).map_err(|e| io(&here, e))?;
+            // Made fresh, but a setgid parent would pass its bit on.
+            let made = to.symlink_metadata(&name).map_err(|e| io(&here, e))?;
+            to.set_permissions(&name, plain_permissions(made.permissions()))
+                .map_err(|e| io(&here, e))?;
             let sub_from = from.open_dir(&name).map_err(|e| io(&here, e))?;
             let sub_to = to.open_dir(&name).map_err(|e| io(&here, e))?;
             copy_into(&sub_from, &sub_to, &here, links)?;
@@ -127,7 +131,7 @@ const MAX_LINKS: usize = 40;
 
 /// Why a path cannot be proved to lead somewhere inside a tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LinkFault {
+pub(super) enum LinkFault {
     /// It leads out of the tree (an absolute link, or `..` above its root).
     Outside,
     /// It passes through more than [`MAX_LINKS`] links: a loop.
@@ -158,7 +162,7 @@ impl LinkFault {
 /// the kernel would, but from `root` and never above it: a path relative to `root`
 /// with no symlink in it. The text of a link says nothing until it is resolved against
 /// the real location of what it names.
-pub(crate) fn resolve(root: &Dir, path: &Path) -> Result<PathBuf, LinkFault> {
+pub(super) fn resolve(root: &Dir, path: &Path) -> Result<PathBuf, LinkFault> {
     let mut real = PathBuf::new();
     let mut todo = Vec::new();
     push_parts(&mut todo, path)?;
