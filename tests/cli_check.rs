@@ -245,10 +245,11 @@ fn a_crash_at_start_shows_this_runs_traceback() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("exited during the check"), "{text}");
+    // Each line of its stderr, marked as the extension's in the log.
     for shown in [
-        "| loading config",
-        "| Traceback (most recent call last):",
-        "| RuntimeError: boom at start",
+        "[stderr] loading config",
+        "[stderr] Traceback (most recent call last):",
+        "[stderr] RuntimeError: boom at start",
     ] {
         assert!(text.contains(shown), "{shown:?} missing:\n{text}");
     }
