@@ -582,27 +582,32 @@ fn hello_wasm() -> Vec<u8> {
     fs::read(zot_test_guests::example("hello").wasm).unwrap()
 }
 
+/// `zot ext install URL --ref v1 --path examples/<name> --yes`.
+fn install_at_v1(env: &Env, url: &str, name: &str) -> Output {
+    let path = format!("examples/{name}");
+    env.zot(&["install", url, "--ref", "v1", "--path", &path, "--yes"])
+}
+
+/// A git repo holding `examples/<name>`: version 1.0.0 tagged `v1`, then a commit with
+/// version 2.0.0.
+fn repo_at_v1_then_v2(env: &Env, repo: &str, name: &str) -> PathBuf {
+    let manifest = |v: &str| format!(r#"{{"name":"{name}","version":"{v}","exec":"./run.sh"}}"#);
+    let repo = repo_with(env, repo, name, &manifest("1.0.0"), &[]);
+    git(&repo, &["tag", "v1"]);
+    let at = repo.join("examples").join(name).join("extension.json");
+    fs::write(at, manifest("2.0.0")).unwrap();
+    git(&repo, &["commit", "-q", "-am", "two"]);
+    repo
+}
+
 #[test]
 fn install_from_git_at_a_ref_and_a_path_records_where_it_came_from() {
     let env = Env::new();
-    let v1 = r#"{"name":"guard","version":"1.0.0","exec":"./run.sh"}"#;
-    let repo = repo_with(&env, "mono", "guard", v1, &[]);
-    git(&repo, &["tag", "v1"]);
-    let first = rev_parse(&repo, "HEAD");
-    let v2 = r#"{"name":"guard","version":"2.0.0","exec":"./run.sh"}"#;
-    fs::write(repo.join("examples/guard/extension.json"), v2).unwrap();
-    git(&repo, &["commit", "-q", "-am", "two"]);
+    let repo = repo_at_v1_then_v2(&env, "mono", "guard");
+    let first = rev_parse(&repo, "v1");
 
     let url = file_url(&repo);
-    let out = env.zot(&[
-        "install",
-        &url,
-        "--ref",
-        "v1",
-        "--path",
-        "examples/guard",
-        "--yes",
-    ]);
+    let out = install_at_v1(&env, &url, "guard");
     assert_ok(&out);
     assert!(
         stdout(&out).contains("Installed guard 1.0.0"),
@@ -1206,24 +1211,11 @@ fn grant_refuses_a_permission_the_manifest_does_not_ask() {
 #[test]
 fn update_moves_a_git_install_to_another_ref() {
     let env = Env::new();
-    let v1 = r#"{"name":"mover","version":"1.0.0","exec":"./run.sh"}"#;
-    let repo = repo_with(&env, "mover-repo", "mover", v1, &[]);
-    git(&repo, &["tag", "v1"]);
-    let v2 = r#"{"name":"mover","version":"2.0.0","exec":"./run.sh"}"#;
-    fs::write(repo.join("examples/mover/extension.json"), v2).unwrap();
-    git(&repo, &["commit", "-q", "-am", "two"]);
+    let repo = repo_at_v1_then_v2(&env, "mover-repo", "mover");
     git(&repo, &["tag", "v2"]);
     let url = file_url(&repo);
 
-    let out = env.zot(&[
-        "install",
-        &url,
-        "--ref",
-        "v1",
-        "--path",
-        "examples/mover",
-        "--yes",
-    ]);
+    let out = install_at_v1(&env, &url, "mover");
     assert_ok(&out);
     let at_v1 = rev_parse(&repo, "v1");
     assert!(

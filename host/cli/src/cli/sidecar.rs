@@ -408,6 +408,15 @@ fn with_extension(value: impl serde::Serialize, extension: String, remove: &[&st
     value
 }
 
+/// `{key: [each registration with the extension that provides it]}`.
+fn registrations(key: &str, items: Vec<(String, impl serde::Serialize)>) -> Value {
+    let list = items
+        .into_iter()
+        .map(|(ext, item)| with_extension(item, ext, &[]))
+        .collect();
+    Value::Object(Map::from_iter([(key.to_string(), Value::Array(list))]))
+}
+
 /// `value` as a response's `data`.
 fn data(value: &impl serde::Serialize) -> Result<Value, String> {
     serde_json::to_value(value).map_err(|e| e.to_string())
@@ -418,22 +427,8 @@ async fn handle(host: &Host, request: Request) -> Result<Value, String> {
     match request {
         Request::Ping => Ok(json!({"pong": true})),
         Request::List => Ok(json!({"extensions": host.extensions()})),
-        Request::Tools => {
-            let tools: Vec<Value> = host
-                .tools()
-                .into_iter()
-                .map(|(ext, tool)| with_extension(tool, ext, &[]))
-                .collect();
-            Ok(json!({"tools": tools}))
-        }
-        Request::Commands => {
-            let commands: Vec<Value> = host
-                .commands()
-                .into_iter()
-                .map(|(ext, command)| with_extension(command, ext, &[]))
-                .collect();
-            Ok(json!({"commands": commands}))
-        }
+        Request::Tools => Ok(registrations("tools", host.tools())),
+        Request::Commands => Ok(registrations("commands", host.commands())),
         Request::InvokeCommand { name, args } => {
             let (ext, response) = host
                 .invoke_command(&name, &args)
