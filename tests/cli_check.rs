@@ -340,6 +340,23 @@ fn an_installed_name_checks_the_copy_that_loads_unless_told() {
     };
     copy(&home.path().join(".zot/extensions"), "1.0.0-project");
     copy(&home.path().join("extensions"), "1.0.0-global");
+    // Not trusted yet: not run, and the report says how to trust it.
+    let untrusted = check_with(Path::new("named"), &home, &["--json"]);
+    assert_eq!(untrusted.status.code(), Some(1));
+    let r = report(&untrusted);
+    assert!(
+        r["untrusted"]["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("zot ext trust '")),
+        "{r}"
+    );
+    let trusted = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "trust", "--yes"])
+        .env("ZOT_HOME", home.path())
+        .current_dir(home.path())
+        .output()
+        .expect("zot runs");
+    assert!(trusted.status.success());
     let project = check_with(Path::new("named"), &home, &["--json"]);
     let stderr = String::from_utf8_lossy(&project.stderr);
     assert!(project.status.success(), "{stderr}");

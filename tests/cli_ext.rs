@@ -403,6 +403,15 @@ fn list_as_text_and_json() {
     let broken = env.extensions().join("broken");
     fs::create_dir_all(&broken).unwrap();
     fs::write(broken.join("extension.json"), r#"{"name":"broken"}"#).unwrap();
+    // Written by hand into the project: listed as untrusted until trusted.
+    let rows = list_json(&env);
+    let untrusted = rows.last().unwrap();
+    assert_eq!(
+        (&untrusted["name"], &untrusted["state"]),
+        (&serde_json::json!("local"), &serde_json::json!("untrusted")),
+        "{rows:?}"
+    );
+    assert_ok(&env.zot(&["trust", "--yes"]));
 
     let rows = list_json(&env);
     let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
@@ -1113,7 +1122,10 @@ fn a_name_means_the_project_copy_first_and_flags_choose() {
     // `remove` acts on the copy that loads (the project's) and says so.
     let out = env.zot(&["remove", "both", "--yes"]);
     assert_ok(&out);
-    assert_eq!(stdout(&out), format!("Removed both ({project_copy})\n"));
+    assert_eq!(
+        stdout(&out),
+        format!("Removed both ({project_copy}), its install record and its grant\n")
+    );
     assert!(!local.exists() && global.exists());
     assert!(!env.root.join("cwd/.zot/provenance/both.json").exists());
     assert!(env.home().join("provenance/both.json").is_file());
@@ -1129,7 +1141,10 @@ fn a_name_means_the_project_copy_first_and_flags_choose() {
     assert_ok(&env.zot(&["install", src, "--project", "--yes"]));
     let out = env.zot(&["remove", "both", "--global", "--yes"]);
     assert_ok(&out);
-    assert_eq!(stdout(&out), format!("Removed both ({global_copy})\n"));
+    assert_eq!(
+        stdout(&out),
+        format!("Removed both ({global_copy}), its install record and its grant\n")
+    );
     assert!(local.exists() && !global.exists());
     assert_eq!(
         env.zot(&["info", "both", "--project", "--global"])

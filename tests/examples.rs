@@ -53,8 +53,9 @@ fn committed_manifest(ex: Example, build: Build) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Lays out `ex`'s `build` in `<scratch>/exts/<name>-<build>` from its committed manifest
-/// (changed by `edit`) and the built artifact, and passes it with `--ext`.
+/// Installs `ex`'s `build` as the global extension `<name>` (replacing what was there)
+/// from its committed manifest (changed by `edit`) and the built artifact: both builds
+/// installed in turn are one extension, with one grant and one data dir.
 fn lay_out(b: &mut HostBuilder, ex: Example, build: Build, edit: impl Fn(&mut Value)) -> PathBuf {
     let mut manifest = committed_manifest(ex, build);
     assert_eq!(manifest["name"], ex.name, "the manifest names its example");
@@ -68,7 +69,8 @@ fn lay_out(b: &mut HostBuilder, ex: Example, build: Build, edit: impl Fn(&mut Va
         .trim_start_matches("./")
         .to_string();
     edit(&mut manifest);
-    let dir = b.explicit(&format!("{}-{}", ex.name, build.dir()), &manifest);
+    let _ = std::fs::remove_dir_all(b.home().join("extensions").join(ex.name));
+    let dir = b.global(ex.name, &manifest);
     let to = dir.join(&file);
     std::fs::copy(build.artifact(ex), &to)
         .unwrap_or_else(|e| panic!("copy {} to {}: {e}", build.artifact(ex), to.display()));

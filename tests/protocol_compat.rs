@@ -437,6 +437,8 @@ fn tool_shadowing_between_extensions_follows_load_order() {
         }
     };
     b.explicit("x-late", &m("node", "x-late", "dup_all", true));
+    // Started as the published host starts them: no trust asked.
+    b.arg("--trust-project");
     b.project("p-b", &m("py", "p-b", "dup_all,dup_proj", false));
     b.project("p-a", &m("node", "p-a", "dup_all,dup_proj", true));
     b.global("g-b", &m("node", "g-b", "dup_all,dup_proj,dup_glob", false));
@@ -472,6 +474,8 @@ fn tool_shadowing_between_extensions_follows_load_order() {
 #[test]
 fn project_local_extension_beats_global_of_the_same_name() {
     let mut b = HostBuilder::new();
+    // Started as the published host starts them: no trust asked.
+    b.arg("--trust-project");
     b.project("same", &node_manifest("same", &["--tools", "from_project"]));
     b.global("same", &py_manifest("same", &["--tools", "from_global"]));
     let host = b.start();

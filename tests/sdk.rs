@@ -25,7 +25,8 @@ fn manifests() -> [(&'static str, Value); 2] {
 
 fn start(manifest: &Value) -> Host {
     let mut b = HostBuilder::new();
-    b.explicit(NAME, manifest);
+    // Installed: its data dir is `$ZOT_HOME/data/<name>`.
+    b.global(NAME, manifest);
     b.arg("--provider").arg("p1");
     b.arg("--model").arg("m1");
     let host = b.start();

@@ -158,6 +158,8 @@ fn host_ready_lists_started_extensions_in_load_order() {
     let mut b = HostBuilder::new();
     b.explicit("zeta", &py_manifest("zeta", &["--events", ""]));
     b.explicit("alpha", &node_manifest("alpha", &["--events", ""]));
+    // Started as the published host starts them: no trust asked.
+    b.arg("--trust-project");
     b.project("proj-b", &node_manifest("proj-b", &["--events", ""]));
     b.project("proj-a", &py_manifest("proj-a", &["--events", ""]));
     b.global("glob", &node_manifest("glob", &["--events", ""]));

@@ -6,8 +6,9 @@
 //! (components) and [`COMMAND_NATIVE`] (the same command source as a native stdio
 //! extension, to compare transcripts with).
 //!
-//! Grants are written straight into `$ZOT_HOME/grants/<name>.json` by [`grant`], the one
-//! place to switch to `zot ext grant` once it exists.
+//! Grants are written straight into `$ZOT_HOME/grants/<name>.json` by [`grant`]: the
+//! grant of the global install `<name>`, so a test that grants, or looks at a data dir,
+//! lays its extension out as a global install ([`HostBuilder::global`]).
 
 mod common;
 
@@ -64,25 +65,22 @@ fn native(name: &str) -> Value {
     json!({"name": name, "version": "0.1.0", "exec": COMMAND_NATIVE, "description": "test guest"})
 }
 
-/// Hex SHA-256 of a file (by `sha256sum`; empty if that is missing, which the host only
-/// logs as "the component changed since permissions were granted").
+/// Hex SHA-256 of a file, by `sha256sum` (a grant applies only to the component whose
+/// hash it records).
 fn sha256_of(path: &str) -> String {
-    std::process::Command::new("sha256sum")
+    let out = std::process::Command::new("sha256sum")
         .arg(path)
         .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .split_whitespace()
-                .next()
-                .map(String::from)
-        })
-        .unwrap_or_default()
+        .expect("sha256sum runs");
+    assert!(out.status.success(), "sha256sum {path}");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .expect("a hash")
+        .to_string()
 }
 
-/// Records the user's grant for `name`: `$ZOT_HOME/grants/<name>.json`. The one place the
-/// tests grant, so it can switch to `zot ext grant` later.
+/// Records the user's grant for the global install `name`: `$ZOT_HOME/grants/<name>.json`.
 fn grant(home: &Path, name: &str, wasm: &str, permissions: Value, memory_mb: Option<u64>) {
     let mut g = json!({"sha256": sha256_of(wasm), "permissions": permissions});
     if let Some(mb) = memory_mb {
@@ -97,9 +95,23 @@ fn grant(home: &Path, name: &str, wasm: &str, permissions: Value, memory_mb: Opt
     .unwrap();
 }
 
-/// The host directory a component sees as `/data`.
+/// The host directory the global install `name` sees as `/data`.
 fn data_dir(home: &Path, name: &str) -> PathBuf {
     home.join("data").join(name)
+}
+
+/// Every file called `name` below `dir`.
+fn files_named(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_named(&path, name));
+        } else if entry.file_name() == name {
+            out.push(path);
+        }
+    }
+    out
 }
 
 /// Calls a guest tool that must succeed at the host level: (is_error, first text).
@@ -403,7 +415,7 @@ fn escapes_are_denied(kind: Kind) {
         json!({"cwd": "read", "env": [secret_var]}),
         json!({}),
     );
-    let dir = b.explicit(&name, &m);
+    let dir = b.global(&name, &m);
     let outside = b.scratch().join("outside.txt");
     std::fs::write(&outside, "outside the sandbox").unwrap();
     let project_file = b.cwd().join("project.txt");
@@ -523,7 +535,7 @@ fn data_dir_is_writable_and_survives_a_host_restart() {
         let text = format!("kept by {name} ✓");
 
         let mut b = HostBuilder::in_dir(root.path());
-        b.explicit(&name, &m);
+        b.global(&name, &m);
         let host = b.start();
         host.ready();
         let wrote = tool_ok(
@@ -542,7 +554,7 @@ fn data_dir_is_writable_and_survives_a_host_restart() {
 
         // A new host on the same ZOT_HOME.
         let mut b = HostBuilder::in_dir(root.path());
-        b.explicit(&name, &m);
+        b.global(&name, &m);
         let host = b.start();
         host.ready();
         assert_eq!(
@@ -574,7 +586,7 @@ fn granted_env_cwd_and_memory_are_in_force() {
             json!({"cwd": "read", "env": [var]}),
             json!({"memory_mb": 128}),
         );
-        b.explicit(&name, &m);
+        b.global(&name, &m);
         grant(
             &b.home(),
             &name,
@@ -643,7 +655,7 @@ fn granted_env_cwd_and_memory_are_in_force() {
 fn without_the_data_dir_permission_nothing_is_mounted() {
     let name = "nodata";
     let mut b = HostBuilder::new();
-    b.explicit(
+    b.global(
         name,
         &component_with(name, REACTOR, json!({"data_dir": false}), json!({})),
     );
@@ -663,38 +675,6 @@ fn without_the_data_dir_permission_nothing_is_mounted() {
     );
     assert_eq!(host.entry(name)["sandbox"]["asked"]["data_dir"], false);
     assert_unharmed(&host, name);
-    host.shutdown();
-}
-
-#[test]
-fn a_grant_recorded_for_another_build_is_flagged_in_the_log() {
-    let name = "stale";
-    let var = "ZOT_WASM_TEST_STALE";
-    let mut b = HostBuilder::new();
-    b.env(var, "v");
-    b.explicit(
-        name,
-        &component_with(name, COMMAND, json!({"env": [var]}), json!({})),
-    );
-    grant(&b.home(), name, COMMAND, json!({"env": [var]}), None);
-    // Pretend the grant was given to another build of the component.
-    let path = b.home().join("grants").join(format!("{name}.json"));
-    let mut g: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    g["sha256"] = json!("00".repeat(32));
-    std::fs::write(&path, g.to_string()).unwrap();
-    let host = b.start();
-    host.ready();
-    let log = wait_log(
-        &host,
-        name,
-        0,
-        "changed since permissions were granted",
-        EVENT_TIMEOUT,
-    );
-    println!("{}", log_line(&log, "changed since"));
-    // Documented behaviour: it runs with the old grant (and says so).
-    let (is_error, text) = tool(&host, "env", json!({"name": var}));
-    println!("env {var} with the stale grant: is_error={is_error} {text}");
     host.shutdown();
 }
 
@@ -866,7 +846,7 @@ fn spinning_at_start_is_stopped_and_host_ready_still_comes() {
         .map(|k| (*k, format!("startspin-{}", k.label())))
         .collect();
     for (kind, name) in &names {
-        b.explicit(name, &component(name, kind.wasm()));
+        b.global(name, &component(name, kind.wasm()));
         let dir = data_dir(&b.home(), name);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("start-mode"), "spin\n").unwrap();
@@ -901,7 +881,7 @@ fn trapping_at_start_is_reported_and_the_host_goes_on() {
     let mut b = HostBuilder::new();
     for kind in Kind::BOTH {
         let name = format!("starttrap-{}", kind.label());
-        b.explicit(&name, &component(&name, kind.wasm()));
+        b.global(&name, &component(&name, kind.wasm()));
         let dir = data_dir(&b.home(), &name);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("start-mode"), "trap").unwrap();
@@ -1281,7 +1261,7 @@ fn list_shows_transport_kind_permissions_and_limits() {
     let mut b = HostBuilder::new();
     b.env(var, "v");
     // Asks for more than the default and has no grant.
-    b.explicit(
+    b.global(
         "asks",
         &component_with(
             "asks",
@@ -1291,7 +1271,7 @@ fn list_shows_transport_kind_permissions_and_limits() {
         ),
     );
     // The same asks, granted.
-    b.explicit(
+    b.global(
         "granted",
         &component_with(
             "granted",
@@ -1391,9 +1371,14 @@ fn ext_run_gives_any_stdio_host_the_sandbox() {
         "fs_write",
         json!({"path": "/data/nested.txt", "text": "hi"}),
     );
-    // The component is named after its file: its data dir is the one of `reactor`.
-    let written = data_dir(&home, "reactor").join("nested.txt");
-    assert_eq!(std::fs::read_to_string(&written).unwrap(), "hi");
+    // The component file named is its identity: its data dir is that file's own.
+    let written = files_named(&home.join("data"), "nested.txt");
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(
+        written[0].starts_with(home.join("data/@path")),
+        "{written:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&written[0]).unwrap(), "hi");
     // Its deadlines hold inside `zot ext run` too; the outer host sees a process exit.
     host.fails(
         "call_tool",
@@ -1545,8 +1530,9 @@ fn hello_ack_tells_a_component_no_host_path_it_was_not_granted() {
 fn grant_shows_records_and_revoke_forgets() {
     let scratch = TempDir::new("grant");
     let home = scratch.path().join("home");
+    // Installed globally: its grant is `grants/asker.json`, and `revoke asker` finds it.
     let dir = write_manifest(
-        &scratch.path().join("asker"),
+        &home.join("extensions").join("asker"),
         &component_with(
             "asker",
             REACTOR,
@@ -1658,7 +1644,7 @@ fn http_follows_the_allow_list(kind: Kind) {
     let by_name = format!("http://localhost:{}", server.port);
     let not_granted = format!("http://127.0.0.1:{}", ungranted.port);
     let mut b = HostBuilder::new();
-    b.explicit(
+    b.global(
         &name,
         &component_with(
             &name,

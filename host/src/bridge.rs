@@ -4,29 +4,24 @@
 //! [`Transports`] launcher `zot host` uses, with the same sandbox and grants.
 
 use crate::extension::ONE_WAY_BUDGET;
-use crate::host::HostConfig;
 use crate::launcher::{Launched, Launcher, Request, SeenPaths, Transports};
 use crate::log::ExtLog;
-use crate::manifest::Manifest;
 use crate::transport::{pipe, ExitReason, Inbound, Outbound};
 use std::future::Future;
-use std::path::Path;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Notify};
 use zot_protocol::{encode, HostFrame};
 
-/// Serves the extension of `manifest` (in `dir`) to the outer host on `input`/`output`
-/// until it is gone: its input closes when `input` ends, and `stop` (e.g. Ctrl-C) stops
-/// it at once. Frames from the outer host reach it with the deadlines `config.timeouts`
-/// give them, `hello_ack` telling it the paths as it sees them ([`SeenPaths`]); a line
-/// that is not JSON is skipped with a warning, JSON that is no known frame is passed on.
-/// Its frames go to `output`, one per line. Diagnostics go to `log`. Returns its exit.
+/// Serves the extension of `request` to the outer host on `input`/`output` until it is
+/// gone: its input closes when `input` ends, and `stop` (e.g. Ctrl-C) stops it at once.
+/// Frames from the outer host reach it with the deadlines `request.config.timeouts` give
+/// them, `hello_ack` telling it the paths as it sees them ([`SeenPaths`]); a line that
+/// is not JSON is skipped with a warning, JSON that is no known frame is passed on. Its
+/// frames go to `output`, one per line. Diagnostics go to `request.log`. Returns its
+/// exit.
 pub async fn serve_stdio<R, W>(
-    config: &HostConfig,
-    manifest: &Manifest,
-    dir: &Path,
-    log: &ExtLog,
+    request: Request<'_>,
     input: R,
     mut output: W,
     stop: impl Future<Output = ()>,
@@ -35,12 +30,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin,
 {
-    let request = Request {
-        manifest,
-        dir,
-        config,
-        log,
-    };
+    let (config, log) = (request.config, request.log);
     let Launched {
         connection, paths, ..
     } = Transports

@@ -1,7 +1,10 @@
-//! Finding extensions: `--ext` paths, then `./.zot/extensions`, then `$ZOT_HOME/extensions`.
+//! Finding extensions: `--ext` paths, then `./.zot/extensions` (only those the user
+//! trusts, see [`crate::trust`]), then `$ZOT_HOME/extensions`.
 
+use crate::identity::Identity;
 use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
 use crate::paths::{project_extensions_dir, ZotHome};
+use crate::trust::{self, ProjectExtension, Untrusted};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -35,6 +38,8 @@ pub struct Found {
     /// The extension's directory (the manifest's folder).
     pub dir: PathBuf,
     pub source: Source,
+    /// Where it is installed: what its grant and data dir belong to.
+    pub identity: Identity,
     /// The manifest, or why it could not be used.
     pub manifest: Result<Manifest, ManifestError>,
 }
@@ -64,11 +69,16 @@ pub struct SearchPath {
     pub home: ZotHome,
     /// Also search the project-local and global folders (false: only `explicit`).
     pub installed: bool,
+    /// Run project-local extensions without the user's trust (an agent that asks for
+    /// consent itself; what the published host does).
+    pub trust_project: bool,
 }
 
 /// Discovers extensions in load order: explicit paths as given, then project-local and
 /// global folders each sorted by directory name. The first of a name wins; later ones
-/// of the same name are returned in `shadowed`.
+/// of the same name are returned in `shadowed`. A project-local extension the user has
+/// not trusted (as it is now) is returned in `untrusted` and claims no name, so it hides
+/// nothing (a repository cannot switch off a global extension by naming one like it).
 pub fn discover(search: &SearchPath) -> Discovery {
     let mut candidates = Vec::new();
     for path in &search.explicit {
@@ -110,13 +120,20 @@ pub fn discover(search: &SearchPath) -> Discovery {
     let mut out = Discovery::default();
     for Candidate { dir, source, bare } in candidates {
         let found = Found {
-            manifest: match bare {
-                Some(wasm) => Manifest::bare_component(&wasm),
+            manifest: match bare.as_deref() {
+                Some(wasm) => Manifest::bare_component(wasm),
                 None => Manifest::read(&dir),
             },
+            identity: Identity::of(bare.as_deref().unwrap_or(&dir), &search.home),
             dir,
             source,
         };
+        if source == Source::Project && !search.trust_project {
+            if let Err(why) = trusted(&search.home, &found) {
+                out.untrusted.push((found, why));
+                continue;
+            }
+        }
         // A broken manifest claims no name: it is reported, and cannot hide a good one.
         if found.manifest.is_err() || seen.insert(found.name()) {
             out.found.push(found);
@@ -125,6 +142,23 @@ pub fn discover(search: &SearchPath) -> Discovery {
         }
     }
     out
+}
+
+/// Whether the user trusts the project extension `found` as it is now.
+fn trusted(home: &ZotHome, found: &Found) -> Result<(), Untrusted> {
+    match &found.identity {
+        Identity::Project { project, dir_name } => trust::check(
+            home,
+            project,
+            &ProjectExtension {
+                dir_name,
+                dir: &found.dir,
+                manifest: found.manifest.as_ref().ok(),
+            },
+        ),
+        // A project folder that is the global one ($ZOT_HOME inside the project).
+        _ => Ok(()),
+    }
 }
 
 /// A place to look for an extension: a directory, or a bare component file in it.
@@ -141,6 +175,8 @@ pub struct Discovery {
     pub found: Vec<Found>,
     /// Later extensions whose name an earlier one already had.
     pub shadowed: Vec<Found>,
+    /// Project-local extensions not started until the user trusts them, and why.
+    pub untrusted: Vec<(Found, Untrusted)>,
 }
 
 /// Sub-directories of `root` that hold a manifest, sorted by name. Dot directories are
@@ -186,12 +222,14 @@ mod tests {
         );
         write(&home.extensions_dir(), "broken", r#"{"exec":"y"}"#);
         let explicit = write(&tmp, "explicit", r#"{"name":"e","exec":"x"}"#);
-        let d = discover(&SearchPath {
+        let mut search = SearchPath {
             explicit: vec![explicit.join(MANIFEST_FILE)],
             cwd,
             home,
             installed: true,
-        });
+            trust_project: true,
+        };
+        let d = discover(&search);
         let names: Vec<_> = d.found.iter().map(|f| (f.name(), f.source)).collect();
         assert_eq!(
             names,
@@ -205,6 +243,22 @@ mod tests {
         assert!(d.found[3].manifest.is_err());
         assert_eq!(d.shadowed.len(), 1);
         assert_eq!(d.shadowed[0].source, Source::Global);
+
+        // Untrusted, the project's extensions claim no name: the global `shared` loads.
+        search.trust_project = false;
+        let d = discover(&search);
+        let names: Vec<_> = d.found.iter().map(|f| (f.name(), f.source)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("e".into(), Source::Explicit),
+                ("shared".into(), Source::Global),
+                ("broken".into(), Source::Global),
+            ]
+        );
+        let untrusted: Vec<_> = d.untrusted.iter().map(|(f, _)| f.name()).collect();
+        assert_eq!(untrusted, ["shared", "b"]);
+        assert!(d.shadowed.is_empty());
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

@@ -4,12 +4,14 @@
 use crate::discovery::{discover, SearchPath, Source};
 use crate::events::HostEvent;
 use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
+use crate::identity::Identity;
 use crate::launcher::{self, Launched, Launcher, StartError, Transports};
 use crate::log::ExtLog;
 use crate::manifest::{Manifest, Permissions, TransportKind};
 use crate::paths::ZotHome;
 use crate::registry::{Owned, Registry};
 use crate::transport::wasm::Kind;
+use crate::trust::Untrusted;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -79,6 +81,10 @@ pub struct HostConfig {
     pub explicit: Vec<PathBuf>,
     /// Also load project-local and global installs (false: only `explicit`).
     pub installed: bool,
+    /// Start project-local extensions without the user's trust (`zot ext trust`): for an
+    /// agent that asks for consent itself. The published host's behaviour; off by
+    /// default.
+    pub trust_project: bool,
     pub provider: String,
     pub model: String,
     /// Tool names the embedding agent owns.
@@ -98,6 +104,7 @@ impl HostConfig {
             cwd,
             explicit: Vec::new(),
             installed: true,
+            trust_project: false,
             provider: String::new(),
             model: String::new(),
             builtin_tools: ["read", "write", "edit", "bash", "skill"]
@@ -130,6 +137,9 @@ pub struct ExtensionInfo {
     /// Components only: their kind, hash, permissions and limits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
+    /// State `untrusted` only: why, and the command that trusts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<Untrusted>,
 }
 
 /// Where an extension is, as `list` shows it.
@@ -145,6 +155,9 @@ pub enum ExtState {
     Disabled,
     /// Could not be started; [`ExtensionInfo::error`] says why.
     Error,
+    /// A project-local extension the user has not trusted as it is now: not started;
+    /// [`ExtensionInfo::untrusted`] says why and how to trust it.
+    Untrusted,
 }
 
 /// How a component is sandboxed.
@@ -156,8 +169,12 @@ pub struct SandboxInfo {
     pub sha256: String,
     /// What its manifest asks.
     pub asked: Permissions,
-    /// What the user granted (`null`: no grant recorded, so only the data dir).
+    /// What the user granted that is in force (`null`: no grant in force, so only the
+    /// data dir).
     pub granted: Option<Permissions>,
+    /// A grant is recorded for another build of this component: it is not applied
+    /// (`zot ext grant` to review it).
+    pub grant_stale: bool,
     /// What was asked but is not in force, in words.
     pub withheld: Vec<String>,
     /// Its memory limit.
@@ -175,6 +192,26 @@ pub struct LoadReport {
     pub ready: Vec<String>,
     /// Extensions that could not be started, and why.
     pub errors: Vec<LoadError>,
+    /// Project-local extensions not started because the user has not trusted them.
+    pub untrusted: Vec<UntrustedReport>,
+    /// Extensions that started, with something the user should review (a stale grant).
+    pub warnings: Vec<LoadWarning>,
+}
+
+/// A project-local extension that was not started: untrusted.
+#[derive(Debug, Clone, Serialize)]
+pub struct UntrustedReport {
+    pub extension: String,
+    pub dir: PathBuf,
+    #[serde(flatten)]
+    pub untrusted: Untrusted,
+}
+
+/// Something to review about a started extension.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadWarning {
+    pub extension: String,
+    pub warning: String,
 }
 
 /// One extension that could not be started.
@@ -220,6 +257,7 @@ struct Entry {
     version: String,
     source: Source,
     dir: PathBuf,
+    identity: Identity,
     log: PathBuf,
     transport: TransportKind,
     sandbox: Option<SandboxInfo>,
@@ -238,6 +276,7 @@ struct Started {
 enum EntryState {
     Disabled,
     Error(String),
+    Untrusted(Untrusted),
     Running(Extension),
 }
 
@@ -303,11 +342,21 @@ impl Host {
         entries
             .iter()
             .map(|e| {
+                let untrusted = match &e.state {
+                    EntryState::Untrusted(u) => Some(u.clone()),
+                    _ => None,
+                };
                 let (state, error, owned, status) = match &e.state {
                     EntryState::Disabled => (ExtState::Disabled, None, Owned::default(), None),
                     EntryState::Error(msg) => {
                         (ExtState::Error, Some(msg.clone()), Owned::default(), None)
                     }
+                    EntryState::Untrusted(u) => (
+                        ExtState::Untrusted,
+                        Some(u.message()),
+                        Owned::default(),
+                        None,
+                    ),
                     EntryState::Running(ext) => {
                         let status = ext.status();
                         // The exit is recorded before `extension_exited` is sent, so a
@@ -336,6 +385,7 @@ impl Host {
                     events: status.events.into_iter().collect(),
                     intercept: status.intercept.into_iter().collect(),
                     error,
+                    untrusted,
                 }
             })
             .collect()
@@ -541,12 +591,26 @@ impl Inner {
     }
 
     async fn load(self: &Arc<Self>) -> LoadReport {
-        let found = discover(&SearchPath {
+        let search = SearchPath {
             explicit: self.config.explicit.clone(),
             cwd: self.config.cwd.clone(),
             home: self.config.home.clone(),
             installed: self.config.installed,
-        });
+            trust_project: self.config.trust_project,
+        };
+        // Reading manifests and hashing project extensions for trust is file I/O.
+        let found = match tokio::task::spawn_blocking(move || discover(&search)).await {
+            Ok(found) => found,
+            Err(e) => {
+                return LoadReport {
+                    errors: vec![LoadError {
+                        extension: String::new(),
+                        error: format!("discovery failed: {e}"),
+                    }],
+                    ..LoadReport::default()
+                }
+            }
+        };
         for dup in &found.shadowed {
             tracing::warn!(
                 "ignoring {}: an extension named {:?} was found earlier",
@@ -573,9 +637,9 @@ impl Inner {
                 }
                 Ok(m) if !m.enabled => (m.version, EntryState::Disabled),
                 Ok(m) => {
-                    let (me, dir) = (self.clone(), f.dir.clone());
+                    let (me, dir, id) = (self.clone(), f.dir.clone(), f.identity.clone());
                     let version = m.version.clone();
-                    let task = starts.spawn(async move { me.start(rank, &dir, &m).await });
+                    let task = starts.spawn(async move { me.start(rank, &dir, &id, &m).await });
                     ranks.insert(task.id(), rank);
                     (version, EntryState::Error("not started".into()))
                 }
@@ -585,6 +649,7 @@ impl Inner {
                 version,
                 source: f.source,
                 dir: f.dir,
+                identity: f.identity,
                 log,
                 transport,
                 sandbox: None,
@@ -610,18 +675,53 @@ impl Inner {
                 Err(e) => entry.state = EntryState::Error(e.to_string()),
             }
         }
+        // Listed after the others: a running extension of the same name is found first.
+        for (f, untrusted) in found.untrusted {
+            let name = f.name();
+            ExtLog::open(&self.config.home.log_path(&name)).warn(&untrusted.message());
+            report.untrusted.push(UntrustedReport {
+                extension: name.clone(),
+                dir: f.dir.clone(),
+                untrusted: untrusted.clone(),
+            });
+            entries.push(Entry {
+                name: name.clone(),
+                version: f
+                    .manifest
+                    .as_ref()
+                    .map(|m| m.version.clone())
+                    .unwrap_or_default(),
+                source: f.source,
+                log: self.config.home.log_path(&name),
+                transport: f
+                    .manifest
+                    .as_ref()
+                    .map_or(TransportKind::Stdio, Manifest::transport),
+                dir: f.dir,
+                identity: f.identity,
+                sandbox: None,
+                tool_timeout: None,
+                state: EntryState::Untrusted(untrusted),
+            });
+        }
         let mut running = Vec::new();
         for e in &entries {
             match &e.state {
                 EntryState::Running(ext) => {
                     report.loaded.push(e.name.clone());
                     running.push(ext.clone());
+                    if e.sandbox.as_ref().is_some_and(|s| s.grant_stale) {
+                        report.warnings.push(LoadWarning {
+                            extension: e.name.clone(),
+                            warning: crate::sandbox::stale_warning(&e.name, &e.identity, &e.dir),
+                        });
+                    }
                 }
                 EntryState::Error(error) => report.errors.push(LoadError {
                     extension: e.name.clone(),
                     error: error.clone(),
                 }),
-                EntryState::Disabled => {}
+                EntryState::Disabled | EntryState::Untrusted(_) => {}
             }
         }
         *self.entries.lock().unwrap() = entries;
@@ -652,12 +752,14 @@ impl Inner {
         self: Arc<Self>,
         rank: usize,
         dir: &Path,
+        identity: &Identity,
         m: &Manifest,
     ) -> Result<Started, StartError> {
         let log = ExtLog::open(&self.config.home.log_path(&m.name));
         let request = launcher::Request {
             manifest: m,
             dir,
+            identity,
             config: &self.config,
             log: &log,
         };

@@ -3,6 +3,7 @@
 //! [`Connection`] and never learns more about how frames travel.
 
 use crate::host::{HostConfig, SandboxInfo};
+use crate::identity::Identity;
 use crate::log::ExtLog;
 use crate::manifest::{Launch, Manifest, TransportKind};
 use crate::sandbox;
@@ -19,6 +20,8 @@ pub struct Request<'a> {
     pub manifest: &'a Manifest,
     /// Its directory (the manifest's folder).
     pub dir: &'a Path,
+    /// Where it is installed: what its grant and data dir belong to.
+    pub identity: &'a Identity,
     pub config: &'a HostConfig,
     /// Its log (`$ZOT_HOME/logs/ext-<name>.log`).
     pub log: &'a ExtLog,
@@ -113,15 +116,17 @@ impl Launcher for Transports {
     }
 }
 
-/// A subprocess; its data dir is `$ZOT_HOME/data/<name>`.
+/// A subprocess; its data dir is its identity's (`$ZOT_HOME/data/<name>` for a global
+/// install).
 fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, StartError> {
     let Request {
         manifest: m,
         dir,
+        identity,
         config,
         log,
     } = request;
-    let data_dir = config.home.data_dir(&m.name);
+    let data_dir = config.home.data_dir(identity);
     if let Err(e) = std::fs::create_dir_all(&data_dir) {
         log.warn(&format!(
             "cannot create data dir {}: {e}",
@@ -152,16 +157,26 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
     })
 }
 
-/// A component in the sandbox, with what the manifest asks and the user granted.
+/// A component in the sandbox, with what the manifest asks and the user granted for
+/// this very component (a grant given to another build of it is not applied).
 async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launched, StartError> {
     let Request {
         manifest: m,
+        identity,
         config,
         log,
         ..
     } = request;
     let home = &config.home;
-    let (decision, grant) = sandbox::for_manifest(home, m, &config.cwd, log);
+    let failed = |reason| StartError::Component {
+        wasm: component.clone(),
+        reason,
+    };
+    let loaded = wasm::load(&component, &home.cache_dir(), log)
+        .await
+        .map_err(failed)?;
+    let (decision, grant) =
+        sandbox::for_manifest(home, identity, m, &config.cwd, &loaded.sha256, log);
     let paths = SeenPaths {
         extension_dir: UNSEEN.into(),
         cwd: match &decision.policy.cwd {
@@ -170,31 +185,27 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         },
         data_dir: decision.policy.data_mount().to_string(),
     };
-    let memory_mb = (decision.policy.memory_bytes >> 20) as u64;
-    let started = wasm::spawn(WasmSpec {
-        wasm: component.clone(),
-        policy: decision.policy,
-        log: (*log).clone(),
-        guest_output: true,
-        max_frame: config.max_frame,
-        cache_dir: home.cache_dir(),
-    })
-    .await
-    .map_err(|reason| StartError::Component {
-        wasm: component.clone(),
-        reason,
-    })?;
-    sandbox::warn_if_changed(grant.as_ref(), &started.sha256, &m.name, log);
     let sandbox = SandboxInfo {
-        component: started.kind,
-        sha256: started.sha256,
+        component: loaded.kind(),
+        sha256: loaded.sha256.clone(),
         asked: m.permissions.clone(),
-        granted: grant.map(|g| g.permissions),
+        granted: grant.applied().map(|g| g.permissions.clone()),
+        grant_stale: matches!(grant, sandbox::GrantState::Stale(_)),
         withheld: decision.withheld,
-        memory_mb,
+        memory_mb: (decision.policy.memory_bytes >> 20) as u64,
     };
+    let connection = wasm::start(
+        loaded,
+        WasmSpec {
+            policy: decision.policy,
+            log: (*log).clone(),
+            guest_output: true,
+            max_frame: config.max_frame,
+        },
+    )
+    .map_err(failed)?;
     Ok(Launched {
-        connection: started.connection,
+        connection,
         transport: TransportKind::Wasm,
         sandbox: Some(sandbox),
         paths,

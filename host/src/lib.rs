@@ -15,9 +15,15 @@
 //! # async fn agent() -> Result<(), String> {
 //! let config = HostConfig::new(ZotHome::from_env()?, std::env::current_dir().map_err(|e| e.to_string())?);
 //! let (host, mut notes) = Host::new(config);
-//! let report = host.load().await; // discovers ./.zot/extensions and $ZOT_HOME/extensions
+//! // Discovers $ZOT_HOME/extensions and ./.zot/extensions; a project's own extensions
+//! // start only once the user trusts them (`zot ext trust`), or with
+//! // `HostConfig::trust_project` for an agent that asks the user itself.
+//! let report = host.load().await;
 //! for error in &report.errors {
 //!     eprintln!("extension {} did not load: {}", error.extension, error.error);
+//! }
+//! for u in &report.untrusted {
+//!     eprintln!("extension {}: {}", u.extension, u.untrusted.message());
 //! }
 //! // Offer the extensions' tools to the model ...
 //! for (extension, tool) in host.tools() {
@@ -63,6 +69,7 @@ pub mod events;
 pub mod extension;
 mod filetype;
 pub mod host;
+pub mod identity;
 pub mod install;
 pub mod launcher;
 pub mod log;
@@ -71,8 +78,13 @@ pub mod paths;
 mod registry;
 pub mod sandbox;
 pub mod transport;
+mod tree;
+pub mod trust;
 
 pub use events::HostEvent;
 pub use extension::{CallError, Phase, Status};
-pub use host::{ExtState, ExtensionInfo, Host, HostConfig, LoadReport, Timeouts, Verdict};
+pub use host::{
+    ExtState, ExtensionInfo, Host, HostConfig, LoadReport, LoadWarning, Timeouts, UntrustedReport,
+    Verdict,
+};
 pub use registry::Owned;

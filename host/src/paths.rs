@@ -1,5 +1,6 @@
 //! Where zot keeps things: `$ZOT_HOME` and the folders below it.
 
+use crate::identity::Identity;
 use std::path::{Path, PathBuf};
 
 /// The root of zot's state: extensions, logs, per-extension data.
@@ -52,13 +53,44 @@ impl ZotHome {
         self.root.join("cache")
     }
 
-    /// One extension's private data folder: `$ZOT_HOME/data/<name>`.
-    pub fn data_dir(&self, name: &str) -> PathBuf {
-        self.root.join("data").join(name)
+    /// One extension's private data folder: `$ZOT_HOME/data/<its identity's key>`
+    /// (`data/<name>` for a global install).
+    pub fn data_dir(&self, identity: &Identity) -> PathBuf {
+        self.root.join("data").join(identity.key())
+    }
+
+    /// One extension's grant: `$ZOT_HOME/grants/<its identity's key>.json`.
+    pub fn grant_path(&self, identity: &Identity) -> PathBuf {
+        let mut path = self.root.join("grants").join(identity.key());
+        path.as_mut_os_string().push(".json");
+        path
+    }
+
+    /// Project trust records: `$ZOT_HOME/trust`.
+    pub fn trust_dir(&self) -> PathBuf {
+        self.root.join("trust")
     }
 }
 
 /// Project-local extensions below `cwd`: `./.zot/extensions`.
 pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
     cwd.join(".zot").join("extensions")
+}
+
+/// Replaces the file at `path` with `bytes` atomically (a temporary file beside it,
+/// renamed into place), creating its folder.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other(format!(
+            "{} is not a file path",
+            path.display()
+        )));
+    };
+    std::fs::create_dir_all(dir)?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(".tmp");
+    let tmp = dir.join(tmp_name);
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
 }

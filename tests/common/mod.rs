@@ -652,6 +652,11 @@ impl Host {
         self.ready_within(READY_TIMEOUT)
     }
 
+    /// Waits for `host_ready` (READY_TIMEOUT) and returns it whole.
+    pub fn ready_event(&self) -> Value {
+        self.wait_event("host_ready", READY_TIMEOUT, |v| v["type"] == "host_ready")
+    }
+
     pub fn ready_within(&self, timeout: Duration) -> Vec<String> {
         let ev = self.wait_event("host_ready", timeout, |v| v["type"] == "host_ready");
         ev["extensions"]

@@ -444,6 +444,7 @@ pub fn search_path(cwd: &Path, home: &ZotHome) -> SearchPath {
         cwd: cwd.to_path_buf(),
         home: home.clone(),
         installed: true,
+        trust_project: false,
     }
 }
 
@@ -455,6 +456,9 @@ pub enum State {
     Disabled,
     /// The manifest cannot be used; see [`Listed::error`].
     Error,
+    /// A project-local extension the user has not trusted as it is now; see
+    /// [`Listed::untrusted`].
+    Untrusted,
 }
 
 impl State {
@@ -464,6 +468,7 @@ impl State {
             State::Enabled => "enabled",
             State::Disabled => "disabled",
             State::Error => "error",
+            State::Untrusted => "untrusted",
         }
     }
 }
@@ -494,6 +499,12 @@ pub struct Listed {
     pub grant: Option<Option<crate::sandbox::Grant>>,
     /// Where it was installed from (`null` when there is no install record).
     pub installed_from: Option<Origin>,
+    /// State `untrusted` only: why, and the command that trusts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<crate::trust::Untrusted>,
+    /// Something to review, e.g. `grant stale — `zot ext grant NAME` to review`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// Where an install came from: its record without the file hashes.
@@ -533,6 +544,8 @@ pub struct ListedSandbox {
     pub limits: crate::manifest::Limits,
     /// `null` when no grant is recorded (the data dir only).
     pub granted: Option<crate::sandbox::Grant>,
+    /// The grant was given for another build of the component: it is not applied.
+    pub grant_stale: bool,
 }
 
 impl From<&Found> for Listed {
@@ -561,6 +574,8 @@ impl From<&Found> for Listed {
             error: found.manifest.as_ref().err().map(ToString::to_string),
             sandbox: None,
             grant: None,
+            untrusted: None,
+            warning: None,
             installed_from: match (found.source, found.dir.parent()) {
                 (Source::Explicit, _) | (_, None) => None,
                 (_, Some(root)) => provenance::load(root, &found.name())
@@ -584,7 +599,9 @@ fn raw_manifest(dir: &Path) -> serde_json::Map<String, Value> {
 /// What `zot ext list` shows.
 #[derive(Debug, Clone)]
 pub struct Listing {
-    /// Project-local then global extensions, one per name, in load order.
+    /// Project-local then global extensions, one per name, in load order; then the
+    /// project-local ones the user has not trusted (state `untrusted`), which claim no
+    /// name.
     pub active: Vec<Listed>,
     /// Extensions hidden by an earlier one of the same name.
     pub shadowed: Vec<Listed>,
@@ -598,25 +615,42 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
     let row = |f: &Found| {
         let mut row = Listed::from(f);
         if let Some(m) = f.manifest.as_ref().ok().filter(|m| m.wasm.is_some()) {
-            let component = match m.launch(&f.dir) {
-                crate::manifest::Launch::Wasm(path) => fs::read(path)
-                    .ok()
-                    .and_then(|bytes| crate::transport::wasm::kind_of_bytes(&bytes).ok()),
+            let bytes = match m.launch(&f.dir) {
+                crate::manifest::Launch::Wasm(path) => fs::read(path).ok(),
                 crate::manifest::Launch::Exec(_) => None,
             };
-            let granted = crate::sandbox::grants::load(home, &m.name).ok().flatten();
+            let component = bytes
+                .as_deref()
+                .and_then(|b| crate::transport::wasm::kind_of_bytes(b).ok());
+            let sha256 = bytes.as_deref().map(crate::cache::sha256_hex);
+            let granted = crate::sandbox::grants::load(home, &f.identity)
+                .ok()
+                .flatten();
+            let grant_stale = granted
+                .as_ref()
+                .is_some_and(|g| Some(&g.sha256) != sha256.as_ref());
+            if grant_stale {
+                row.warning = Some(crate::sandbox::stale_warning(&m.name, &f.identity, &f.dir));
+            }
             row.grant = Some(granted.clone());
             row.sandbox = Some(ListedSandbox {
                 component,
                 asked: m.permissions.clone(),
                 limits: m.limits.clone(),
                 granted,
+                grant_stale,
             });
         }
         row
     };
+    let untrusted = found.untrusted.iter().map(|(f, untrusted)| {
+        let mut row = row(f);
+        row.state = State::Untrusted;
+        row.untrusted = Some(untrusted.clone());
+        row
+    });
     Listing {
-        active: found.found.iter().map(row).collect(),
+        active: found.found.iter().map(row).chain(untrusted).collect(),
         shadowed: found.shadowed.iter().map(row).collect(),
     }
 }

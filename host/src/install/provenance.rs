@@ -79,13 +79,9 @@ pub fn load(root: &Path, name: &str) -> Result<Option<Provenance>, InstallError>
 /// Writes the record (to a temporary file renamed into place).
 pub fn save(root: &Path, record: &Provenance) -> Result<(), InstallError> {
     let file = path(root, &record.name);
-    let err = InstallError::io("write", &file);
-    fs::create_dir_all(file.parent().expect("the record has a folder")).map_err(&err)?;
-    let tmp = file.with_extension("json.tmp");
     let mut text = serde_json::to_vec_pretty(record).expect("the record serialises");
     text.push(b'\n');
-    fs::write(&tmp, text).map_err(&err)?;
-    fs::rename(&tmp, &file).map_err(err)
+    crate::paths::write_atomic(&file, &text).map_err(InstallError::io("write", &file))
 }
 
 /// Deletes the record of `name`, if any.
@@ -101,38 +97,8 @@ pub fn forget(root: &Path, name: &str) -> Result<(), InstallError> {
 
 /// The SHA-256 (or `symlink:<target>`) of every file below `dir`, by relative path.
 pub fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, InstallError> {
-    let mut files = BTreeMap::new();
-    hash_into(dir, "", &mut files)?;
-    Ok(files)
-}
-
-fn hash_into(
-    dir: &Path,
-    prefix: &str,
-    files: &mut BTreeMap<String, String>,
-) -> Result<(), InstallError> {
-    let io = |p: &Path, e| InstallError::io("read", p)(e);
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .map_err(|e| io(dir, e))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| io(dir, e))?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let rel = format!("{prefix}{name}");
-        let path = entry.path();
-        let kind = entry.file_type().map_err(|e| io(&path, e))?;
-        if kind.is_symlink() {
-            let target = fs::read_link(&path).map_err(|e| io(&path, e))?;
-            files.insert(rel, format!("symlink:{}", target.display()));
-        } else if kind.is_dir() {
-            hash_into(&path, &format!("{rel}/"), files)?;
-        } else {
-            let bytes = fs::read(&path).map_err(|e| io(&path, e))?;
-            files.insert(rel, crate::cache::sha256_hex(&bytes));
-        }
-    }
-    Ok(())
+    crate::tree::hash_tree(dir, crate::tree::Links::Record)
+        .map_err(|e| InstallError::io("read", e.path)(e.cause))
 }
 
 /// What every symlink among `files` (from [`hash_tree`] of `dir`) resolves to inside

@@ -1,21 +1,18 @@
-//! Where the user's grants are kept: `$ZOT_HOME/grants/<name>.json`, outside every
-//! extension's directory, so no extension can write its own. What a grant means is
+//! Where the user's grants are kept: `$ZOT_HOME/grants/<identity key>.json`, outside
+//! every extension's directory, so no extension can write its own, and keyed by where the
+//! extension is installed ([`Identity`]), never by its name. What a grant means is
 //! decided in [`super::policy`].
 
 use super::{Grant, SandboxError};
+use crate::identity::Identity;
 use crate::manifest::Manifest;
 use crate::paths::ZotHome;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The grant file of extension `name`.
-pub fn path(home: &ZotHome, name: &str) -> PathBuf {
-    home.root().join("grants").join(format!("{name}.json"))
-}
-
-/// The grant recorded for `name`, if any. An unreadable grant counts as none (and says
+/// The grant recorded for `id`, if any. An unreadable grant counts as none (and says
 /// why), so a damaged file never grants more.
-pub fn load(home: &ZotHome, name: &str) -> Result<Option<Grant>, SandboxError> {
-    let path = path(home, name);
+pub fn load(home: &ZotHome, id: &Identity) -> Result<Option<Grant>, SandboxError> {
+    let path = home.grant_path(id);
     match std::fs::read(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(cause) => Err(SandboxError::GrantUnreadable { path, cause }),
@@ -25,25 +22,21 @@ pub fn load(home: &ZotHome, name: &str) -> Result<Option<Grant>, SandboxError> {
     }
 }
 
-/// Records `grant` for `name`, replacing the file atomically; the error names the file.
-pub fn save(home: &ZotHome, name: &str, grant: &Grant) -> Result<(), SandboxError> {
-    let path = path(home, name);
-    write(&path, name, grant).map_err(|cause| SandboxError::GrantUnwritable { path, cause })
+/// Records `grant` for `id`, replacing the file atomically; the error names the file.
+pub fn save(home: &ZotHome, id: &Identity, grant: &Grant) -> Result<(), SandboxError> {
+    let path = home.grant_path(id);
+    write(&path, grant).map_err(|cause| SandboxError::GrantUnwritable { path, cause })
 }
 
-fn write(path: &Path, name: &str, grant: &Grant) -> std::io::Result<()> {
-    let dir = path.parent().expect("grant files live in a folder");
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{name}.json.tmp"));
-    let mut text = serde_json::to_vec_pretty(grant).expect("grants serialise");
+fn write(path: &Path, grant: &Grant) -> std::io::Result<()> {
+    let mut text = serde_json::to_vec_pretty(grant).map_err(std::io::Error::other)?;
     text.push(b'\n');
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    crate::paths::write_atomic(path, &text)
 }
 
-/// Forgets the grant of `name`; true if there was one.
-pub fn revoke(home: &ZotHome, name: &str) -> Result<bool, SandboxError> {
-    let path = path(home, name);
+/// Forgets the grant of `id`; true if there was one.
+pub fn revoke(home: &ZotHome, id: &Identity) -> Result<bool, SandboxError> {
+    let path = home.grant_path(id);
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -52,30 +45,35 @@ pub fn revoke(home: &ZotHome, name: &str) -> Result<bool, SandboxError> {
 }
 
 /// Grants everything `m` asks for (the user consented at install or update), for the
-/// component `wasm`.
-pub fn grant_asked(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), SandboxError> {
-    let mut grant = load(home, &m.name)?.unwrap_or_default();
+/// component `wasm` installed as `id`.
+pub fn grant_asked(
+    home: &ZotHome,
+    id: &Identity,
+    m: &Manifest,
+    wasm: &Path,
+) -> Result<(), SandboxError> {
+    let mut grant = load(home, id)?.unwrap_or_default();
     grant.add_asked(m);
     grant.sha256 = sha256_of(wasm)?;
-    save(home, &m.name, &grant)
+    save(home, id, &grant)
 }
 
-/// Keeps `m`'s grant as it is for the updated component `wasm` (it asks for no more).
-pub fn repin(home: &ZotHome, m: &Manifest, wasm: &Path) -> Result<(), SandboxError> {
-    let Some(mut grant) = load(home, &m.name)? else {
+/// Keeps the grant of `id` as it is for the updated component `wasm` (it asks for no
+/// more).
+pub fn repin(home: &ZotHome, id: &Identity, wasm: &Path) -> Result<(), SandboxError> {
+    let Some(mut grant) = load(home, id)? else {
         return Ok(());
     };
     grant.sha256 = sha256_of(wasm)?;
-    save(home, &m.name, &grant)
+    save(home, id, &grant)
 }
 
 /// The SHA-256 of the component `wasm`, which a grant is pinned to.
 pub fn sha256_of(wasm: &Path) -> Result<String, SandboxError> {
-    let bytes = std::fs::read(wasm).map_err(|cause| SandboxError::ComponentUnreadable {
-        path: wasm.to_path_buf(),
-        cause,
-    })?;
-    Ok(crate::cache::sha256_hex(&bytes))
+    crate::tree::sha256_file(wasm).map_err(|e| SandboxError::ComponentUnreadable {
+        path: e.path,
+        cause: e.cause,
+    })
 }
 
 #[cfg(test)]
@@ -89,6 +87,9 @@ mod tests {
     fn an_odd_grant_file_is_an_error_or_no_more_than_asked() {
         let root = std::env::temp_dir().join(format!("zot-grants-{}", std::process::id()));
         let home = ZotHome::new(&root);
+        let id = Identity::Global {
+            dir_name: "odd".into(),
+        };
         let asked = Permissions {
             data_dir: true,
             cwd: Some(CwdAccess::Read),
@@ -111,8 +112,8 @@ mod tests {
         ];
         for bytes in odd {
             std::fs::create_dir_all(root.join("grants")).unwrap();
-            std::fs::write(path(&home, "odd"), bytes).unwrap();
-            match load(&home, "odd") {
+            std::fs::write(home.grant_path(&id), bytes).unwrap();
+            match load(&home, &id) {
                 Err(e) => assert!(e.to_string().contains("odd.json"), "{e}"),
                 Ok(grant) => {
                     let d = super::super::decide(

@@ -27,7 +27,7 @@ pub use grown::grown_since;
 pub use host_pattern::HostPattern;
 pub use memory::DEFAULT_MEMORY_MB;
 pub use permission::Permission;
-pub use policy::{decide, for_manifest, warn_if_changed, Decision, Policy};
+pub use policy::{decide, for_manifest, stale_warning, Decision, GrantState, Policy};
 pub use wasi::{PreparedWasi, Stdio};
 pub use words::{asked_words, granted_words};
 

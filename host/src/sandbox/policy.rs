@@ -2,6 +2,7 @@
 //! once before it starts.
 
 use super::{memory, Grant, HostPattern, DATA_MOUNT};
+use crate::identity::Identity;
 use crate::log::ExtLog;
 use crate::manifest::{CwdAccess, Limits, Manifest, Permissions};
 use crate::paths::ZotHome;
@@ -95,44 +96,80 @@ pub fn decide(
     }
 }
 
-/// The decision for the component of manifest `m`: its recorded grant, if any, and the
-/// host's environment. What is withheld is logged.
+/// The user's grant as it applies to the component now on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantState {
+    /// No grant recorded (or it cannot be read): the data dir and the default memory.
+    None,
+    /// Recorded for this very component: in force.
+    Applied(Grant),
+    /// Recorded for another build of the component (its SHA-256 differs): not applied,
+    /// the component runs with the defaults only until the user reviews it.
+    Stale(Grant),
+}
+
+impl GrantState {
+    /// The grant in force, if any.
+    pub fn applied(&self) -> Option<&Grant> {
+        match self {
+            GrantState::Applied(g) => Some(g),
+            _ => None,
+        }
+    }
+}
+
+/// The decision for the component of manifest `m` installed as `id`, whose SHA-256 is
+/// `sha256`: its grant if it was given for this component, and the host's environment.
+/// What is withheld, and a stale grant, are logged.
 pub fn for_manifest(
     home: &ZotHome,
+    id: &Identity,
     m: &Manifest,
     cwd: &Path,
+    sha256: &str,
     log: &ExtLog,
-) -> (Decision, Option<Grant>) {
-    let grant = super::grants::load(home, &m.name).unwrap_or_else(|e| {
-        log.warn(&format!("{e}: running with no grant"));
-        None
-    });
+) -> (Decision, GrantState) {
+    let state = match super::grants::load(home, id) {
+        Err(e) => {
+            log.warn(&format!("{e}: running with no grant"));
+            GrantState::None
+        }
+        Ok(None) => GrantState::None,
+        Ok(Some(g)) if g.sha256 == sha256 => GrantState::Applied(g),
+        Ok(Some(g)) => {
+            let short = |s: &str| s.chars().take(12).collect::<String>();
+            log.warn(&format!(
+                "grant stale: the component changed since permissions were granted \
+                 (sha256 {} then, {} now): running with the defaults only",
+                short(&g.sha256),
+                short(sha256),
+            ));
+            GrantState::Stale(g)
+        }
+    };
     let decision = decide(
         &m.permissions,
         &m.limits,
-        grant.as_ref(),
-        home.data_dir(&m.name),
+        state.applied(),
+        home.data_dir(id),
         cwd,
         |name| std::env::var(name).ok(),
     );
     for withheld in &decision.withheld {
         log.warn(&format!("withheld: {withheld}"));
     }
-    (decision, grant)
+    (decision, state)
 }
 
-/// Logs when the component is not the one the grant was given for: it still runs with
-/// the old grant (never more), and the user is told how to review it.
-pub fn warn_if_changed(grant: Option<&Grant>, sha256: &str, name: &str, log: &ExtLog) {
-    if let Some(g) = grant.filter(|g| g.sha256 != sha256) {
-        let short = |s: &str| s.chars().take(12).collect::<String>();
-        log.warn(&format!(
-            "the component changed since permissions were granted (sha256 {} then, {} now): \
-             running with the old grant; `zot ext grant {name}` to review",
-            short(&g.sha256),
-            short(sha256),
-        ));
-    }
+/// What list, check and `host_ready` say of a stale grant: `grant stale — `zot ext
+/// grant NAME` to review` (the folder instead of the name for an extension that is not
+/// installed).
+pub fn stale_warning(name: &str, id: &Identity, dir: &Path) -> String {
+    let target = match id {
+        Identity::Path { .. } => format!("'{}'", dir.display()),
+        _ => name.to_string(),
+    };
+    format!("grant stale — `zot ext grant {target}` to review")
 }
 
 impl Policy {

@@ -11,9 +11,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use zot_host::extension::ReadyBy;
 use zot_host::host::SandboxInfo;
+use zot_host::identity::Identity;
 use zot_host::install::{self, InstallSource, Progress, Request};
 use zot_host::manifest::{validate_name, Launch, Manifest, TransportKind, MANIFEST_FILE};
 use zot_host::paths::ZotHome;
+use zot_host::trust::{self, ProjectExtension, Untrusted};
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
 use zot_protocol::Hello;
 
@@ -37,6 +39,10 @@ struct CheckReport {
     /// Present when the check failed: this run's log lines, or `null`.
     #[serde(skip_serializing_if = "Option::is_none")]
     log_tail: Option<Option<String>>,
+    /// A project extension named by its name that the user has not trusted: not started;
+    /// why, and the command that trusts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    untrusted: Option<Untrusted>,
 }
 
 impl CheckReport {
@@ -111,17 +117,25 @@ enum Target {
     Wasm(PathBuf),
 }
 
+/// What the argument names: something to check, or an installed project extension the
+/// user has not trusted (not run).
+enum Parsed {
+    Run(Target),
+    Untrusted(Untrusted),
+}
+
 impl Target {
     /// Classifies the argument as install does: an existing directory, its manifest or a
     /// `.wasm` file; else the name of an installed extension, resolved as every command
     /// resolves one (said on stderr).
-    fn parse(arg: &str, home: &ZotHome, scope: ScopeArgs) -> Result<Target, String> {
+    fn parse(arg: &str, home: &ZotHome, scope: ScopeArgs) -> Result<Parsed, String> {
         match InstallSource::parse(arg) {
-            InstallSource::Wasm(file) if file.is_file() => Ok(Target::Wasm(file)),
-            InstallSource::Dir(dir) if dir.is_dir() => Ok(Target::Dir(dir)),
+            InstallSource::Wasm(file) if file.is_file() => Ok(Parsed::Run(Target::Wasm(file))),
+            InstallSource::Dir(dir) if dir.is_dir() => Ok(Parsed::Run(Target::Dir(dir))),
             InstallSource::Dir(file) if file.file_name().is_some_and(|n| n == MANIFEST_FILE) => {
                 let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
-                Ok(Target::Dir(dir.unwrap_or(Path::new(".")).to_path_buf()))
+                let dir = dir.unwrap_or(Path::new(".")).to_path_buf();
+                Ok(Parsed::Run(Target::Dir(dir)))
             }
             _ if validate_name(arg).is_ok() => {
                 let (dir, scope) =
@@ -132,7 +146,20 @@ impl Target {
                         )
                     })?;
                 eprintln!("checking the {}", copy_at(&dir, scope));
-                Ok(Target::Dir(dir))
+                // Named by a path it would be trusted by naming; by its name, it is what
+                // loads here, so it runs only if it would run here.
+                if let Identity::Project { project, dir_name } = Identity::of(&dir, home) {
+                    let manifest = Manifest::read(&dir).ok();
+                    let ext = ProjectExtension {
+                        dir_name: &dir_name,
+                        dir: &dir,
+                        manifest: manifest.as_ref(),
+                    };
+                    if let Err(u) = trust::check(home, &project, &ext) {
+                        return Ok(Parsed::Untrusted(u));
+                    }
+                }
+                Ok(Parsed::Run(Target::Dir(dir)))
             }
             _ => Err(format!(
                 "not an extension directory, an {MANIFEST_FILE}, a .wasm file or the name \
@@ -158,7 +185,13 @@ pub(crate) fn run(args: CheckArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let report = prepare_and_check(&runtime, home, &target, args.wait);
+    let report = match target {
+        Parsed::Run(target) => prepare_and_check(&runtime, home, &target, args.wait),
+        Parsed::Untrusted(u) => CheckReport {
+            untrusted: Some(u.clone()),
+            ..CheckReport::failed(u.message())
+        },
+    };
     let ok = report.violations.is_empty();
     if args.json {
         match serde_json::to_string_pretty(&report) {
@@ -193,8 +226,8 @@ fn prepare_and_check(
         }),
     };
     let compiled = component.and_then(|file| compile(runtime, &home, &file, &progress));
-    // `_staged` lives until the check is over: dropping it removes the staged component.
-    let (dir, _staged) = match target {
+    // `staged` lives until the check is over: dropping it removes the staged component.
+    let (dir, staged) = match target {
         Target::Dir(dir) => (dir.clone(), None),
         Target::Wasm(file) => {
             let req = Request {
@@ -217,11 +250,18 @@ fn prepare_and_check(
         .and_then(|p| std::fs::metadata(p).ok())
         .map_or(0, |m| m.len());
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    // A staged component's data dir belongs to a folder that is gone after the check.
+    let throwaway = staged
+        .is_some()
+        .then(|| home.data_dir(&Identity::of(&dir, &home)));
     let mut config = HostConfig::new(home, cwd);
     config.explicit = vec![dir];
     config.installed = false;
     config.timeouts.ready = wait;
     let mut report = runtime.block_on(check(config));
+    if let Some(data) = throwaway {
+        let _ = std::fs::remove_dir_all(data);
+    }
     if let Some(found) = &mut report.found {
         if let Target::Wasm(file) = target {
             found.dir = std::path::absolute(file).unwrap_or_else(|_| file.clone());
@@ -293,7 +333,7 @@ async fn check(config: HostConfig) -> CheckReport {
         );
     };
     let mut violations: Vec<String> = report.errors.iter().map(|e| e.error.clone()).collect();
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = report.warnings.iter().map(|w| w.warning.clone()).collect();
     if info.state == ExtState::Disabled {
         violations.push("the manifest says \"enabled\": false".into());
     }

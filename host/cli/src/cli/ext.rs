@@ -3,13 +3,16 @@
 use super::resolve::{copy_at, resolve, Scope};
 use super::{zot_home, ExtCommand};
 use std::fs::File;
-use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use zot_host::identity::Identity;
 use zot_host::install::{self, Listed};
 use zot_host::log::escape_controls;
 use zot_host::paths::ZotHome;
+use zot_host::sandbox::grants;
+use zot_host::trust;
 
 /// Runs one management subcommand; a failure is one `zot: …` line on stderr, exit 1.
 pub(crate) fn run(cmd: ExtCommand) -> ExitCode {
@@ -34,14 +37,29 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
         ExtCommand::Verify { name, json, scope } => {
             super::install::verify(&home, &name, json, scope.scope())
         }
-        ExtCommand::Remove { name, yes, scope } => remove(&home, &name, yes, scope.scope()),
+        ExtCommand::Remove {
+            name,
+            yes,
+            keep_data,
+            purge,
+            scope,
+        } => {
+            let data = match (keep_data, purge) {
+                (true, _) => Some(false),
+                (_, true) => Some(true),
+                _ => None,
+            };
+            remove(&home, &name, yes, data, scope.scope())
+        }
+        ExtCommand::Trust(args) => super::trust::trust(&home, args),
+        ExtCommand::Untrust(args) => super::trust::untrust(&home, args),
         ExtCommand::Enable { name, scope } => set_enabled(&home, &name, true, scope.scope()),
         ExtCommand::Disable { name, scope } => set_enabled(&home, &name, false, scope.scope()),
         ExtCommand::Logs { name, follow } => logs(&home, &name, follow),
         ExtCommand::Check(_)
         | ExtCommand::Run(_)
         | ExtCommand::Grant(_)
-        | ExtCommand::Revoke { .. } => {
+        | ExtCommand::Revoke(_) => {
             unreachable!("dispatched by cli::main")
         }
     }
@@ -114,19 +132,60 @@ fn print_table(rows: &[Listed]) {
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
         println!("{}", line.join("  ").trim_end());
-        if let Some(error) = i.checked_sub(1).and_then(|j| rows[j].error.as_ref()) {
-            println!("    error: {error}");
+        let Some(r) = i.checked_sub(1).map(|j| &rows[j]) else {
+            continue;
+        };
+        match (&r.untrusted, &r.error) {
+            (Some(u), _) => println!("    {}", u.message()),
+            (None, Some(error)) => println!("    error: {error}"),
+            (None, None) => {}
+        }
+        if let Some(warning) = &r.warning {
+            println!("    {warning}");
         }
     }
 }
 
-fn remove(home: &ZotHome, name: &str, yes: bool, scope: Option<Scope>) -> Result<(), String> {
+/// Removes the copy of `name`, its install record, its grant and its project trust;
+/// `purge`: whether to delete its data dir too (`None`: ask on a terminal, else keep).
+fn remove(
+    home: &ZotHome,
+    name: &str,
+    yes: bool,
+    purge: Option<bool>,
+    scope: Option<Scope>,
+) -> Result<(), String> {
     let what = |e: String| format!("remove {name}: {e}");
     let (dir, scope) = resolve(home, &cwd()?, name, scope).map_err(what)?;
     let copy = copy_at(&dir, scope);
+    let id = Identity::of(&dir, home);
     super::install::ask(&format!("Remove the {copy}?"), yes).map_err(what)?;
     install::remove(&dir).map_err(|e| what(e.to_string()))?;
-    println!("Removed {name} ({copy})");
+    grants::revoke(home, &id).map_err(|e| what(e.to_string()))?;
+    if let Identity::Project { project, dir_name } = &id {
+        trust::untrust(home, project, Some(dir_name)).map_err(|e| what(e.to_string()))?;
+    }
+    println!("Removed {name} ({copy}), its install record and its grant");
+    let data = home.data_dir(&id);
+    if !data.exists() {
+        return Ok(());
+    }
+    let purge = match purge {
+        Some(p) => p,
+        None if yes || !io::stdin().is_terminal() => false,
+        None => super::install::confirm(&format!("Delete its data at {} too?", data.display()))
+            .map_err(what)?,
+    };
+    if purge {
+        std::fs::remove_dir_all(&data)
+            .map_err(|e| what(format!("cannot delete {}: {e}", data.display())))?;
+        println!("Deleted its data at {}", data.display());
+    } else {
+        println!(
+            "Kept its data at {} (`--purge` deletes it; a new install there gets it back)",
+            data.display()
+        );
+    }
     Ok(())
 }
 

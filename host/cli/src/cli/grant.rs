@@ -1,10 +1,12 @@
 //! `zot ext grant` / `zot ext revoke`: what the user allows a component. The grant is
-//! recorded in `$ZOT_HOME/grants/<name>.json` with the component's hash; at run time a
-//! permission is in force only if the manifest asks for it and it is granted here.
+//! recorded in `$ZOT_HOME/grants/` under the extension's identity (where it is
+//! installed, not its name) with the component's hash; at run time a permission is in
+//! force only if the manifest asks for it and it is granted here for that very component.
 
 use super::resolve::{copy_at, resolve, ScopeArgs};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use zot_host::identity::Identity;
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::ZotHome;
 use zot_host::sandbox::{asked_words, granted_words, grants};
@@ -30,18 +32,27 @@ pub(crate) fn grant(args: GrantArgs) -> ExitCode {
     report(&what, run_grant(args))
 }
 
-/// Forgets the grant of `name`.
-pub(crate) fn revoke(name: &str) -> ExitCode {
+#[derive(clap::Args)]
+pub(crate) struct RevokeArgs {
+    /// An installed extension's name, or an extension directory.
+    target: String,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+/// Forgets the grant of an extension.
+pub(crate) fn revoke(args: RevokeArgs) -> ExitCode {
     report(
-        &format!("revoke {name}"),
+        &format!("revoke {}", args.target),
         (|| {
             let home = super::zot_home(None)?;
-            zot_host::manifest::validate_name(name)?;
-            match grants::revoke(&home, name) {
+            let (dir, copy) = locate_dir(&home, &args.target, args.scope)?;
+            let shown = copy.map_or(args.target.clone(), |c| format!("{} ({c})", args.target));
+            match grants::revoke(&home, &Identity::of(&dir, &home)) {
                 Ok(true) => println!(
-                    "revoked every permission granted to {name}: it keeps only its data dir"
+                    "revoked every permission granted to {shown}: it keeps only its data dir"
                 ),
-                Ok(false) => println!("{name} had no grant"),
+                Ok(false) => println!("{shown} had no grant"),
                 Err(e) => return Err(e.to_string()),
             }
             Ok(())
@@ -60,20 +71,30 @@ fn report(what: &str, result: Result<(), String>) -> ExitCode {
     }
 }
 
-/// The manifest and component of `args.target`: a directory, or an installed name
-/// (then also which copy, in words).
-fn locate(home: &ZotHome, args: &GrantArgs) -> Result<(Manifest, PathBuf, Option<String>), String> {
-    let target = &args.target;
-    let (dir, copy) = if Path::new(target).join("extension.json").is_file() {
-        (PathBuf::from(target), None)
-    } else {
-        let (dir, scope) = resolve(home, &super::ext::cwd()?, target, args.scope.scope())?;
-        let copy = copy_at(&dir, scope);
-        (dir, Some(copy))
-    };
+/// The folder `target` names: a directory, or an installed name (then also which copy,
+/// in words).
+fn locate_dir(
+    home: &ZotHome,
+    target: &str,
+    scope: ScopeArgs,
+) -> Result<(PathBuf, Option<String>), String> {
+    if Path::new(target).join("extension.json").is_file() {
+        return Ok((PathBuf::from(target), None));
+    }
+    let (dir, scope) = resolve(home, &super::ext::cwd()?, target, scope.scope())?;
+    let copy = copy_at(&dir, scope);
+    Ok((dir, Some(copy)))
+}
+
+/// The manifest, folder and component of `args.target` (and which copy, in words).
+fn locate(
+    home: &ZotHome,
+    args: &GrantArgs,
+) -> Result<(Manifest, PathBuf, PathBuf, Option<String>), String> {
+    let (dir, copy) = locate_dir(home, &args.target, args.scope)?;
     let m = Manifest::read(&dir).map_err(|e| e.to_string())?;
     match m.launch(&dir) {
-        Launch::Wasm(wasm) => Ok((m, wasm, copy)),
+        Launch::Wasm(wasm) => Ok((m, dir, wasm, copy)),
         Launch::Exec(_) => Err(format!(
             "{} is a classic extension (\"exec\"): it runs with your full user permissions, \
              so there is nothing to grant",
@@ -84,9 +105,10 @@ fn locate(home: &ZotHome, args: &GrantArgs) -> Result<(Manifest, PathBuf, Option
 
 fn run_grant(args: GrantArgs) -> Result<(), String> {
     let home = super::zot_home(None)?;
-    let (m, wasm, copy) = locate(&home, &args)?;
+    let (m, dir, wasm, copy) = locate(&home, &args)?;
+    let id = Identity::of(&dir, &home);
     let sha256 = grants::sha256_of(&wasm).map_err(|e| e.to_string())?;
-    let old = grants::load(&home, &m.name).map_err(|e| e.to_string())?;
+    let old = grants::load(&home, &id).map_err(|e| e.to_string())?;
     match &copy {
         Some(copy) => println!("{} ({copy}) asks for:", m.name),
         None => println!("{} asks for:", m.name),
@@ -94,6 +116,13 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
     print_list(&asked_words(&m));
     if !args.all && args.permissions.is_empty() {
         match &old {
+            Some(g) if g.sha256 != sha256 => {
+                println!(
+                    "granted to another build of the component (not applied; granting again \
+                     gives it to this one):"
+                );
+                print_list(&granted_words(g));
+            }
             Some(g) => {
                 println!("granted:");
                 print_list(&granted_words(g));
@@ -102,7 +131,12 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
         }
         return Ok(());
     }
-    let mut grant = old.unwrap_or_default();
+    // A grant given to another build is not carried over: what is granted now is for
+    // this component only.
+    if old.as_ref().is_some_and(|g| g.sha256 != sha256) {
+        println!("(the grant given to another build of the component is replaced)");
+    }
+    let mut grant = old.filter(|g| g.sha256 == sha256).unwrap_or_default();
     grant.sha256 = sha256;
     if args.all {
         grant.add_asked(&m);
@@ -110,7 +144,7 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
     for permission in &args.permissions {
         grant.add(&m, permission).map_err(|e| e.to_string())?;
     }
-    grants::save(&home, &m.name, &grant).map_err(|e| e.to_string())?;
+    grants::save(&home, &id, &grant).map_err(|e| e.to_string())?;
     println!("granted:");
     print_list(&granted_words(&grant));
     Ok(())

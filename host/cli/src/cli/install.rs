@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use zot_host::identity::Identity;
 use zot_host::install::{self, provenance, InstallSource, Progress, Request, Staged};
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::{project_extensions_dir, ZotHome};
 use zot_host::sandbox::{asked_words, granted_words, grants, grown_since};
+use zot_host::trust::{self, ProjectExtension};
 
 #[derive(clap::Args)]
 pub(crate) struct InstallArgs {
@@ -85,10 +87,11 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
     ask(&question, args.yes).map_err(what)?;
     let wasm = component_of(&staged);
     let done = staged.commit(args.force).map_err(|e| what(e.to_string()))?;
-    if let Some(file) = wasm {
-        let installed = done.dir.join(file);
-        grants::grant_asked(home, &done.manifest, &installed).map_err(|e| what(e.to_string()))?;
-    }
+    let id = Identity::of(&done.dir, home);
+    // The user consented to this code and to what it asks now: nothing is inherited
+    // from an earlier install there.
+    grants::revoke(home, &id).map_err(|e| what(e.to_string()))?;
+    consented(home, &id, &done, wasm).map_err(what)?;
     let version = match done.manifest.version.as_str() {
         "" => String::new(),
         v => format!(" {v}"),
@@ -103,6 +106,30 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
             "It is disabled; turn it on with `zot ext enable {}`.",
             done.manifest.name
         );
+    }
+    Ok(())
+}
+
+/// Records what the user consented to for the extension just installed in `done` as
+/// `id`: everything it asks for its component `wasm` (relative to its folder), and, in a
+/// project, trust in its files as they are.
+fn consented(
+    home: &ZotHome,
+    id: &Identity,
+    done: &install::Installed,
+    wasm: Option<PathBuf>,
+) -> Result<(), String> {
+    if let Some(file) = wasm {
+        grants::grant_asked(home, id, &done.manifest, &done.dir.join(file))
+            .map_err(|e| e.to_string())?;
+    }
+    if let Identity::Project { project, dir_name } = id {
+        let ext = ProjectExtension {
+            dir_name,
+            dir: &done.dir,
+            manifest: Some(&done.manifest),
+        };
+        trust::trust(home, project, &[ext], false).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -186,16 +213,25 @@ pub(crate) fn ask(question: &str, yes: bool) -> Result<(), String> {
              consent; nothing was changed"
         ));
     }
+    if confirm(question)? {
+        Ok(())
+    } else {
+        Err("not confirmed; nothing was changed".into())
+    }
+}
+
+/// Asks `question` on the terminal: whether the answer was yes.
+pub(crate) fn confirm(question: &str) -> Result<bool, String> {
     eprint!("{question} [y/N] ");
     let _ = io::stderr().flush();
     let mut answer = String::new();
     io::stdin()
         .read_line(&mut answer)
         .map_err(|e| format!("cannot read the answer: {e}"))?;
-    match answer.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => Ok(()),
-        _ => Err("not confirmed; nothing was changed".into()),
-    }
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }
 
 pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), String> {
@@ -304,14 +340,14 @@ fn update_one(
     }
     let wasm = component_of(&staged);
     let done = staged.commit(true).map_err(|e| e.to_string())?;
-    if let Some(file) = wasm {
-        let installed = done.dir.join(file);
-        let pinned = if grown.is_empty() {
-            grants::repin(home, &done.manifest, &installed)
-        } else {
-            grants::grant_asked(home, &done.manifest, &installed)
-        };
-        pinned.map_err(|e| e.to_string())?;
+    let id = Identity::of(&done.dir, home);
+    match wasm {
+        // It asks for nothing more: the grant as it was, for the new component.
+        Some(file) if grown.is_empty() => {
+            grants::repin(home, &id, &done.dir.join(file)).map_err(|e| e.to_string())?;
+            consented(home, &id, &done, None)?;
+        }
+        wasm => consented(home, &id, &done, wasm)?,
     }
     println!("Updated {name} in {}", done.dir.display());
     Ok(())
@@ -352,10 +388,15 @@ pub(crate) fn info(
     let (dir, scope) = resolve(home, &super::ext::cwd()?, name, scope).map_err(what)?;
     let m = Manifest::read(&dir).map_err(|e| what(e.to_string()))?;
     let record = record_of(&dir, &m.name).map_err(what)?;
-    let grant = grants::load(home, name)
+    let id = Identity::of(&dir, home);
+    let grant = grants::load(home, &id)
         .ok()
         .flatten()
         .filter(|_| m.wasm.is_some());
+    let grant_stale = match (&grant, m.launch(&dir)) {
+        (Some(g), Launch::Wasm(file)) => grants::sha256_of(&file).ok() != Some(g.sha256.clone()),
+        _ => false,
+    };
     let program = program_file(&m, &dir);
     let sha256 = program.as_ref().and_then(|p| {
         let hash = record.as_ref()?.files.get(p)?;
@@ -367,6 +408,7 @@ pub(crate) fn info(
             "name": m.name, "version": m.version, "description": m.description,
             "dir": dir.display().to_string(), "scope": scope.label(), "transport": transport,
             "enabled": m.enabled, "provenance": record, "grant": grant,
+            "grant_stale": grant_stale,
             "program": program.as_ref().map(|p| serde_json::json!({"path": p, "sha256": sha256})),
         });
         println!(
@@ -439,6 +481,15 @@ pub(crate) fn info(
         ),
         Some(g) => rows("granted", &granted_words(g)),
         None => row("granted", "nothing beyond its data dir (no grant recorded)"),
+    }
+    if grant_stale {
+        row(
+            "",
+            &format!(
+                "not applied: given for another build of the component; {}",
+                zot_host::sandbox::stale_warning(name, &id, &dir)
+            ),
+        );
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ mod install;
 mod resolve;
 mod run;
 mod sidecar;
+mod trust;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -60,13 +61,20 @@ pub(crate) enum ExtCommand {
         #[command(flatten)]
         scope: resolve::ScopeArgs,
     },
-    /// Delete an installed extension.
+    /// Delete an installed extension, its install record and its grant; asks whether to
+    /// delete its data too.
     #[command(alias = "rm")]
     Remove {
         name: String,
-        /// Do not ask for confirmation.
+        /// Do not ask for confirmation (the data is kept unless --purge).
         #[arg(long, short)]
         yes: bool,
+        /// Keep its data dir.
+        #[arg(long, conflicts_with = "purge")]
+        keep_data: bool,
+        /// Delete its data dir too.
+        #[arg(long)]
+        purge: bool,
         #[command(flatten)]
         scope: resolve::ScopeArgs,
     },
@@ -98,7 +106,12 @@ pub(crate) enum ExtCommand {
     /// Show or grant the permissions a component's manifest asks for.
     Grant(grant::GrantArgs),
     /// Forget every permission granted to an extension.
-    Revoke { name: String },
+    Revoke(grant::RevokeArgs),
+    /// Show a project's own extensions (./.zot/extensions) and trust them to run there,
+    /// as they are now; any change to their files needs trust again.
+    Trust(trust::TrustArgs),
+    /// Stop trusting a project's extensions: zot no longer starts them there.
+    Untrust(trust::UntrustArgs),
 }
 
 /// Parses the command line and runs it.
@@ -115,7 +128,7 @@ pub fn main() -> ExitCode {
         Command::Ext(ExtCommand::Check(args)) => check::run(args),
         Command::Ext(ExtCommand::Run(args)) => run::run(args),
         Command::Ext(ExtCommand::Grant(args)) => grant::grant(args),
-        Command::Ext(ExtCommand::Revoke { name }) => grant::revoke(&name),
+        Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args),
         Command::Ext(cmd) => ext::run(cmd),
         Command::Host(args) => sidecar::run(args),
     }

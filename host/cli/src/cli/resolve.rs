@@ -93,6 +93,7 @@ pub(crate) fn resolve(
             .found
             .iter()
             .chain(&found.shadowed)
+            .chain(found.untrusted.iter().map(|(f, _)| f))
             .find(|f| f.source == s.source() && f.name() == name);
         if let Some(f) = by_manifest {
             return Ok((f.dir.clone(), *s));

@@ -7,6 +7,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use zot_host::bridge::serve_stdio;
+use zot_host::identity::Identity;
+use zot_host::launcher::Request;
 use zot_host::log::ExtLog;
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::ZotHome;
@@ -54,7 +56,7 @@ fn manifest_for(path: &Path) -> Result<(Manifest, PathBuf), String> {
     if path.is_dir() {
         let m = Manifest::read(path).map_err(|e| e.to_string())?;
         return match m.launch(path) {
-            Launch::Wasm(_) => Ok((m, path.to_path_buf())),
+            Launch::Wasm(_) => Ok((m, std::path::absolute(path).unwrap_or(path.to_path_buf()))),
             Launch::Exec(_) => Err(format!(
                 "{} runs a program (\"exec\"), not a component: run it directly",
                 path.display()
@@ -85,16 +87,16 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    let exit = serve_stdio(
-        &config,
-        &manifest,
-        &dir,
-        &ExtLog::stderr(),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        stop,
-    )
-    .await?;
+    // Its grant and data dir are those of the folder or file named.
+    let identity = Identity::of(&args.path, &config.home);
+    let request = Request {
+        manifest: &manifest,
+        dir: &dir,
+        identity: &identity,
+        config: &config,
+        log: &ExtLog::stderr(),
+    };
+    let exit = serve_stdio(request, tokio::io::stdin(), tokio::io::stdout(), stop).await?;
     let _ = std::io::stderr().flush();
     Ok(exit.code().unwrap_or(1))
 }

@@ -22,9 +22,14 @@ pub(crate) struct HostArgs {
     /// The state root (extensions, logs, data). Default: $ZOT_HOME or the platform default.
     #[arg(long)]
     zot_home: Option<PathBuf>,
-    /// An extension directory (or its extension.json) to load before all others.
+    /// An extension directory (or its extension.json, or a component file) to load
+    /// before all others; naming it trusts it.
     #[arg(long = "ext", value_name = "PATH")]
     ext: Vec<PathBuf>,
+    /// Start the project's own extensions (./.zot/extensions) without `zot ext trust`:
+    /// for an agent that asks the user itself. What the published host does.
+    #[arg(long)]
+    trust_project: bool,
     /// The provider extensions are told in hello_ack.
     #[arg(long, default_value = "")]
     provider: String,
@@ -70,6 +75,7 @@ impl HostArgs {
         let names = |v: Vec<String>| v.into_iter().filter(|s| !s.is_empty()).collect();
         let mut config = HostConfig::new(home, cwd);
         config.explicit = self.ext;
+        config.trust_project = self.trust_project;
         config.provider = self.provider;
         config.model = self.model;
         config.builtin_tools = names(self.builtin_tools);
@@ -138,11 +144,19 @@ async fn serve(config: HostConfig) {
     for e in &report.errors {
         eprintln!("zot: extension {}: {}", e.extension, e.error);
     }
+    for u in &report.untrusted {
+        eprintln!("zot: extension {}: {}", u.extension, u.untrusted.message());
+    }
+    for w in &report.warnings {
+        eprintln!("zot: extension {}: {}", w.extension, w.warning);
+    }
     let _ = out
         .send(encode(&json!({
             "type": "host_ready",
             "extensions": report.loaded,
             "errors": report.errors,
+            "untrusted": report.untrusted,
+            "warnings": report.warnings,
         })))
         .await;
 

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::log::ExtLog;
 use crate::sandbox::{HostPattern, Policy, PreparedWasi, Stdio, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -45,24 +45,29 @@ pub enum Kind {
     Command,
 }
 
-/// What to run, and with what.
+/// What a loaded component runs with.
 pub struct WasmSpec {
-    pub wasm: PathBuf,
     pub policy: Policy,
     pub log: ExtLog,
     /// Whether what the guest writes (its stderr, its log lines) goes to `log`; when
     /// not, it is discarded, so it cannot fill the disk (the install probe).
     pub guest_output: bool,
     pub max_frame: usize,
-    /// `$ZOT_HOME/cache`.
-    pub cache_dir: PathBuf,
 }
 
-/// A started component.
-pub struct Started {
-    pub connection: Connection,
-    pub kind: Kind,
+/// A component compiled (or taken from the cache) and checked, not started yet.
+pub struct Loaded {
+    component: Component,
+    runner: Runner,
+    /// The SHA-256 of the component file (what a grant is pinned to).
     pub sha256: String,
+}
+
+impl Loaded {
+    /// A reactor or a command.
+    pub fn kind(&self) -> Kind {
+        self.runner.kind()
+    }
 }
 
 /// The process-wide engine: async, epoch interruption, ticking every [`TICK`]. Made on
@@ -104,17 +109,16 @@ pub async fn probe_hello(
     cache_dir: &Path,
     log: ExtLog,
 ) -> Result<(String, String), String> {
-    let policy = Policy::nothing_granted();
-    let started = spawn(WasmSpec {
-        wasm: wasm.to_path_buf(),
-        policy,
-        log,
-        guest_output: false,
-        max_frame: zot_protocol::DEFAULT_MAX_FRAME,
-        cache_dir: cache_dir.to_path_buf(),
-    })
-    .await?;
-    let mut conn = started.connection;
+    let loaded = load(wasm, cache_dir, &log).await?;
+    let mut conn = start(
+        loaded,
+        WasmSpec {
+            policy: Policy::nothing_granted(),
+            log,
+            guest_output: false,
+            max_frame: zot_protocol::DEFAULT_MAX_FRAME,
+        },
+    )?;
     let first = tokio::time::timeout(START_BUDGET, async {
         loop {
             match conn.inbound.recv().await {
@@ -141,30 +145,42 @@ pub async fn probe_hello(
     }
 }
 
-/// Loads (compiling or from the cache), checks and starts a component.
-pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
+/// Loads `wasm` (compiling it, or from the compilation cache in `cache_dir`) and checks
+/// that it is a component this host runs; says how in `log`.
+pub async fn load(wasm: &Path, cache_dir: &Path, log: &ExtLog) -> Result<Loaded, String> {
     let engine = engine()?;
-    let loaded = crate::cache::load(engine, &spec.wasm, &spec.cache_dir).await?;
+    let loaded = crate::cache::load(engine, wasm, cache_dir).await?;
     if let Some(why) = &loaded.rejected {
-        spec.log.warn(&format!("cache entry not used: {why}"));
+        log.warn(&format!("cache entry not used: {why}"));
     }
     match loaded.source {
-        crate::cache::Source::Shared => spec.log.info(&format!(
+        crate::cache::Source::Shared => log.info(&format!(
             "reused {}, already compiled in this process",
-            spec.wasm.display()
+            wasm.display()
         )),
-        crate::cache::Source::Compiled(t) => spec.log.info(&format!(
+        crate::cache::Source::Compiled(t) => log.info(&format!(
             "compiled {} in {} ms (not cached)",
-            spec.wasm.display(),
+            wasm.display(),
             t.as_millis()
         )),
-        crate::cache::Source::Cached(t) => spec.log.info(&format!(
+        crate::cache::Source::Cached(t) => log.info(&format!(
             "loaded {} from the compilation cache in {} µs",
-            spec.wasm.display(),
+            wasm.display(),
             t.as_micros()
         )),
     }
     let runner = runner_of(engine, &loaded.component)?;
+    Ok(Loaded {
+        component: loaded.component,
+        runner,
+        sha256: loaded.sha256,
+    })
+}
+
+/// Starts a loaded component with `spec`'s policy: the connection to it.
+pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, String> {
+    let engine = engine()?;
+    let runner = loaded.runner;
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(OUTBOUND_QUEUE);
     let (in_tx, in_rx) = mpsc::channel::<Inbound>(INBOUND_QUEUE);
     let (exit_tx, exit_rx) = oneshot::channel();
@@ -193,15 +209,11 @@ pub async fn spawn(spec: WasmSpec) -> Result<Started, String> {
         };
         let _ = exit_tx.send(exit);
     });
-    Ok(Started {
-        connection: Connection {
-            outbound: out_tx,
-            inbound: in_rx,
-            exit: exit_rx,
-            control: Box::new(StopHandle(stop)),
-        },
-        kind: runner.kind(),
-        sha256: loaded.sha256,
+    Ok(Connection {
+        outbound: out_tx,
+        inbound: in_rx,
+        exit: exit_rx,
+        control: Box::new(StopHandle(stop)),
     })
 }
 

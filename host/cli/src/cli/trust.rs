@@ -1,0 +1,165 @@
+//! `zot ext trust [DIR]` / `zot ext untrust [DIR]`: the user's say over a project's
+//! own extensions (`DIR/.zot/extensions`), like `direnv allow`. Trust is recorded in
+//! `$ZOT_HOME/trust`, bound to every file of each extension (see `zot_host::trust`).
+
+use super::grant::print_list;
+use std::path::{Path, PathBuf};
+use zot_host::discovery::{discover, Found, Source};
+use zot_host::identity::{project_root, Identity};
+use zot_host::install::search_path;
+use zot_host::manifest::{Launch, Manifest};
+use zot_host::paths::ZotHome;
+use zot_host::sandbox::asked_words;
+use zot_host::trust::{self, ProjectExtension, Untrusted};
+
+#[derive(clap::Args)]
+pub(crate) struct TrustArgs {
+    /// The project directory (default: the current directory).
+    dir: Option<PathBuf>,
+    /// Do not ask: trust what is shown (for scripts).
+    #[arg(long, short)]
+    yes: bool,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct UntrustArgs {
+    /// The project directory (default: the current directory).
+    dir: Option<PathBuf>,
+}
+
+/// The project directory given, or the current one, and the project it names.
+fn project_of(dir: Option<PathBuf>) -> Result<(PathBuf, PathBuf), String> {
+    let dir = match dir {
+        Some(d) if d.is_dir() => d,
+        Some(d) => return Err(format!("{} is not a directory", d.display())),
+        None => super::ext::cwd()?,
+    };
+    let project = project_root(&dir);
+    Ok((dir, project))
+}
+
+/// Shows every extension of the project and, with consent, trusts them as they are.
+pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
+    let (dir, project) = project_of(args.dir)?;
+    let what = |e: String| format!("trust {}: {e}", project.display());
+    let found = project_extensions(home, &dir);
+    if found.is_empty() {
+        println!(
+            "Nothing to trust: {} holds no extension.",
+            zot_host::paths::project_extensions_dir(&project).display()
+        );
+        return Ok(());
+    }
+    println!("Extensions of the project {}:", project.display());
+    for (f, untrusted) in &found {
+        show(f, untrusted.as_ref());
+    }
+    if found.iter().all(|(_, u)| u.is_none()) {
+        println!("All are trusted as they are; nothing changed.");
+        return Ok(());
+    }
+    let question = format!(
+        "Trust these {} extension(s) to run whenever zot starts in {}?",
+        found.len(),
+        project.display()
+    );
+    super::install::ask(&question, args.yes).map_err(what)?;
+    let exts: Vec<ProjectExtension<'_>> = found
+        .iter()
+        .filter_map(|(f, _)| match &f.identity {
+            Identity::Project { dir_name, .. } => Some(ProjectExtension {
+                dir_name,
+                dir: &f.dir,
+                manifest: f.manifest.as_ref().ok(),
+            }),
+            _ => None,
+        })
+        .collect();
+    trust::trust(home, &project, &exts, true).map_err(|e| what(e.to_string()))?;
+    println!(
+        "Trusted {} extension(s) of {}. They start the next time zot starts there; any \
+         change to their files needs trust again. `zot ext untrust '{}'` takes it back.",
+        exts.len(),
+        project.display(),
+        project.display()
+    );
+    Ok(())
+}
+
+/// Forgets the trust of every extension of the project.
+pub(crate) fn untrust(home: &ZotHome, args: UntrustArgs) -> Result<(), String> {
+    let (_, project) = project_of(args.dir)?;
+    match trust::untrust(home, &project, None) {
+        Ok(true) => println!(
+            "{}'s extensions are no longer trusted: zot will not start them there.",
+            project.display()
+        ),
+        Ok(false) => println!("Nothing was trusted in {}.", project.display()),
+        Err(e) => return Err(format!("untrust {}: {e}", project.display())),
+    }
+    Ok(())
+}
+
+/// The project-local extensions found from `dir`, each with why it is untrusted (`None`:
+/// trusted as it is), in load order.
+fn project_extensions(home: &ZotHome, dir: &Path) -> Vec<(Found, Option<Untrusted>)> {
+    let found = discover(&search_path(dir, home));
+    let trusted = found
+        .found
+        .into_iter()
+        .chain(found.shadowed)
+        .filter(|f| f.source == Source::Project)
+        .map(|f| (f, None));
+    let untrusted = found.untrusted.into_iter().map(|(f, u)| (f, Some(u)));
+    let mut all: Vec<_> = trusted.chain(untrusted).collect();
+    all.sort_by(|a, b| a.0.dir.cmp(&b.0.dir));
+    all
+}
+
+/// One extension as `trust` shows it: name, folder, transport, state, what it may do.
+fn show(f: &Found, untrusted: Option<&Untrusted>) {
+    let state = match untrusted {
+        None => "trusted".to_string(),
+        Some(u) => u.why.to_string(),
+    };
+    println!();
+    println!("  {} ({}) — {state}", f.name(), f.dir.display());
+    match &f.manifest {
+        Err(e) => println!("    its manifest cannot be used: {e}"),
+        Ok(m) => match m.launch(&f.dir) {
+            Launch::Wasm(_) => {
+                println!("    a sandboxed WebAssembly component; it asks to:");
+                print_list(&indented(asked_words(m)));
+                println!(
+                    "    (a project component gets no grant of its own until `zot ext grant`)"
+                );
+            }
+            Launch::Exec(program) => {
+                println!(
+                    "    warning: a classic extension: it runs as a program with your full \
+                     user permissions (every file you can read or write, the network, your \
+                     environment):"
+                );
+                println!("      {}", command_line(m, &program));
+            }
+        },
+    }
+}
+
+fn indented(lines: Vec<String>) -> Vec<String> {
+    lines.into_iter().map(|l| format!("  {l}")).collect()
+}
+
+/// `program arg…`, arguments quoted when they hold spaces.
+fn command_line(m: &Manifest, program: &Path) -> String {
+    std::iter::once(program.display().to_string())
+        .chain(m.args.iter().map(|a| {
+            if a.contains(char::is_whitespace) || a.is_empty() {
+                format!("{a:?}")
+            } else {
+                a.clone()
+            }
+        }))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

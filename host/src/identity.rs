@@ -1,0 +1,188 @@
+//! Who an extension is, for what belongs to it — its grant, its data directory and its
+//! project trust: the place it is installed, never its name. Two extensions of one name
+//! (a global install and a project's copy, or two `--ext` folders) are two identities
+//! and share nothing.
+
+use crate::manifest::validate_name;
+use crate::paths::ZotHome;
+use sha2::{Digest, Sha256};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Where an extension is installed, as the key of what belongs to it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Identity {
+    /// `$ZOT_HOME/extensions/<dir_name>`: installed for the user.
+    Global { dir_name: String },
+    /// `<project>/.zot/extensions/<dir_name>`, `project` being a real path.
+    Project { project: PathBuf, dir_name: String },
+    /// Anything else (an `--ext` folder or component), by its real path.
+    Path { path: PathBuf },
+}
+
+impl Identity {
+    /// The identity of the extension at `path` (its folder, or a bare component file),
+    /// judged by the real path of the folder it is in. The last component is not
+    /// followed: an extension installed as a link is that link, not what it points to.
+    pub fn of(path: &Path, home: &ZotHome) -> Identity {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Identity::Path { path };
+        };
+        let parent = real(parent);
+        let plain = name
+            .to_str()
+            .filter(|n| validate_name(n).is_ok())
+            .map(str::to_string);
+        if let Some(dir_name) = plain {
+            if parent == real(&home.extensions_dir()) {
+                return Identity::Global { dir_name };
+            }
+            if let Some(project) = project_of(&parent) {
+                return Identity::Project {
+                    project: project.to_path_buf(),
+                    dir_name,
+                };
+            }
+        }
+        Identity::Path {
+            path: parent.join(name),
+        }
+    }
+
+    /// The relative path below `$ZOT_HOME/grants` (plus `.json`) and `$ZOT_HOME/data`:
+    /// `<dir_name>` for a global install (as before identities), `@project/<project
+    /// key>/<dir_name>`, `@path/<key>`. No extension name starts with `@`, so no global
+    /// install can reach another identity's files.
+    pub fn key(&self) -> PathBuf {
+        match self {
+            Identity::Global { dir_name } => PathBuf::from(dir_name),
+            Identity::Project { project, dir_name } => Path::new("@project")
+                .join(project_key(project))
+                .join(dir_name),
+            Identity::Path { path } => Path::new("@path").join(path_key(path)),
+        }
+    }
+
+    /// In words: `the global install weather`, `the project /p's extension weather`,
+    /// `the extension at /x/weather`.
+    pub fn describe(&self) -> String {
+        match self {
+            Identity::Global { dir_name } => format!("the global install {dir_name}"),
+            Identity::Project { project, dir_name } => {
+                format!("{}'s project extension {dir_name}", project.display())
+            }
+            Identity::Path { path } => format!("the extension at {}", path.display()),
+        }
+    }
+}
+
+/// The key of a project (a real path): its folder's name and 16 hex digits of the
+/// SHA-256 of its path, e.g. `myrepo-3f2a9c0d1e2b4a5f`.
+pub fn project_key(project: &Path) -> String {
+    path_key(project)
+}
+
+/// `<slug>-<16 hex of sha256(path)>`: readable, and unique per path.
+fn path_key(path: &Path) -> String {
+    let digest = Sha256::digest(path.as_os_str().as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let slug: String = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    let slug = slug.trim_start_matches('.');
+    if slug.is_empty() {
+        hex
+    } else {
+        format!("{slug}-{hex}")
+    }
+}
+
+/// The project whose extensions are found from `cwd`, as trust and identities name it:
+/// the real path of the folder holding the real `.zot/extensions` (so a project reached
+/// through a link, or whose `.zot` is a link, is named as the real one).
+pub fn project_root(cwd: &Path) -> PathBuf {
+    let folder = real(&crate::paths::project_extensions_dir(cwd));
+    project_of(&folder).map_or_else(|| real(cwd), Path::to_path_buf)
+}
+
+/// The project whose `.zot/extensions` folder is `folder` (a real path), if it is one.
+fn project_of(folder: &Path) -> Option<&Path> {
+    let zot = folder
+        .parent()
+        .filter(|_| folder.file_name().is_some_and(|n| n == "extensions"))?;
+    zot.parent()
+        .filter(|_| zot.file_name().is_some_and(|n| n == ".zot"))
+}
+
+/// `path` with every link resolved, or as given when it does not exist.
+pub fn real(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_follows_the_place_not_the_name() {
+        let root = real(&std::env::temp_dir()).join(format!("zot-id-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let home = ZotHome::new(root.join("home"));
+        let project = root.join("proj");
+        for d in [
+            home.extensions_dir().join("weather"),
+            project.join(".zot/extensions/weather"),
+            root.join("dev/weather"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::os::unix::fs::symlink(&project, root.join("link-to-proj")).unwrap();
+
+        let global = Identity::of(&home.extensions_dir().join("weather"), &home);
+        let local = Identity::of(&project.join(".zot/extensions/weather"), &home);
+        let via_link = Identity::of(&root.join("link-to-proj/.zot/extensions/weather"), &home);
+        let dev = Identity::of(&root.join("dev/weather"), &home);
+        let bare = Identity::of(&root.join("dev/weather.wasm"), &home);
+        assert_eq!(
+            global,
+            Identity::Global {
+                dir_name: "weather".into()
+            }
+        );
+        assert_eq!(global.key(), PathBuf::from("weather"));
+        assert_eq!(
+            local,
+            Identity::Project {
+                project: project.clone(),
+                dir_name: "weather".into()
+            }
+        );
+        assert_eq!(
+            via_link, local,
+            "a project reached through a link is itself"
+        );
+        let keys = [&global, &local, &dev, &bare].map(Identity::key);
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert!(local.key().starts_with("@project"), "{:?}", local.key());
+        assert!(dev.key().starts_with("@path"), "{:?}", dev.key());
+        let odd = Identity::of(&home.extensions_dir().join("@project"), &home);
+        assert!(matches!(odd, Identity::Path { .. }), "{odd:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
