@@ -340,8 +340,12 @@ fn an_installed_name_checks_the_copy_that_loads_unless_told() {
     };
     copy(&home.path().join(".zot/extensions"), "1.0.0-project");
     copy(&home.path().join("extensions"), "1.0.0-global");
-    // Not trusted yet: not run, and the report says how to trust it.
-    let untrusted = check_with(Path::new("named"), &home, &["--json"]);
+    // Not trusted yet: the global copy is the one that loads, and the project's, asked
+    // for, is not run; the report says how to trust it.
+    let loads = check_with(Path::new("named"), &home, &["--json"]);
+    assert!(loads.status.success());
+    assert_eq!(report(&loads)["version"], "1.0.0-global");
+    let untrusted = check_with(Path::new("named"), &home, &["--json", "--project"]);
     assert_eq!(untrusted.status.code(), Some(1));
     let r = report(&untrusted);
     assert!(

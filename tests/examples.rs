@@ -644,8 +644,11 @@ fn todo_list_survives_a_restart_and_is_shared_by_both_builds() {
         Build::Native,
         as_committed(),
     );
-    host.call_tool("todo", json!({"action": "add", "text": "from native"}));
+    let added = host.call_tool("todo", json!({"action": "add", "text": "from native"}));
+    assert_eq!(added["is_error"], false, "{added}");
     host.shutdown();
+    let saved = scratch.path().join("home/data/todo/todos.json");
+    assert!(saved.is_file(), "the native build saved no list");
     // The component sees the same data dir as `/data`.
     let host = start(
         HostBuilder::in_dir(scratch.path()),
@@ -653,7 +656,14 @@ fn todo_list_survives_a_restart_and_is_shared_by_both_builds() {
         Build::Wasm,
         as_committed(),
     );
-    assert_eq!(list(&host), "1. [ ] from native");
+    let listed = list(&host);
+    assert_eq!(
+        listed,
+        "1. [ ] from native",
+        "{}\n{}",
+        host.entry("todo"),
+        host.diagnostics()
+    );
     host.call_tool("todo", json!({"action": "add", "text": "from wasm"}));
     host.shutdown();
     let host = start(

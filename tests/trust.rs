@@ -199,7 +199,9 @@ fn a_project_extension_runs_only_while_the_user_trusts_it_as_it_is() {
 /// untrusted copy hides nothing, and the global one loads.
 #[test]
 fn an_untrusted_project_extension_shadows_nothing() {
-    let (host, ready) = host_in(TempDir::new("trust-shadow").path(), |b| {
+    let scratch = TempDir::new("trust-shadow");
+    let root = scratch.path();
+    let (host, ready) = host_in(root, |b| {
         b.global("guard", &py_manifest("guard", &["--tools", "from_global"]));
         b.project("guard", &py_manifest("guard", &["--tools", "from_project"]));
     });
@@ -209,6 +211,18 @@ fn an_untrusted_project_extension_shadows_nothing() {
     assert_eq!(entry["source"], "global", "{entry}");
     assert_eq!(entry["tools"], json!(["from_global"]), "{entry}");
     host.shutdown();
+    // A name means the copy that loads: the global one, while the project's is untrusted.
+    let (home, cwd) = (root.join("home"), root.join("cwd"));
+    let info = |extra: &[&str]| {
+        let mut args = vec!["info", "guard", "--json"];
+        args.extend(extra);
+        let v: Value = serde_json::from_str(&ok(zot(&home, &cwd, &args))).unwrap();
+        v["scope"].clone()
+    };
+    assert_eq!(info(&[]), "global");
+    assert_eq!(info(&["--project"]), "project");
+    ok(zot(&home, &cwd, &["trust", "--yes"]));
+    assert_eq!(info(&[]), "project");
 }
 
 /// The component and the environment variable a weather-like extension is granted.

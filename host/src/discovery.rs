@@ -252,8 +252,8 @@ mod tests {
             names,
             vec![
                 ("e".into(), Source::Explicit),
-                ("shared".into(), Source::Global),
                 ("broken".into(), Source::Global),
+                ("shared".into(), Source::Global),
             ]
         );
         let untrusted: Vec<_> = d.untrusted.iter().map(|(f, _)| f.name()).collect();

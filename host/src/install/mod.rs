@@ -487,7 +487,8 @@ pub struct Listed {
     pub transport: TransportKind,
     pub enabled: bool,
     pub state: State,
-    /// Why the manifest cannot be used (only when `state` is `error`).
+    /// Why the manifest cannot be used (state `error`, or `untrusted` with a broken
+    /// manifest).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Components only: what the manifest asks and what the user granted.

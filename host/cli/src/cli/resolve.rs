@@ -72,10 +72,11 @@ impl ScopeArgs {
     }
 }
 
-/// The installed extension `name` as seen from `cwd`: in `scope`, or project first then
-/// global when `None`. A folder whose manifest has that name wins, else a folder of that
-/// name with no usable manifest (a broken install). Returns its directory and scope, or
-/// why not, naming where it looked.
+/// The installed extension `name` as seen from `cwd`: in `scope`, or else the copy that
+/// loads (the project's when the user trusts it, else the global one), then an untrusted
+/// project copy. A folder whose manifest has that name wins, else a folder of that name
+/// with no usable manifest (a broken install). Returns its directory and scope, or why
+/// not, naming where it looked.
 pub(crate) fn resolve(
     home: &ZotHome,
     cwd: &Path,
@@ -83,30 +84,35 @@ pub(crate) fn resolve(
     scope: Option<Scope>,
 ) -> Result<(PathBuf, Scope), String> {
     validate_name(name).map_err(|e| format!("{name:?} is not an extension name: {e}"))?;
-    let scopes = match scope {
-        Some(s) => vec![s],
-        None => vec![Scope::Project, Scope::Global],
+    // Each pass: a scope, and whether an untrusted project copy counts in it.
+    let passes = match scope {
+        Some(s) => vec![(s, true)],
+        None => vec![
+            (Scope::Project, false),
+            (Scope::Global, true),
+            (Scope::Project, true),
+        ],
     };
     let found = discover(&search_path(cwd, home));
-    for s in &scopes {
-        let by_manifest = found
-            .found
-            .iter()
-            .chain(&found.shadowed)
-            .chain(found.untrusted.iter().map(|(f, _)| f))
-            .find(|f| f.source == s.source() && f.name() == name);
-        if let Some(f) = by_manifest {
-            return Ok((f.dir.clone(), *s));
+    let loads = found.found.iter().chain(&found.shadowed);
+    let untrusted = found.untrusted.iter().map(|(f, _)| f);
+    for &(s, any) in &passes {
+        let mut candidates = loads.clone().chain(untrusted.clone().filter(|_| any));
+        if let Some(f) = candidates.find(|f| f.source == s.source() && f.name() == name) {
+            return Ok((f.dir.clone(), s));
         }
         let dir = s.root(home, cwd).join(name);
-        if dir.symlink_metadata().is_ok() && Manifest::read(&dir).is_err() {
-            return Ok((dir, *s));
+        if any && dir.symlink_metadata().is_ok() && Manifest::read(&dir).is_err() {
+            return Ok((dir, s));
         }
     }
-    let places: Vec<String> = scopes
-        .iter()
-        .map(|s| s.root(home, cwd).display().to_string())
-        .collect();
+    let mut places: Vec<String> = Vec::new();
+    for (s, _) in &passes {
+        let place = s.root(home, cwd).display().to_string();
+        if !places.contains(&place) {
+            places.push(place);
+        }
+    }
     Err(format!(
         "no extension named {name:?} in {}; `zot ext list` shows the installed ones",
         places.join(" or ")

@@ -2,7 +2,6 @@
 //! own extensions (`DIR/.zot/extensions`), like `direnv allow`. Trust is recorded in
 //! `$ZOT_HOME/trust`, bound to every file of each extension (see `zot_host::trust`).
 
-use super::grant::print_list;
 use std::path::{Path, PathBuf};
 use zot_host::discovery::{discover, Found, Source};
 use zot_host::identity::{project_root, Identity};
@@ -129,7 +128,9 @@ fn show(f: &Found, untrusted: Option<&Untrusted>) {
         Ok(m) => match m.launch(&f.dir) {
             Launch::Wasm(_) => {
                 println!("    a sandboxed WebAssembly component; it asks to:");
-                print_list(&indented(asked_words(m)));
+                for line in asked_words(m) {
+                    println!("      - {line}");
+                }
                 println!(
                     "    (a project component gets no grant of its own until `zot ext grant`)"
                 );
@@ -144,10 +145,6 @@ fn show(f: &Found, untrusted: Option<&Untrusted>) {
             }
         },
     }
-}
-
-fn indented(lines: Vec<String>) -> Vec<String> {
-    lines.into_iter().map(|l| format!("  {l}")).collect()
 }
 
 /// `program arg…`, arguments quoted when they hold spaces.
