@@ -332,6 +332,8 @@ fn enable_prefers_the_project_local_extension() {
     let local = env.root.join("cwd/.zot/extensions/both");
     fs::create_dir_all(&local).unwrap();
     fs::write(local.join("extension.json"), manifest("both")).unwrap();
+    // Trusted, the project copy is the one that loads.
+    assert_ok(&env.zot(&["trust", "--yes"]));
 
     assert_ok(&env.zot(&["disable", "both"]));
     let enabled = |dir: &Path| {

@@ -26,6 +26,11 @@ const VERSION: &str = "1.0.0";
 
 /// The first load compiles the component: give it time on a small machine in debug.
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(180);
+/// The compile's own limits, raised to match (a debug build compiles CPython slowly).
+const COMPILE_LIMITS: [(&str, &str); 2] = [
+    ("ZOT_COMPILE_WALL_SECS", "180"),
+    ("ZOT_COMPILE_CPU_SECS", "600"),
+];
 
 /// What the tests share: the built extension, and a scratch directory whose `home/` (the
 /// `ZOT_HOME` of every test here) keeps the compile cache, so that the component is
@@ -170,9 +175,15 @@ fn the_python_component_says_hello_answers_its_command_and_tool_and_shuts_down()
     let log_from = std::fs::metadata(&log_path).map_or(0, |m| m.len() as usize);
     let mut b = HostBuilder::in_dir(&built.root);
     b.ext_path(&built.ext);
+    // The first load of the run compiles the component: slow in a debug build, so the
+    // ready wait (which a compile counts against) and the compile's limits are raised.
+    b.arg("--ready-timeout-ms")
+        .arg(&COMPILE_TIMEOUT.as_millis().to_string());
+    for (var, value) in COMPILE_LIMITS {
+        b.env(var, value);
+    }
     let host = b.start();
 
-    // The first load of the run compiles the component: slow in a debug build.
     let started = Instant::now();
     let ready = host.ready_within(COMPILE_TIMEOUT);
     println!("host_ready after {:.1?}", started.elapsed());
@@ -252,6 +263,7 @@ fn zot_ext_check_passes_the_python_component() {
         .args(["ext", "check", "--json"])
         .arg(&built.ext)
         .env("ZOT_HOME", &home)
+        .envs(COMPILE_LIMITS)
         .output()
         .expect("zot runs");
     let text = String::from_utf8_lossy(&out.stdout);

@@ -1154,6 +1154,8 @@ fn second_start_loads_from_the_cache_and_a_corrupt_entry_is_recompiled() {
     let name = "cached";
     let root = TempDir::new("wasm-cache");
     let home = root.path().join("home");
+    // A cache of its own, not the one the other tests share.
+    std::fs::create_dir_all(home.join("cache")).unwrap();
 
     let cold = start_and_log(root.path(), name);
     let compiled = log_line(&cold, "compiled ");

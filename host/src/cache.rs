@@ -2,7 +2,7 @@
 //! and the engine's compatibility hash. An entry is `[sha256 of the rest][artifact]`,
 //! written to a temporary file and renamed into place; one whose checksum does not match
 //! (torn, corrupt, tampered with by accident) is compiled again and replaced. Compiling
-//! runs on a blocking thread, never on the async runtime's workers.
+//! ([`crate::compile`]) runs on a blocking thread, never on the async runtime's workers.
 
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::OnceCell;
 use wasmtime::component::Component;
 use wasmtime::Engine;
+
+use crate::compile::Compiler;
 
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +58,12 @@ fn entry_path(dir: &Path, engine: &Engine, sha256: &str) -> PathBuf {
 ///
 /// Within one process a component is compiled or loaded once and its code shared by every
 /// extension that runs it; concurrent starts of the same component wait for that one load.
-pub async fn load(engine: &Engine, wasm: &Path, cache_dir: &Path) -> Result<Loaded, String> {
+pub async fn load(
+    engine: &Engine,
+    wasm: &Path,
+    cache_dir: &Path,
+    compiler: &Compiler,
+) -> Result<Loaded, String> {
     let bytes = tokio::fs::read(wasm)
         .await
         .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
@@ -74,12 +81,13 @@ pub async fn load(engine: &Engine, wasm: &Path, cache_dir: &Path) -> Result<Load
     let mut fresh = None;
     let component = cell
         .get_or_try_init(|| async {
-            let engine = engine.clone();
-            let sha = sha256.clone();
-            let loaded =
-                tokio::task::spawn_blocking(move || load_blocking(&engine, &bytes, sha, &entry))
-                    .await
-                    .map_err(|e| format!("compiling the component failed: {e}"))??;
+            let (engine, compiler) = (engine.clone(), compiler.clone());
+            let (sha, wasm) = (sha256.clone(), wasm.to_path_buf());
+            let loaded = tokio::task::spawn_blocking(move || {
+                load_blocking(&engine, &compiler, &bytes, &wasm, sha, &entry)
+            })
+            .await
+            .map_err(|e| format!("compiling the component failed: {e}"))??;
             let component = loaded.component.clone();
             fresh = Some(loaded);
             Ok::<_, String>(component)
@@ -96,45 +104,50 @@ pub async fn load(engine: &Engine, wasm: &Path, cache_dir: &Path) -> Result<Load
 
 fn load_blocking(
     engine: &Engine,
+    compiler: &Compiler,
     bytes: &[u8],
+    wasm: &Path,
     sha256: String,
     entry: &Path,
 ) -> Result<Loaded, String> {
     let started = Instant::now();
-    let rejected = match std::fs::read(entry) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => Some(format!("cannot read {}: {e}", entry.display())),
-        Ok(data) => match verified(&data) {
-            None => Some(format!("{} fails its checksum", entry.display())),
-            // SAFETY: the artifact is one this host serialised (its checksum matches what
-            // was written beside it) for an engine with the same compatibility hash;
-            // wasmtime checks the header and target again.
-            Some(artifact) => match unsafe { Component::deserialize(engine, artifact) } {
-                Ok(component) => {
-                    return Ok(Loaded {
-                        component,
-                        sha256,
-                        source: Source::Cached(started.elapsed()),
-                        rejected: None,
-                    })
-                }
-                Err(e) => Some(format!("{} is not usable: {e}", entry.display())),
-            },
-        },
+    let rejected = match read_entry(engine, entry) {
+        Ok(component) => {
+            return Ok(Loaded {
+                component,
+                sha256,
+                source: Source::Cached(started.elapsed()),
+                rejected: None,
+            })
+        }
+        Err(None) => None,
+        Err(Some(why)) => Some(why),
     };
     let started = Instant::now();
-    let component =
-        Component::new(engine, bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
-    let compiled = started.elapsed();
-    if let Ok(artifact) = component.serialize() {
-        let _ = store(entry, &artifact);
-    }
+    let component = compiler.compile(engine, bytes, wasm, entry)?;
     Ok(Loaded {
         component,
         sha256,
-        source: Source::Compiled(compiled),
+        source: Source::Compiled(started.elapsed()),
         rejected,
     })
+}
+
+/// The component in the cache entry `entry`: `Err(None)` when there is none, else why it
+/// cannot be used.
+pub(crate) fn read_entry(engine: &Engine, entry: &Path) -> Result<Component, Option<String>> {
+    let data = match std::fs::read(entry) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
+        Err(e) => return Err(Some(format!("cannot read {}: {e}", entry.display()))),
+        Ok(data) => data,
+    };
+    let artifact =
+        verified(&data).ok_or_else(|| Some(format!("{} fails its checksum", entry.display())))?;
+    // SAFETY: the artifact is one this host (or its compiler child) serialised, its
+    // checksum matches what was written beside it, and the entry's name carries the
+    // engine's compatibility hash; wasmtime checks the header and target again.
+    unsafe { Component::deserialize(engine, artifact) }
+        .map_err(|e| Some(format!("{} is not usable: {e}", entry.display())))
 }
 
 /// The artifact in `data` if its checksum prefix matches.
@@ -146,18 +159,11 @@ fn verified(data: &[u8]) -> Option<&[u8]> {
     (Sha256::digest(artifact).as_slice() == sum).then_some(artifact)
 }
 
-fn store(entry: &Path, artifact: &[u8]) -> std::io::Result<()> {
-    let dir = entry.parent().expect("cache entries live in a folder");
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        entry.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
+/// Writes the cache entry `entry` for `artifact` (its checksum, then it), atomically.
+pub(crate) fn store(entry: &Path, artifact: &[u8]) -> std::io::Result<()> {
     let mut data = Sha256::digest(artifact).to_vec();
     data.extend_from_slice(artifact);
-    std::fs::write(&tmp, data)?;
-    std::fs::rename(&tmp, entry)
+    crate::paths::write_atomic(entry, &data)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -94,6 +95,9 @@ pub struct HostConfig {
     /// The longest line accepted from an extension.
     pub max_frame: usize,
     pub timeouts: Timeouts,
+    /// How components are compiled (default: in this process; the `zot` binary compiles
+    /// in a child process under limits, see [`Compiler`](crate::compile::Compiler)).
+    pub compiler: crate::compile::Compiler,
 }
 
 impl HostConfig {
@@ -113,6 +117,7 @@ impl HostConfig {
             builtin_commands: Vec::new(),
             max_frame: DEFAULT_MAX_FRAME,
             timeouts: Timeouts::default(),
+            compiler: crate::compile::Compiler::default(),
         }
     }
 }
@@ -188,6 +193,10 @@ pub struct LoadReport {
     pub stopped: Vec<String>,
     /// Extensions started.
     pub loaded: Vec<String>,
+    /// Extensions still being started when the ready wait ended (a component compiling):
+    /// they start in the background; their registrations arrive with `registry_changed`,
+    /// a failure with `extension_exited`.
+    pub starting: Vec<String>,
     /// Started extensions that became ready within the ready wait.
     pub ready: Vec<String>,
     /// Extensions that could not be started, and why.
@@ -249,6 +258,13 @@ struct Inner {
     launcher: Arc<dyn Launcher>,
     /// One load/reload/shutdown at a time.
     lifecycle: tokio::sync::Mutex<()>,
+    /// Counts loads (and stops): a start that ends after its load was stopped is stale.
+    generation: AtomicU64,
+    /// The generation whose load report was made: a start that fails after it is told
+    /// as an event.
+    reported: AtomicU64,
+    /// Starts in flight, which a stop aborts.
+    starting: Mutex<Vec<tokio::task::AbortHandle>>,
     me: Weak<Inner>,
 }
 
@@ -277,6 +293,8 @@ enum EntryState {
     Disabled,
     Error(String),
     Untrusted(Untrusted),
+    /// Being started (a component may be compiling).
+    Starting,
     Running(Extension),
 }
 
@@ -302,6 +320,9 @@ impl Host {
             notes,
             launcher,
             lifecycle: tokio::sync::Mutex::new(()),
+            generation: AtomicU64::new(0),
+            reported: AtomicU64::new(0),
+            starting: Mutex::new(Vec::new()),
             me: me.clone(),
         });
         (Host { inner }, rx)
@@ -357,6 +378,7 @@ impl Host {
                         Owned::default(),
                         None,
                     ),
+                    EntryState::Starting => (ExtState::Starting, None, Owned::default(), None),
                     EntryState::Running(ext) => {
                         let status = ext.status();
                         // The exit is recorded before `extension_exited` is sent, so a
@@ -618,10 +640,10 @@ impl Inner {
                 dup.name()
             );
         }
-        let mut report = LoadReport::default();
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let deadline = tokio::time::Instant::now() + self.config.timeouts.ready;
         let mut entries = Vec::new();
-        let mut starts = tokio::task::JoinSet::new();
-        let mut ranks = std::collections::HashMap::new();
+        let mut to_start = Vec::new();
         for (rank, f) in found.found.into_iter().enumerate() {
             let name = f.name();
             let log = self.config.home.log_path(&name);
@@ -637,11 +659,9 @@ impl Inner {
                 }
                 Ok(m) if !m.enabled => (m.version, EntryState::Disabled),
                 Ok(m) => {
-                    let (me, dir, id) = (self.clone(), f.dir.clone(), f.identity.clone());
                     let version = m.version.clone();
-                    let task = starts.spawn(async move { me.start(rank, &dir, &id, &m).await });
-                    ranks.insert(task.id(), rank);
-                    (version, EntryState::Error("not started".into()))
+                    to_start.push((rank, f.dir.clone(), f.identity.clone(), m));
+                    (version, EntryState::Starting)
                 }
             };
             entries.push(Entry {
@@ -657,25 +677,8 @@ impl Inner {
                 state,
             });
         }
-        // All start in parallel: a cold compile of one component delays no other.
-        while let Some(done) = starts.join_next_with_id().await {
-            let (rank, result) = match done {
-                Ok((id, result)) => (ranks[&id], result),
-                // A bug, not the extension's doing: that one fails, the others go on.
-                Err(e) => (ranks[&e.id()], Err(StartError::Aborted(e.to_string()))),
-            };
-            let entry = &mut entries[rank];
-            match result {
-                Ok(started) => {
-                    entry.transport = started.transport;
-                    entry.sandbox = started.sandbox;
-                    entry.tool_timeout = started.tool_timeout;
-                    entry.state = EntryState::Running(started.ext);
-                }
-                Err(e) => entry.state = EntryState::Error(e.to_string()),
-            }
-        }
         // Listed after the others: a running extension of the same name is found first.
+        let mut report = LoadReport::default();
         for (f, untrusted) in found.untrusted {
             let name = f.name();
             ExtLog::open(&self.config.home.log_path(&name)).warn(&untrusted.message());
@@ -704,28 +707,61 @@ impl Inner {
                 state: EntryState::Untrusted(untrusted),
             });
         }
-        let mut running = Vec::new();
-        for e in &entries {
-            match &e.state {
-                EntryState::Running(ext) => {
-                    report.loaded.push(e.name.clone());
-                    running.push(ext.clone());
-                    if e.sandbox.as_ref().is_some_and(|s| s.grant_stale) {
-                        report.warnings.push(LoadWarning {
-                            extension: e.name.clone(),
-                            warning: crate::sandbox::stale_warning(&e.name, &e.identity, &e.dir),
-                        });
-                    }
-                }
-                EntryState::Error(error) => report.errors.push(LoadError {
-                    extension: e.name.clone(),
-                    error: error.clone(),
-                }),
-                EntryState::Disabled | EntryState::Untrusted(_) => {}
+        *self.entries.lock().unwrap() = entries;
+        // All start in parallel, each in a task of its own that records its outcome in
+        // its entry, even after this load returned: a slow compile delays nothing.
+        let mut outcomes = Vec::new();
+        for (rank, dir, identity, m) in to_start {
+            let me = self.clone();
+            let start = tokio::spawn(async move { me.start(rank, &dir, &identity, &m).await });
+            self.starting.lock().unwrap().push(start.abort_handle());
+            let me = self.clone();
+            outcomes.push(tokio::spawn(async move {
+                let result = match start.await {
+                    Ok(result) => result,
+                    // Stopped by shutdown or reload: nothing to record.
+                    Err(e) if e.is_cancelled() => return,
+                    // A bug, not the extension's doing: that one fails, the others go on.
+                    Err(e) => Err(StartError::Aborted(e.to_string())),
+                };
+                me.started(generation, rank, result);
+            }));
+        }
+        // Wait for the starts, at most the ready wait; the late ones go on.
+        for outcome in outcomes {
+            if tokio::time::timeout_at(deadline, outcome).await.is_err() {
+                break;
             }
         }
-        *self.entries.lock().unwrap() = entries;
-        let deadline = tokio::time::Instant::now() + self.config.timeouts.ready;
+        let mut running = Vec::new();
+        {
+            let entries = self.entries.lock().unwrap();
+            self.reported.store(generation, Ordering::SeqCst);
+            for e in entries.iter() {
+                match &e.state {
+                    EntryState::Running(ext) => {
+                        report.loaded.push(e.name.clone());
+                        running.push(ext.clone());
+                        if e.sandbox.as_ref().is_some_and(|s| s.grant_stale) {
+                            report.warnings.push(LoadWarning {
+                                extension: e.name.clone(),
+                                warning: crate::sandbox::stale_warning(
+                                    &e.name,
+                                    &e.identity,
+                                    &e.dir,
+                                ),
+                            });
+                        }
+                    }
+                    EntryState::Error(error) => report.errors.push(LoadError {
+                        extension: e.name.clone(),
+                        error: error.clone(),
+                    }),
+                    EntryState::Starting => report.starting.push(e.name.clone()),
+                    EntryState::Disabled | EntryState::Untrusted(_) => {}
+                }
+            }
+        }
         for ext in &running {
             // All were started already: waiting on each in turn against one deadline
             // waits for them in parallel.
@@ -745,6 +781,51 @@ impl Inner {
             }
         }
         report
+    }
+
+    /// Records how the start of the extension at `rank` of load `generation` ended. One
+    /// that ends after the load returned and failed is told as `extension_exited`; one of
+    /// an earlier load (stopped meanwhile) is stopped.
+    fn started(&self, generation: u64, rank: usize, result: Result<Started, StartError>) {
+        let stale = self.generation.load(Ordering::SeqCst) != generation;
+        let mut entries = self.entries.lock().unwrap();
+        let entry = entries
+            .get_mut(rank)
+            .filter(|e| !stale && matches!(e.state, EntryState::Starting));
+        let Some(entry) = entry else {
+            drop(entries);
+            if let Ok(started) = result {
+                let t = self.config.timeouts.clone();
+                tokio::spawn(async move { started.ext.shutdown(t.shutdown, t.terminate).await });
+            }
+            return;
+        };
+        match result {
+            Ok(started) => {
+                entry.transport = started.transport;
+                entry.sandbox = started.sandbox;
+                entry.tool_timeout = started.tool_timeout;
+                entry.state = EntryState::Running(started.ext);
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                entry.state = EntryState::Error(reason.clone());
+                if self.reported.load(Ordering::SeqCst) != generation {
+                    return; // In the load's report.
+                }
+                let event = HostEvent::ExtensionExited {
+                    extension: entry.name.clone(),
+                    reason,
+                    code: None,
+                    signal: None,
+                };
+                drop(entries);
+                if let Err(mpsc::error::TrySendError::Full(event)) = self.notes.try_send(event) {
+                    let notes = self.notes.clone();
+                    tokio::spawn(async move { notes.send(event).await });
+                }
+            }
+        }
     }
 
     /// Starts one extension on its transport and hands the connection to the core.
@@ -794,8 +875,18 @@ impl Inner {
         })
     }
 
-    /// Stops every running extension in parallel; returns their names.
+    /// Stops every running extension in parallel, and every start in flight; returns
+    /// the names of those that were running.
     async fn stop_all(&self) -> Vec<String> {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        for start in self.starting.lock().unwrap().drain(..) {
+            start.abort();
+        }
+        for e in self.entries.lock().unwrap().iter_mut() {
+            if matches!(e.state, EntryState::Starting) {
+                e.state = EntryState::Error("stopped while starting".into());
+            }
+        }
         let running = self.running_all();
         let names = running.iter().map(|e| e.name().to_string()).collect();
         let mut tasks = tokio::task::JoinSet::new();

@@ -172,7 +172,7 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         wasm: component.clone(),
         reason,
     };
-    let loaded = wasm::load(&component, &home.cache_dir(), log)
+    let loaded = wasm::load(&component, &home.cache_dir(), &config.compiler, log)
         .await
         .map_err(failed)?;
     let (decision, grant) =

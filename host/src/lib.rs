@@ -64,6 +64,7 @@
 
 pub mod bridge;
 pub mod cache;
+pub mod compile;
 pub mod discovery;
 pub mod events;
 pub mod extension;

@@ -77,8 +77,8 @@ pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
     cwd.join(".zot").join("extensions")
 }
 
-/// Replaces the file at `path` with `bytes` atomically (a temporary file beside it,
-/// renamed into place), creating its folder.
+/// Replaces the file at `path` with `bytes` atomically (a temporary file beside it, named
+/// for this process, renamed into place), creating its folder.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(std::io::Error::other(format!(
@@ -89,7 +89,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
-    tmp_name.push(".tmp");
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
     let tmp = dir.join(tmp_name);
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)

@@ -224,6 +224,16 @@ impl HostBuilder {
         for d in ["home", "cwd", "exts"] {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
+        // Compiled components are shared by every test of the run (the cache is keyed by
+        // the component's hash; entries are written atomically), so each test guest is
+        // compiled once, not in every test, against the host's ready wait. A test of
+        // the cache itself makes `home/cache` a folder of its own first.
+        let cache = root.join("home").join("cache");
+        if cache.symlink_metadata().is_err() {
+            let shared = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zot-compile-cache");
+            std::fs::create_dir_all(&shared).unwrap();
+            std::os::unix::fs::symlink(&shared, &cache).unwrap();
+        }
         HostBuilder {
             scratch: None,
             root: root.to_path_buf(),

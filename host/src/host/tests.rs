@@ -17,6 +17,8 @@ struct Script {
     verdict: Value,
     /// Goes on after `shutdown` (until it is killed).
     ignores_shutdown: bool,
+    /// How long its launch takes (a component compiling).
+    launch_takes: Duration,
 }
 
 /// Starts every extension as a [`Script`] on an in-memory pair; reports each frame the
@@ -33,8 +35,10 @@ impl Launcher for Scripted {
         self.launches.lock().unwrap().push(name.clone());
         let script = self.scripts.get(&name).cloned().unwrap_or_default();
         let (connection, peer) = pair(64);
-        tokio::spawn(play(name, script, peer, self.seen.clone()));
-        Box::pin(async {
+        let seen = self.seen.clone();
+        Box::pin(async move {
+            tokio::time::sleep(script.launch_takes).await;
+            tokio::spawn(play(name, script, peer, seen));
             Ok(Launched {
                 connection,
                 transport: TransportKind::Stdio,
@@ -99,6 +103,7 @@ async fn play(
 struct Fixture {
     host: Host,
     seen: UnboundedReceiver<(String, Value)>,
+    notes: mpsc::Receiver<HostEvent>,
     launcher: Arc<Scripted>,
     _dir: Tmp,
 }
@@ -114,6 +119,15 @@ impl Drop for Tmp {
 
 /// A host over scripted extensions, given in load order; loaded, every one ready.
 async fn loaded(extensions: &[(&str, Script)]) -> Fixture {
+    let (f, report) = load_with(extensions, Duration::from_secs(3)).await;
+    let names: Vec<&str> = extensions.iter().map(|(n, _)| *n).collect();
+    assert_eq!(report.ready, names, "{report:?}");
+    f
+}
+
+/// A host over scripted extensions, given in load order, with a ready wait of `ready`;
+/// loaded, and the load's report.
+async fn load_with(extensions: &[(&str, Script)], ready: Duration) -> (Fixture, LoadReport) {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let root = std::env::temp_dir().join(format!("zot-host-core-{}-{n}", std::process::id()));
@@ -121,6 +135,7 @@ async fn loaded(extensions: &[(&str, Script)]) -> Fixture {
     config.installed = false;
     config.timeouts.shutdown = Duration::from_millis(200);
     config.timeouts.terminate = Duration::from_millis(200);
+    config.timeouts.ready = ready;
     for (name, _) in extensions {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).unwrap();
@@ -137,16 +152,16 @@ async fn loaded(extensions: &[(&str, Script)]) -> Fixture {
         seen: seen_tx,
         launches: Mutex::new(Vec::new()),
     });
-    let (host, _notes) = Host::with_launcher(config, launcher.clone());
+    let (host, notes) = Host::with_launcher(config, launcher.clone());
     let report = host.load().await;
-    let names: Vec<&str> = extensions.iter().map(|(n, _)| *n).collect();
-    assert_eq!(report.ready, names, "{report:?}");
-    Fixture {
+    let f = Fixture {
         host,
         seen,
+        notes,
         launcher,
         _dir: Tmp(root),
-    }
+    };
+    (f, report)
 }
 
 fn tools(names: &[&'static str]) -> Script {
@@ -328,4 +343,48 @@ async fn one_that_ignores_shutdown_is_terminated_after_the_grace_the_others_are_
     for e in f.host.extensions() {
         assert_eq!(e.state, ExtState::Exited, "{}", e.name);
     }
+}
+
+/// A start slower than the ready wait (a component compiling) delays nothing: the load
+/// returns at the ready wait with it `starting`, and its tools arrive later; a stop
+/// meanwhile ends its start, and it never runs.
+#[tokio::test]
+async fn a_slow_start_does_not_hold_the_load_and_a_stop_ends_it() {
+    let slow = Script {
+        tools: vec!["late"],
+        launch_takes: Duration::from_millis(1500),
+        ..Script::default()
+    };
+    let (mut f, report) = load_with(
+        &[("fast", tools(&["t"])), ("slow", slow.clone())],
+        Duration::from_millis(200),
+    )
+    .await;
+    assert_eq!(report.ready, ["fast"], "{report:?}");
+    assert_eq!(report.starting, ["slow"], "{report:?}");
+    let state = |host: &Host| {
+        let infos = host.extensions();
+        infos.iter().find(|e| e.name == "slow").unwrap().state
+    };
+    assert_eq!(state(&f.host), ExtState::Starting);
+    assert_eq!(call(&f.host, "t").await.unwrap().1, "fast:t");
+    // Its registrations arrive once it started.
+    loop {
+        match f.notes.recv().await {
+            Some(HostEvent::RegistryChanged { extension }) if extension == "slow" => break,
+            Some(_) => continue,
+            None => panic!("no registry_changed for the slow extension"),
+        }
+    }
+    assert_eq!(call(&f.host, "late").await.unwrap().1, "slow:late");
+    assert_eq!(state(&f.host), ExtState::Ready);
+    f.host.shutdown().await;
+
+    // Stopped while starting: it is never started.
+    let (f, report) = load_with(&[("slow", slow)], Duration::from_millis(100)).await;
+    assert_eq!(report.starting, ["slow"], "{report:?}");
+    f.host.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    assert_eq!(state(&f.host), ExtState::Error);
+    assert!(f.host.tools().is_empty());
 }

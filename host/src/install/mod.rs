@@ -68,11 +68,18 @@ pub struct Request {
     pub root: PathBuf,
     /// For the compilation cache and the log of a probed component.
     pub home: ZotHome,
+    /// How a probed component is compiled.
+    pub compiler: crate::compile::Compiler,
 }
 
 impl Request {
     /// The request that fetches `record`'s source again (for `zot ext update`).
-    pub fn again(record: &Provenance, root: PathBuf, home: ZotHome) -> Request {
+    pub fn again(
+        record: &Provenance,
+        root: PathBuf,
+        home: ZotHome,
+        compiler: crate::compile::Compiler,
+    ) -> Request {
         let source = match record.kind {
             SourceKind::Dir => InstallSource::Dir(PathBuf::from(&record.source)),
             SourceKind::Git => InstallSource::Git(record.source.clone()),
@@ -85,6 +92,7 @@ impl Request {
             name: record.rename.clone(),
             root,
             home,
+            compiler,
         }
     }
 }
@@ -307,7 +315,8 @@ async fn stage_component(
         file.display()
     ));
     let log = crate::log::ExtLog::open(&req.home.logs_dir().join("install.log"));
-    let hello = crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), log).await;
+    let hello =
+        crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), &req.compiler, log).await;
     progress.end();
     let (name, version) = hello.map_err(InstallError::Refused)?;
     let name = req.name.clone().unwrap_or(name);

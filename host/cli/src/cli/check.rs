@@ -9,6 +9,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use zot_host::compile::Compiler;
 use zot_host::extension::ReadyBy;
 use zot_host::host::SandboxInfo;
 use zot_host::identity::Identity;
@@ -174,11 +175,12 @@ pub(crate) fn run(args: CheckArgs) -> ExitCode {
     let ready = super::zot_home(None).and_then(|home| {
         let what = |e| format!("check {}: {e}", args.path);
         let target = Target::parse(&args.path, &home, args.scope).map_err(what)?;
+        let compiler = Compiler::this_program().map_err(what)?;
         let runtime = tokio::runtime::Runtime::new()
             .map_err(|e| what(format!("cannot start the async runtime: {e}")))?;
-        Ok((home, target, runtime))
+        Ok((home, target, compiler, runtime))
     });
-    let (home, target, runtime) = match ready {
+    let (home, target, compiler, runtime) = match ready {
         Ok(t) => t,
         Err(e) => {
             eprintln!("zot: {e}");
@@ -186,7 +188,7 @@ pub(crate) fn run(args: CheckArgs) -> ExitCode {
         }
     };
     let report = match target {
-        Parsed::Run(target) => prepare_and_check(&runtime, home, &target, args.wait),
+        Parsed::Run(target) => prepare_and_check(&runtime, home, compiler, &target, args.wait),
         Parsed::Untrusted(u) => CheckReport {
             untrusted: Some(u.clone()),
             ..CheckReport::failed(u.message())
@@ -214,6 +216,7 @@ pub(crate) fn run(args: CheckArgs) -> ExitCode {
 fn prepare_and_check(
     runtime: &tokio::runtime::Runtime,
     home: ZotHome,
+    compiler: Compiler,
     target: &Target,
     wait: Duration,
 ) -> CheckReport {
@@ -225,7 +228,12 @@ fn prepare_and_check(
             Launch::Exec(_) => None,
         }),
     };
-    let compiled = component.and_then(|file| compile(runtime, &home, &file, &progress));
+    // A component that cannot be compiled is reported now, not compiled again at start.
+    let compiled = match component.map(|f| compile(runtime, &home, &compiler, &f, &progress)) {
+        Some(Err(reason)) => return CheckReport::failed(format!("cannot compile: {reason}")),
+        Some(Ok(step)) => Some(step),
+        None => None,
+    };
     // `staged` lives until the check is over: dropping it removes the staged component.
     let (dir, staged) = match target {
         Target::Dir(dir) => (dir.clone(), None),
@@ -237,6 +245,7 @@ fn prepare_and_check(
                 name: None,
                 root: home.extensions_dir(),
                 home: home.clone(),
+                compiler: compiler.clone(),
             };
             match runtime.block_on(install::stage(&req, &progress)) {
                 Ok(staged) => (staged.tree().to_path_buf(), Some(staged)),
@@ -258,6 +267,7 @@ fn prepare_and_check(
     config.explicit = vec![dir];
     config.installed = false;
     config.timeouts.ready = wait;
+    config.compiler = compiler;
     let mut report = runtime.block_on(check(config));
     if let Some(data) = throwaway {
         let _ = std::fs::remove_dir_all(data);
@@ -277,28 +287,30 @@ fn prepare_and_check(
     report
 }
 
-/// Compiles the component at `file`, or loads it from the compilation cache, so that its
-/// start reuses it: how long that took and `compiled`, `cache` or `shared`. `None` when it
-/// cannot be loaded (its start then says why).
+/// Compiles the component at `file` (bounded by `compiler`'s limits), or loads it from
+/// the compilation cache, so that its start reuses it: how long that took and `compiled`,
+/// `cache` or `shared`, or why it cannot be compiled.
 fn compile(
     runtime: &tokio::runtime::Runtime,
     home: &ZotHome,
+    compiler: &Compiler,
     file: &Path,
     progress: &dyn Progress,
-) -> Option<(Duration, &'static str)> {
+) -> Result<(Duration, &'static str), String> {
     use zot_host::cache::{self, Source};
     progress.begin(&format!("compiling {}", file.display()));
     let started = Instant::now();
-    let loaded = zot_host::transport::wasm::engine()
-        .and_then(|engine| runtime.block_on(cache::load(engine, file, &home.cache_dir())));
+    let loaded = zot_host::transport::wasm::engine().and_then(|engine| {
+        runtime.block_on(cache::load(engine, file, &home.cache_dir(), compiler))
+    });
     let took = started.elapsed();
     progress.end();
-    let by = match loaded.ok()?.source {
+    let by = match loaded?.source {
         Source::Compiled(_) => "compiled",
         Source::Cached(_) => "cache",
         Source::Shared => "shared",
     };
-    Some((took, by))
+    Ok((took, by))
 }
 
 /// The last lines appended to the log at `path` since it was `from` bytes long (from the

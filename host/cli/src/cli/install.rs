@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use zot_host::compile::Compiler;
 use zot_host::identity::Identity;
 use zot_host::install::{self, provenance, InstallSource, Progress, Request, Staged};
 use zot_host::manifest::{Launch, Manifest};
@@ -65,6 +66,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
     } else {
         home.extensions_dir()
     };
+    let compiler = Compiler::this_program().map_err(what)?;
     let req = Request {
         source: InstallSource::parse(&args.source),
         git_ref: args.git_ref.clone(),
@@ -72,7 +74,21 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
         name: args.name.clone(),
         root,
         home: home.clone(),
+        compiler: compiler.clone(),
     };
+    // A bare component is run to learn its name: the user consents before it is even
+    // compiled. What it asks is known from the file alone (nothing).
+    let bare = match &req.source {
+        InstallSource::Wasm(file) => {
+            Some(Manifest::bare_component(file).map_err(|e| what(e.to_string()))?)
+        }
+        _ => None,
+    };
+    if let Some(m) = &bare {
+        println!("{} (a component file)", args.source);
+        let question = describe_asks(m);
+        ask(&question, args.yes).map_err(what)?;
+    }
     let staged = stage(&req).map_err(what)?;
     let m = &staged.manifest;
     if staged.dest().symlink_metadata().is_ok() && !args.force {
@@ -83,9 +99,14 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
         return Err(what(taken.to_string()));
     }
     println!("{}", headline(&staged));
-    let question = describe_asks(m);
-    ask(&question, args.yes).map_err(what)?;
+    if bare.is_none() {
+        let question = describe_asks(m);
+        ask(&question, args.yes).map_err(what)?;
+    }
     let wasm = component_of(&staged);
+    if let Some(file) = &wasm {
+        compile_staged(home, &compiler, &staged.tree().join(file)).map_err(what)?;
+    }
     let done = staged.commit(args.force).map_err(|e| what(e.to_string()))?;
     let id = Identity::of(&done.dir, home);
     // The user consented to this code and to what it asks now: nothing is inherited
@@ -137,13 +158,34 @@ fn consented(
 /// Stages `req` on a runtime of its own (install and update run outside any), showing
 /// progress on the terminal.
 fn stage(req: &Request) -> Result<Staged, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    runtime
+    runtime()?
         .block_on(install::stage(req, &TermProgress::new()))
         .map_err(|e| e.to_string())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))
+}
+
+/// Compiles a staged component into the cache, within `compiler`'s limits, once the user
+/// consented: one that cannot be compiled is not installed, and its first start is quick.
+fn compile_staged(home: &ZotHome, compiler: &Compiler, wasm: &Path) -> Result<(), String> {
+    let progress = TermProgress::new();
+    progress.begin(&format!("compiling {}", wasm.display()));
+    let engine = zot_host::transport::wasm::engine()?;
+    let loaded = runtime()?.block_on(zot_host::cache::load(
+        engine,
+        wasm,
+        &home.cache_dir(),
+        compiler,
+    ));
+    progress.end();
+    loaded
+        .map(drop)
+        .map_err(|e| format!("cannot compile it, so it was not installed: {e}"))
 }
 
 /// `name version from source (--ref REF, --path SUBDIR) at commit`.
@@ -293,7 +335,8 @@ fn update_one(
              reinstall it with `zot ext install <source> --force`"
         )
     })?;
-    let mut req = Request::again(&record, root, home.clone());
+    let compiler = Compiler::this_program()?;
+    let mut req = Request::again(&record, root, home.clone(), compiler.clone());
     if let Some(r) = git_ref {
         req.git_ref = Some(r.to_string());
     }
@@ -339,6 +382,9 @@ fn update_one(
         ask(&format!("Grant this and update {name}?"), yes)?;
     }
     let wasm = component_of(&staged);
+    if let Some(file) = &wasm {
+        compile_staged(home, &compiler, &staged.tree().join(file))?;
+    }
     let done = staged.commit(true).map_err(|e| e.to_string())?;
     let id = Identity::of(&done.dir, home);
     match wasm {

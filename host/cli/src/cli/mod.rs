@@ -116,6 +116,14 @@ pub(crate) enum ExtCommand {
 
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
+    // `zot __compile …`: the child process that compiles one component under limits.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == zot_host::compile::SUBCOMMAND)
+    {
+        return zot_host::compile::child_main(&args[2..]);
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -81,6 +81,7 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
     };
     let mut config = HostConfig::new(home, cwd);
     config.max_frame = args.max_frame_bytes;
+    config.compiler = zot_host::compile::Compiler::this_program()?;
     if let Some(ms) = args.tool_timeout_ms.or(manifest.limits.tool_timeout_ms) {
         config.timeouts.tool = std::time::Duration::from_millis(ms);
     }

@@ -76,6 +76,7 @@ impl HostArgs {
         let mut config = HostConfig::new(home, cwd);
         config.explicit = self.ext;
         config.trust_project = self.trust_project;
+        config.compiler = zot_host::compile::Compiler::this_program()?;
         config.provider = self.provider;
         config.model = self.model;
         config.builtin_tools = names(self.builtin_tools);
@@ -154,6 +155,7 @@ async fn serve(config: HostConfig) {
         .send(encode(&json!({
             "type": "host_ready",
             "extensions": report.loaded,
+            "starting": report.starting,
             "errors": report.errors,
             "untrusted": report.untrusted,
             "warnings": report.warnings,

@@ -15,6 +15,7 @@ mod reactor;
 use super::{
     Connection, Control, ExitReason, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
 };
+use crate::compile::Compiler;
 use crate::log::ExtLog;
 use crate::sandbox::{HostPattern, Policy, PreparedWasi, Stdio, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
 use std::path::Path;
@@ -70,6 +71,15 @@ impl Loaded {
     }
 }
 
+/// An engine configured as [`engine`]'s, without its ticker: what a compile needs (its
+/// artifacts load in [`engine`]).
+pub fn compile_engine() -> Result<Engine, String> {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    Engine::new(&config).map_err(|e| format!("cannot set up the WebAssembly engine: {e:#}"))
+}
+
 /// The process-wide engine: async, epoch interruption, ticking every [`TICK`]. Made on
 /// first use; if that fails (no thread for the ticker), the error is that start's and
 /// the next start tries again.
@@ -78,11 +88,7 @@ pub fn engine() -> Result<&'static Engine, String> {
     if let Some(engine) = ENGINE.get() {
         return Ok(engine);
     }
-    let mut config = Config::new();
-    config.wasm_component_model(true);
-    config.epoch_interruption(true);
-    let engine =
-        Engine::new(&config).map_err(|e| format!("cannot set up the WebAssembly engine: {e:#}"))?;
+    let engine = compile_engine()?;
     let ticker = engine.weak();
     std::thread::Builder::new()
         .name("zot-epoch".into())
@@ -107,9 +113,10 @@ pub fn engine() -> Result<&'static Engine, String> {
 pub async fn probe_hello(
     wasm: &Path,
     cache_dir: &Path,
+    compiler: &Compiler,
     log: ExtLog,
 ) -> Result<(String, String), String> {
-    let loaded = load(wasm, cache_dir, &log).await?;
+    let loaded = load(wasm, cache_dir, compiler, &log).await?;
     let mut conn = start(
         loaded,
         WasmSpec {
@@ -145,11 +152,16 @@ pub async fn probe_hello(
     }
 }
 
-/// Loads `wasm` (compiling it, or from the compilation cache in `cache_dir`) and checks
-/// that it is a component this host runs; says how in `log`.
-pub async fn load(wasm: &Path, cache_dir: &Path, log: &ExtLog) -> Result<Loaded, String> {
+/// Loads `wasm` (compiled by `compiler`, or from the compilation cache in `cache_dir`)
+/// and checks that it is a component this host runs; says how in `log`.
+pub async fn load(
+    wasm: &Path,
+    cache_dir: &Path,
+    compiler: &Compiler,
+    log: &ExtLog,
+) -> Result<Loaded, String> {
     let engine = engine()?;
-    let loaded = crate::cache::load(engine, wasm, cache_dir).await?;
+    let loaded = crate::cache::load(engine, wasm, cache_dir, compiler).await?;
     if let Some(why) = &loaded.rejected {
         log.warn(&format!("cache entry not used: {why}"));
     }
