@@ -89,6 +89,107 @@ fn malformed_request_lines_get_error_responses() {
     host.shutdown();
 }
 
+/// `{"id":"<id>","type":"ping","pad":"xxx…"}` of exactly `len` bytes (newline excluded).
+fn padded_ping(id: &str, len: usize) -> String {
+    let mut line = format!(r#"{{"id":"{id}","type":"ping","pad":""#);
+    let pad = len - line.len() - 2;
+    line.extend(std::iter::repeat_n('x', pad));
+    line.push_str(r#""}"#);
+    line
+}
+
+#[test]
+fn a_request_line_over_the_cap_is_answered_with_an_error_and_never_held() {
+    const CAP: usize = 1024 * 1024;
+    const HUGE: usize = 300 * 1000 * 1000;
+    let mut b = HostBuilder::new();
+    b.arg("--max-frame-bytes").arg(&CAP.to_string());
+    let host = b.start();
+    host.ready();
+    let error = format!("request line longer than {CAP} bytes: skipped");
+
+    // The cap itself is accepted; one byte more is not.
+    host.send_raw(&padded_ping("at-cap", CAP));
+    assert_eq!(
+        host.wait_response("at-cap", REQUEST_TIMEOUT)["success"],
+        true
+    );
+    host.send_raw(&padded_ping("over-cap", CAP + 1));
+    let r = host.wait_response("over-cap", REQUEST_TIMEOUT);
+    assert_eq!(
+        (&r["success"], &r["error"]),
+        (&json!(false), &json!(error)),
+        "{r}"
+    );
+
+    // 300 MB, written 1 MiB at a time: answered without ever being held whole.
+    let hwm_before = host.vm_hwm_kib();
+    let t = Instant::now();
+    host.send_with(|stdin| {
+        let head = br#"{"id":"big","type":"ping","pad":""#;
+        let tail = b"\"}\n";
+        stdin.write_all(head)?;
+        let chunk = vec![b'x'; 1 << 20];
+        let mut left = HUGE - head.len() - tail.len();
+        while left > 0 {
+            let n = left.min(chunk.len());
+            stdin.write_all(&chunk[..n])?;
+            left -= n;
+        }
+        stdin.write_all(tail)
+    });
+    host.send_raw(r#"{"id":"after","type":"ping"}"#);
+    let r = host.wait_response("big", Duration::from_secs(120));
+    let took = t.elapsed();
+    let mut fields: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["_seq", "error", "id", "success", "type"], "{r}");
+    assert_eq!(
+        (&r["type"], &r["id"], &r["success"], &r["error"]),
+        (
+            &json!("response"),
+            &json!("big"),
+            &json!(false),
+            &json!(error)
+        ),
+        "{r}"
+    );
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    let pong = host.wait_response("after", REQUEST_TIMEOUT);
+    assert_eq!(
+        pong["data"]["pong"], true,
+        "the next line is read as usual: {pong}"
+    );
+    let peak = host.vm_hwm_kib();
+    println!(
+        "a {HUGE}-byte request line over a {CAP}-byte cap: answered in {took:?}; \
+         zot VmHWM {hwm_before} KiB before, {peak} KiB after"
+    );
+    assert!(
+        peak < 150 * 1024,
+        "zot peaked at {peak} KiB for a {HUGE}-byte line{}",
+        host.diagnostics()
+    );
+
+    // An id past the kept head cannot be read: the error has a null id.
+    let late = format!(
+        r#"{{"type":"ping","pad":"{}","id":"late"}}"#,
+        "x".repeat(2 * CAP)
+    );
+    host.send_raw(&late);
+    let r = host.wait_event("id-less error response", EVENT_TIMEOUT, |v| {
+        v["type"] == "response"
+    });
+    assert_eq!(
+        (&r["id"], &r["error"]),
+        (&Value::Null, &json!(error)),
+        "{r}"
+    );
+    assert!(host.try_wait_response("late", Duration::ZERO).is_none());
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    host.shutdown();
+}
+
 #[test]
 fn unknown_tool_and_command_fail_naming_them() {
     let mut b = HostBuilder::new();

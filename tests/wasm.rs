@@ -1408,33 +1408,45 @@ fn ext_run(scratch: &Path, args: &[&str]) -> std::process::Child {
         .expect("zot runs")
 }
 
+/// The `tool_result` frames `zot ext run` writes on its stdout, read by a thread.
+fn tool_results(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<Value> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            match serde_json::from_str::<Value>(&line) {
+                Ok(v) if v["type"] == "tool_result" => {
+                    let _ = tx.send(v);
+                }
+                _ => {}
+            }
+        }
+    });
+    rx
+}
+
+/// The next `tool_result` from `results`, which must be the one for `id`.
+fn next_result(results: &std::sync::mpsc::Receiver<Value>, kind: Kind, id: &str) -> Value {
+    let v = results
+        .recv_timeout(REQUEST_TIMEOUT)
+        .unwrap_or_else(|_| panic!("{}: no tool_result {id}", kind.label()));
+    assert_eq!(v["id"], id, "{}: {v}", kind.label());
+    v
+}
+
 #[test]
 fn ext_run_skips_lines_that_are_not_json_and_the_component_goes_on() {
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     for kind in Kind::BOTH {
         let scratch = TempDir::new("run-garbage");
         let mut child = ext_run(scratch.path(), &[kind.wasm()]);
         let mut stdin = child.stdin.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel::<Value>();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if let Ok(v) = serde_json::from_str(&line) {
-                    let _ = tx.send(v);
-                }
-            }
-        });
-        let result = |id: &str| loop {
-            let v = rx
-                .recv_timeout(REQUEST_TIMEOUT)
-                .unwrap_or_else(|_| panic!("{}: no tool_result {id}", kind.label()));
-            if v["type"] == "tool_result" && v["id"] == id {
-                return v;
-            }
-        };
+        let results = tool_results(&mut child);
+        let result = |id: &str| next_result(&results, kind, id);
         let mut input: Vec<u8> = Vec::new();
         input.extend_from_slice(b"{\"type\":\"hello_ack\",\"protocol_version\":1}\n");
         input.extend_from_slice(
@@ -1465,6 +1477,60 @@ fn ext_run_skips_lines_that_are_not_json_and_the_component_goes_on() {
                 .matches("skipped an input line that is not JSON")
                 .count(),
             3,
+            "{}: {stderr}",
+            kind.label()
+        );
+        assert!(!stderr.contains("panicked"), "{}: {stderr}", kind.label());
+    }
+}
+
+#[test]
+fn ext_run_skips_an_input_line_over_its_cap_and_the_component_goes_on() {
+    use std::io::Write;
+    const CAP: usize = 1024 * 1024;
+    for kind in Kind::BOTH {
+        let scratch = TempDir::new("run-oversize");
+        let cap = CAP.to_string();
+        let mut child = ext_run(scratch.path(), &["--max-frame-bytes", &cap, kind.wasm()]);
+        let mut stdin = child.stdin.take().unwrap();
+        let results = tool_results(&mut child);
+        let result = |id: &str| next_result(&results, kind, id);
+        let call = |id: &str, args: &str| {
+            format!(r#"{{"type":"tool_call","id":"{id}","name":"echo","args":{args}}}"#)
+        };
+        let big = call("big", &format!(r#"{{"pad":"{}"}}"#, "x".repeat(3 * CAP)));
+        let mut input = String::new();
+        input.push_str("{\"type\":\"hello_ack\",\"protocol_version\":1}\n");
+        for line in [call("1", "{}"), big.clone(), call("2", r#"{"after":true}"#)] {
+            input.push_str(&line);
+            input.push('\n');
+        }
+        stdin.write_all(input.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        assert_eq!(result("1")["content"][0]["text"], "{}", "{}", kind.label());
+        assert_eq!(
+            result("2")["content"][0]["text"],
+            r#"{"after":true}"#,
+            "{}: the component answers the frame after the long line, and not that one",
+            kind.label()
+        );
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{}: {stderr}", kind.label());
+        let warning = format!(
+            "skipped a {}-byte input line: longer than the frame size limit ({CAP} bytes)",
+            big.len()
+        );
+        assert!(
+            results.recv_timeout(REQUEST_TIMEOUT).is_err(),
+            "{}: nothing answers the skipped line",
+            kind.label()
+        );
+        println!("{}: {}", kind.label(), log_line(&stderr, "skipped a"));
+        assert_eq!(
+            stderr.matches(&warning).count(),
+            1,
             "{}: {stderr}",
             kind.label()
         );

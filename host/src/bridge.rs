@@ -6,18 +6,18 @@
 use crate::extension::ONE_WAY_BUDGET;
 use crate::launcher::{Launched, Launcher, Request, SeenPaths, Transports};
 use crate::log::ExtLog;
-use crate::transport::{pipe, ExitReason, Inbound, Outbound};
+use crate::transport::{input_lines, ExitReason, Inbound, Outbound};
 use std::future::Future;
-use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 use zot_protocol::{encode, HostFrame};
 
 /// Serves the extension of `request` to the outer host on `input`/`output` until it is
 /// gone: its input closes when `input` ends, and `stop` (e.g. Ctrl-C) stops it at once.
 /// Frames from the outer host reach it with the deadlines `request.config.timeouts` give
 /// them, `hello_ack` telling it the paths as it sees them ([`SeenPaths`]); a line that
-/// is not JSON is skipped with a warning, JSON that is no known frame is passed on. Its
+/// is not JSON, or longer than `request.config.max_frame` (never held beyond that many
+/// bytes), is skipped with a warning, JSON that is no known frame is passed on. Its
 /// frames go to `output`, one per line. Diagnostics go to `request.log`. Returns its
 /// exit.
 pub async fn serve_stdio<R, W>(
@@ -37,22 +37,14 @@ where
         .launch(request)
         .await
         .map_err(|e| e.to_string())?;
-    let (lines_tx, lines) = mpsc::channel(crate::transport::INBOUND_QUEUE);
-    // The outer host's input never "exits": only its end stops the pump.
-    let input = tokio::spawn(pipe::read_lines(
-        input,
-        lines_tx,
-        config.max_frame,
-        Arc::new(Notify::new()),
-    ));
     let mut forward = tokio::spawn(forward_input(
-        lines,
+        input_lines(input, config.max_frame),
         connection.outbound.clone(),
+        config.max_frame,
         config.timeouts.clone(),
         paths,
         log.clone(),
     ));
-    drop(input);
 
     let mut inbound = connection.inbound;
     let mut input_done = false;
@@ -68,7 +60,7 @@ where
                         connection.control.kill();
                     }
                 }
-                Some(Inbound::Oversize(len)) => log.warn(&format!(
+                Some(Inbound::Oversize { len, .. }) => log.warn(&format!(
                     "dropped a {len}-byte frame: longer than the frame size limit"
                 )),
                 None => break,
@@ -95,6 +87,7 @@ where
 async fn forward_input(
     mut lines: mpsc::Receiver<Inbound>,
     outbound: mpsc::Sender<Outbound>,
+    max_frame: usize,
     timeouts: crate::Timeouts,
     paths: SeenPaths,
     log: ExtLog,
@@ -102,8 +95,11 @@ async fn forward_input(
     while let Some(item) = lines.recv().await {
         let line = match item {
             Inbound::Line(line, _) => line,
-            Inbound::Oversize(_) => {
-                log.warn("skipped an input line longer than the frame size limit");
+            Inbound::Oversize { len, .. } => {
+                log.warn(&format!(
+                    "skipped a {len}-byte input line: longer than the frame size limit \
+                     ({max_frame} bytes)"
+                ));
                 continue;
             }
         };

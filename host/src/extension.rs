@@ -589,7 +589,7 @@ impl Extension {
                         .as_mut()
                         .reset(tokio::time::Instant::now() + READY_SILENCE);
                 }
-                Some(Inbound::Oversize(len)) => {
+                Some(Inbound::Oversize { len, .. }) => {
                     self.violation(format!(
                         "skipped a {len}-byte line: longer than the frame size limit"
                     ));

@@ -1,6 +1,8 @@
 //! Newline-delimited framing with a size cap.
 
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Serialize;
+use serde_json::Value;
 
 /// Default cap on one frame: 64 MiB.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024 * 1024;
@@ -10,16 +12,20 @@ pub const DEFAULT_MAX_FRAME: usize = 64 * 1024 * 1024;
 pub enum Line {
     /// A complete line without its terminator (`\n` or `\r\n`).
     Frame(Vec<u8>),
-    /// A line longer than the cap was discarded up to its newline; `len` is its length.
-    Oversize { len: usize },
+    /// A line longer than the cap was discarded up to its newline; `len` is its length
+    /// and `head` its first `max` bytes, all that was kept of it (to read its `id` from
+    /// with [`leading_id`]).
+    Oversize { len: usize, head: Vec<u8> },
 }
 
 /// Splits a byte stream into lines, holding at most `max` bytes of one line.
 ///
-/// Bytes of an oversize line are dropped as they arrive (never buffered), and the
-/// decoder reports it once its newline is seen. Empty lines are skipped.
+/// Of an oversize line the first `max` bytes are kept and the rest is dropped as it
+/// arrives (never buffered); the decoder reports it once its newline is seen. Empty
+/// lines are skipped.
 #[derive(Debug)]
 pub struct LineDecoder {
+    /// The line so far; of an oversize line, its first `max` bytes.
     buf: Vec<u8>,
     max: usize,
     /// Length so far of an oversize line being discarded.
@@ -48,7 +54,8 @@ impl LineDecoder {
                 *len += chunk.len();
             } else if self.buf.len() + chunk.len() > self.max {
                 self.discarding = Some(self.buf.len() + chunk.len());
-                self.buf = Vec::new();
+                let room = self.max - self.buf.len();
+                self.buf.extend_from_slice(&chunk[..room]);
             } else {
                 self.buf.extend_from_slice(chunk);
             }
@@ -68,7 +75,8 @@ impl LineDecoder {
 
     fn take_line(&mut self) -> Option<Line> {
         if let Some(len) = self.discarding.take() {
-            return Some(Line::Oversize { len });
+            let head = std::mem::take(&mut self.buf);
+            return Some(Line::Oversize { len, head });
         }
         let mut line = std::mem::take(&mut self.buf);
         if line.last() == Some(&b'\r') {
@@ -79,6 +87,39 @@ impl LineDecoder {
         }
         Some(Line::Frame(line))
     }
+}
+
+/// The `"id"` of the JSON object that `head` begins, if it can be read there: `head` may
+/// be cut short anywhere (the kept head of an oversize line), so the object's fields
+/// are read in order until the `id`, the end of the object or the cut, whichever comes
+/// first. `None` when `head` is no object or its `id` is not (whole) in it.
+pub fn leading_id(head: &[u8]) -> Option<Value> {
+    /// Reads the object's fields until `id`, which it leaves in `.0`.
+    struct FindId<'a>(&'a mut Option<Value>);
+
+    impl<'de> Visitor<'de> for FindId<'_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "id" {
+                    *self.0 = Some(map.next_value()?);
+                    // Found: no need to read (or wait for) the rest.
+                    return Err(serde::de::Error::custom("found"));
+                }
+                map.next_value::<IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+
+    let mut id = None;
+    let _ = serde_json::Deserializer::from_slice(head).deserialize_map(FindId(&mut id));
+    id
 }
 
 /// One frame encoded as a single line of JSON text, newline included. Only [`encode`]
@@ -130,6 +171,7 @@ pub fn encode<T: Serialize + ?Sized>(frame: &T) -> Encoded {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn all(dec: &mut LineDecoder, chunks: &[&[u8]]) -> Vec<Line> {
         let mut out = Vec::new();
@@ -167,11 +209,60 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                Line::Oversize { len: 13 },
+                Line::Oversize {
+                    len: 13,
+                    head: b"12345678".to_vec()
+                },
                 frame("ok"),
-                Line::Oversize { len: 9 }
+                Line::Oversize {
+                    len: 9,
+                    head: b"12345678".to_vec()
+                }
             ]
         );
+    }
+
+    #[test]
+    fn oversize_line_keeps_its_head_whatever_the_chunks() {
+        let line = br#"{"id":"big","type":"ping","pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#;
+        for chunk in [1, 3, 7, 64, line.len()] {
+            let mut dec = LineDecoder::new(30);
+            let mut chunks: Vec<&[u8]> = line.chunks(chunk).collect();
+            chunks.push(b"\n{}\n");
+            let got = all(&mut dec, &chunks);
+            assert_eq!(
+                got,
+                vec![
+                    Line::Oversize {
+                        len: line.len(),
+                        head: line[..30].to_vec()
+                    },
+                    frame("{}")
+                ],
+                "chunks of {chunk}"
+            );
+        }
+    }
+
+    #[test]
+    fn leading_id_reads_what_the_head_holds() {
+        let id = |s: &str| leading_id(s.as_bytes());
+        assert_eq!(
+            id(r#"{"id":"big","type":"ping","pad":"xx"#),
+            Some(json!("big"))
+        );
+        assert_eq!(
+            id(r#"{"type":"x","a":{"id":1},"id":7,"pad":[1,"#),
+            Some(json!(7))
+        );
+        assert_eq!(id(r#"{"type":"x","pad":"xxxx"#), None);
+        assert_eq!(id(r#"{"id":{"deep":[1,2"#), None, "an id cut short");
+        assert_eq!(id(r#"{"id":"ab"#), None);
+        assert_eq!(id(r#"{"i"#), None);
+        assert_eq!(id(r#"["id","x"]"#), None);
+        assert_eq!(id("not json"), None);
+        assert_eq!(id(""), None);
+        assert_eq!(id(r#"{"\u0069d":"escaped"}"#), Some(json!("escaped")));
     }
 
     #[test]

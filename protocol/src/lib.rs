@@ -8,7 +8,7 @@
 mod codec;
 mod frame;
 
-pub use codec::{encode, Encoded, Line, LineDecoder, DEFAULT_MAX_FRAME};
+pub use codec::{encode, leading_id, Encoded, Line, LineDecoder, DEFAULT_MAX_FRAME};
 pub use frame::*;
 
 /// The protocol version the host announces in `hello_ack`.

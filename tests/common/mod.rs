@@ -328,7 +328,7 @@ impl HostBuilder {
         let stderr_buf = Arc::new(Mutex::new(Vec::new()));
 
         let stdin = child.stdin.take().unwrap();
-        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let (tx, rx) = mpsc::channel::<WriteJob>();
         {
             let shared = shared.clone();
             std::thread::spawn(move || writer(stdin, rx, shared));
@@ -394,9 +394,12 @@ struct State {
     write_error: Option<String>,
 }
 
-fn writer(mut stdin: ChildStdin, rx: mpsc::Receiver<Vec<u8>>, shared: Arc<Shared>) {
-    for line in rx {
-        if let Err(e) = stdin.write_all(&line).and_then(|_| stdin.flush()) {
+/// Something to write to the host's stdin, in turn with the others.
+type WriteJob = Box<dyn FnOnce(&mut dyn Write) -> std::io::Result<()> + Send>;
+
+fn writer(mut stdin: ChildStdin, rx: mpsc::Receiver<WriteJob>, shared: Arc<Shared>) {
+    for job in rx {
+        if let Err(e) = job(&mut stdin).and_then(|_| stdin.flush()) {
             shared.state.lock().unwrap().write_error = Some(e.to_string());
             shared.cond.notify_all();
         }
@@ -452,7 +455,7 @@ fn reader(stdout: impl Read, shared: Arc<Shared>) {
 pub struct Host {
     child: Child,
     pid: u32,
-    tx: Mutex<Option<Sender<Vec<u8>>>>,
+    tx: Mutex<Option<Sender<WriteJob>>>,
     shared: Arc<Shared>,
     stderr: Arc<Mutex<Vec<u8>>>,
     next_id: AtomicU64,
@@ -494,9 +497,18 @@ impl Host {
     pub fn send_raw(&self, line: &str) {
         let mut bytes = line.as_bytes().to_vec();
         bytes.push(b'\n');
+        self.send_with(move |stdin| stdin.write_all(&bytes));
+    }
+
+    /// Has the writer thread run `write` on the host's stdin, after what was sent
+    /// before and before what is sent after: to stream input too large to hold.
+    pub fn send_with(
+        &self,
+        write: impl FnOnce(&mut dyn Write) -> std::io::Result<()> + Send + 'static,
+    ) {
         match self.tx.lock().unwrap().as_ref() {
             Some(tx) => {
-                let _ = tx.send(bytes);
+                let _ = tx.send(Box::new(write));
             }
             None => panic!("send after stdin was closed"),
         }

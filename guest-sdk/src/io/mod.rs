@@ -71,7 +71,7 @@ impl Lines {
 fn usable(line: Line) -> Option<Vec<u8>> {
     match line {
         Line::Frame(bytes) => Some(bytes),
-        Line::Oversize { len } => {
+        Line::Oversize { len, .. } => {
             eprintln!("zot-ext: skipped a {len}-byte line from the host (over {MAX_LINE} bytes)");
             None
         }

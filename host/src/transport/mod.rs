@@ -10,6 +10,7 @@ pub mod stdio;
 pub mod wasm;
 
 pub use exit::ExitReason;
+pub use pipe::input_lines;
 
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
@@ -29,8 +30,12 @@ pub const LARGE_LINE: usize = 1024 * 1024;
 pub enum Inbound {
     /// A complete line (a frame, still to be decoded); a large one holds the slot.
     Line(Vec<u8>, Option<OwnedSemaphorePermit>),
-    /// A line over the size cap was skipped; its length.
-    Oversize(usize),
+    /// A line over the size cap was skipped: its length, and its frame's `id` if that
+    /// could be read from the part of it that was kept ([`zot_protocol::leading_id`]).
+    Oversize {
+        len: usize,
+        id: Option<serde_json::Value>,
+    },
 }
 
 /// Admits lines into the inbound queue, one large line at a time.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Notify};
-use zot_protocol::{Line, LineDecoder};
+use zot_protocol::{leading_id, Line, LineDecoder};
 
 /// After the extension is gone, how long its output may still drain (a grandchild that
 /// escaped the process group could otherwise hold the pipe open forever).
@@ -48,8 +48,22 @@ pub(crate) async fn write_frames<W: AsyncWrite + Unpin>(
     let _ = pipe.shutdown().await;
 }
 
+/// Splits an input that has no process behind it (`zot host`'s and `zot ext run`'s
+/// stdin) into size-capped lines, as an extension's output is split ([`read_lines`]),
+/// until it ends. Needs a tokio runtime.
+pub fn input_lines<R>(input: R, max_frame: usize) -> mpsc::Receiver<Inbound>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(super::INBOUND_QUEUE);
+    // Nothing "exits" here: only the input's end stops the pump.
+    tokio::spawn(read_lines(input, tx, max_frame, Arc::new(Notify::new())));
+    rx
+}
+
 /// Splits `pipe` into size-capped lines for the core until EOF, or until `exited` is
-/// notified and the output stopped draining.
+/// notified and the output stopped draining. Of a line longer than `max_frame` no more
+/// than `max_frame` bytes are held: it arrives as [`Inbound::Oversize`].
 pub(crate) async fn read_lines<R: AsyncRead + Unpin>(
     mut pipe: R,
     tx: mpsc::Sender<Inbound>,
@@ -90,6 +104,9 @@ pub(crate) async fn read_lines<R: AsyncRead + Unpin>(
 async fn admit(gate: &LineGate, line: Line) -> Inbound {
     match line {
         Line::Frame(bytes) => gate.admit(bytes).await,
-        Line::Oversize { len } => Inbound::Oversize(len),
+        Line::Oversize { len, head } => Inbound::Oversize {
+            len,
+            id: leading_id(&head),
+        },
     }
 }

@@ -6,8 +6,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
+use zot_host::transport::{input_lines, Inbound};
 use zot_host::{Host, HostConfig};
 use zot_protocol::{encode, Encoded, Event, PanelKey, PanelResize, DEFAULT_MAX_FRAME};
 
@@ -46,7 +47,7 @@ pub(crate) struct HostArgs {
     /// Command names the agent owns (comma-separated).
     #[arg(long, value_delimiter = ',')]
     builtin_commands: Vec<String>,
-    /// The longest line accepted from an extension, in bytes.
+    /// The longest line accepted from an extension, or as a request, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_FRAME)]
     max_frame_bytes: usize,
     /// How long a tool call may take (a request's timeout_ms overrides it).
@@ -114,6 +115,7 @@ pub(crate) fn run(args: HostArgs) -> ExitCode {
 }
 
 async fn serve(config: HostConfig) {
+    let max_frame = config.max_frame;
     let (host, mut notes) = Host::new(config);
     let (out, out_rx) = mpsc::channel::<Encoded>(OUTPUT_QUEUE);
     let writer = tokio::spawn(write_stdout(out_rx));
@@ -162,27 +164,31 @@ async fn serve(config: HostConfig) {
         })))
         .await;
 
-    let mut stdin = BufReader::new(tokio::io::stdin());
-    let mut line = Vec::new();
+    // Request lines, capped like extensions' lines: of a longer one no more than
+    // `max_frame` bytes are held, and it is answered with one error response.
+    let mut lines = input_lines(tokio::io::stdin(), max_frame);
     let mut shutdown_request = None;
     // Requests being answered; at end of input they are finished before the extensions
     // stop (each has its own deadline), so input that ends right after its requests
     // still gets every answer.
     let mut in_flight = tokio::task::JoinSet::new();
     loop {
-        line.clear();
         while in_flight.try_join_next().is_some() {}
-        match stdin.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => {
-                while in_flight.join_next().await.is_some() {}
-                break;
-            }
-            Ok(_) => {}
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let Parsed { id, kind, request } = parse_request(&line);
+        let Some(line) = lines.recv().await else {
+            while in_flight.join_next().await.is_some() {}
+            break;
+        };
+        // A large line's slot is given back once it is parsed.
+        let Parsed { id, kind, request } = match line {
+            Inbound::Line(line, _large_slot) => parse_request(&line),
+            Inbound::Oversize { id, .. } => Parsed {
+                id: id.unwrap_or(Value::Null),
+                kind: String::new(),
+                request: Err(format!(
+                    "request line longer than {max_frame} bytes: skipped"
+                )),
+            },
+        };
         match request {
             Err(error) => {
                 let _ = out.send(encode(&respond(id, &kind, Err(error)))).await;

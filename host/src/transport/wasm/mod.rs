@@ -130,7 +130,7 @@ pub async fn probe_hello(
         loop {
             match conn.inbound.recv().await {
                 Some(Inbound::Line(line, _)) => return Some(line),
-                Some(Inbound::Oversize(_)) => continue,
+                Some(Inbound::Oversize { .. }) => continue,
                 None => return None,
             }
         }
@@ -464,7 +464,10 @@ impl GuestData {
     /// A frame from the guest enters the same path a subprocess's stdout feeds.
     async fn frame_to_host(&mut self, frame: Vec<u8>) -> wasmtime::Result<()> {
         let item = if frame.len() > self.max_frame {
-            Inbound::Oversize(frame.len())
+            Inbound::Oversize {
+                len: frame.len(),
+                id: zot_protocol::leading_id(&frame[..self.max_frame]),
+            }
         } else {
             self.gate.admit(frame).await
         };
