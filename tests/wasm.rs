@@ -804,6 +804,77 @@ fn shutdown_stops_a_component_spinning_in_a_long_tool_call() {
     }
 }
 
+/// A command that waits for stdin together with a 1 ms timer, is woken by the timer and
+/// then spins, is still under a deadline: it is stopped (`deadline exceeded`), while a
+/// stdio extension in the same host answers throughout. Once (`polls` 1), and in a loop
+/// of such waits that would run far past the call's budget.
+#[test]
+fn command_woken_from_a_stdin_wait_by_a_timer_is_still_under_a_deadline() {
+    let _serial = serial();
+    for polls in [1u64, 1_000_000] {
+        let name = format!("pollspin-{polls}");
+        let mut b = HostBuilder::new();
+        b.explicit(&name, &component(&name, COMMAND));
+        b.explicit(
+            "steady",
+            &rs_manifest("steady", &["--tools", "echo_rs", "--commands", ""]),
+        );
+        let host = b.start();
+        host.ready();
+        let t = Instant::now();
+        let id = host.send(
+            "call_tool",
+            json!({"name": "poll_spin", "args": {"polls": polls}, "timeout_ms": 1000}),
+        );
+        let mut during = 0;
+        let r = loop {
+            if let Some(r) = host.try_wait_response(&id, Duration::from_millis(20)) {
+                break r;
+            }
+            let d = host.call_tool("echo_rs", json!({"n": during}));
+            assert_eq!(d["extension"], "steady", "{d}");
+            during += 1;
+        };
+        assert_eq!(r["success"], false, "{r}");
+        // Before the fix, the guest spun on with no deadline: no exit at all.
+        let ev = wait_exited(&host, &name, Duration::from_secs(10));
+        println!(
+            "{name}: exited {:?} after the call: {ev}; {during} calls to the other extension meanwhile",
+            t.elapsed()
+        );
+        assert_eq!(ev["reason"], "deadline exceeded", "{ev}");
+        assert_eq!(host.entry(&name)["state"], "exited");
+        let d = host.call_tool("echo_rs", json!({"after": true}));
+        assert_eq!(d["extension"], "steady", "{d}");
+        assert_eq!(d["is_error"], false, "{d}");
+        host.shutdown();
+    }
+}
+
+/// A command with nothing to do but wait for stdin runs no deadline: idle for longer than
+/// any budget it was given (a 1 s one-way frame, a tool call of 200 ms + 1 s), it is not
+/// stopped, and answers the next call.
+#[test]
+fn idle_command_waiting_for_stdin_is_not_stopped() {
+    let _serial = serial();
+    let name = "idle-command";
+    let mut b = HostBuilder::new();
+    b.explicit(name, &component(name, COMMAND));
+    let host = b.start();
+    host.ready();
+    let d = host.request(
+        "call_tool",
+        json!({"name": "echo", "args": {"n": 1}, "timeout_ms": 200}),
+    );
+    assert_eq!(d["success"], true, "{d}");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(host.entry(name)["state"], "ready", "{}", host.diagnostics());
+    assert_unharmed(&host, name);
+    let log = host.log(name);
+    assert!(!log.contains("extension gone"), "log:\n{log}");
+    host.shutdown();
+}
+
 #[test]
 fn reload_restarts_a_stopped_component() {
     let _serial = serial();

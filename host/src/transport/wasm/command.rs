@@ -4,10 +4,14 @@
 //!
 //! `run` only returns at end of input, so deadlines are per stretch of work: the guest's
 //! stdin knows when it has taken a frame (the frame's budget starts) and when it waits
-//! for one (no deadline while it waits). A guest that spins instead of reading again is
-//! stopped when the budget of the frame it took runs out.
+//! for one (no deadline while it waits, if that wait ends with input). A guest that
+//! spins instead of reading again is stopped when the budget of the frame it took runs
+//! out; one that polls stdin together with a timer and spins once the timer fires is
+//! stopped when the deadline it had before that wait runs out: the deadline is never off
+//! while guest code runs.
 
 use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData, Stop, START_BUDGET};
+use crate::extension::ONE_WAY_BUDGET;
 use crate::sandbox::Stdio;
 use crate::transport::{pipe, ExitReason, Outbound};
 use bytes::Bytes;
@@ -158,23 +162,45 @@ impl InputStream for FrameStdin {
     }
 }
 
+/// How a wait for input ended.
+enum Woke {
+    Frame(Outbound),
+    /// The host closed the input (what is queued is still delivered), or dropped it.
+    Closing,
+    Ended,
+}
+
 #[wasmtime_wasi::async_trait]
 impl Pollable for FrameStdin {
+    /// Waits for input with no deadline running. Ended by a frame, that frame's budget
+    /// starts; by the end of input, [`ONE_WAY_BUDGET`] starts (time to finish and
+    /// return). Dropped before either — the guest polled stdin together with something
+    /// that was ready first, such as a timer, or only asked whether stdin is ready — the
+    /// deadline from before the wait is back, the wait counted ([`Deadline::suspend`]).
+    /// So only a guest with nothing to do but wait for stdin is spared a deadline.
     async fn ready(&mut self) {
         let mut state = self.0.lock().await;
         if !state.current.is_empty() || state.closing || state.ended {
             return;
         }
-        // Waiting for input: no deadline runs while the guest waits.
-        state.deadline.clear();
+        let waiting = state.deadline.suspend();
         let close = state.stop.close_input.clone();
-        tokio::select! {
+        let woke = tokio::select! {
             biased;
-            frame = state.frames.recv() => match frame {
-                Some(frame) => state.take(frame),
-                None => state.ended = true,
-            },
-            () = close.notified() => state.closing = true,
+            frame = state.frames.recv() => frame.map_or(Woke::Ended, Woke::Frame),
+            () = close.notified() => Woke::Closing,
+        };
+        waiting.idle();
+        match woke {
+            Woke::Frame(frame) => state.take(frame),
+            Woke::Closing => {
+                state.closing = true;
+                state.deadline.extend(ONE_WAY_BUDGET);
+            }
+            Woke::Ended => {
+                state.ended = true;
+                state.deadline.extend(ONE_WAY_BUDGET);
+            }
         }
     }
 }

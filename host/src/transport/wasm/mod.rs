@@ -367,6 +367,46 @@ impl Deadline {
     fn passed(&self) -> bool {
         self.0.lock().unwrap().is_some_and(|d| Instant::now() >= d)
     }
+    /// The guest starts waiting for input: no deadline runs until the wait ends. Unless
+    /// the wait is [`Suspended::idle`] (it ended with input), dropping the guard puts
+    /// back the deadline that was in force before it.
+    fn suspend(self: &Arc<Self>) -> Suspended {
+        let before = self.0.lock().unwrap().take();
+        Suspended {
+            deadline: self.clone(),
+            before: Some(before),
+        }
+    }
+}
+
+/// A wait for input during which no deadline runs (see [`Deadline::suspend`]).
+///
+/// A wait that ends without input (another pollable in the same `poll` was ready first,
+/// `pollable.ready()` only looked, the call was cancelled) was not idleness: the guest
+/// runs on under the deadline it had before, and the time it waited counts, as any other
+/// wait in the middle of work does. So waking up with a timer never runs without a
+/// deadline, and a loop of such waits ends when that deadline passes.
+#[must_use]
+struct Suspended {
+    deadline: Arc<Deadline>,
+    /// The deadline to put back; `None` once the wait was idle.
+    before: Option<Option<Instant>>,
+}
+
+impl Suspended {
+    /// The wait ended with input: it was idle, and the deadline stays off until the
+    /// input's budget starts.
+    fn idle(mut self) {
+        self.before = None;
+    }
+}
+
+impl Drop for Suspended {
+    fn drop(&mut self) {
+        if let Some(before) = self.before.take() {
+            *self.deadline.0.lock().unwrap() = before;
+        }
+    }
 }
 
 /// Memory, table and instance limits that remember a refused memory growth, so the
@@ -557,5 +597,21 @@ mod tests {
         assert!(limiter.memory_refused);
         assert!(limiter.memory_growing(1 << 20, 2 << 20, None).unwrap());
         assert_eq!(limiter.memory_used, 2 << 20);
+    }
+
+    #[test]
+    fn a_wait_for_input_suspends_the_deadline_and_puts_it_back_unless_input_ended_it() {
+        let deadline = Arc::new(Deadline::default());
+        deadline.set(Duration::ZERO);
+        let before = *deadline.0.lock().unwrap();
+        let waiting = deadline.suspend();
+        assert!(!deadline.passed(), "no deadline runs while it waits");
+        // Something else ended the wait: the old deadline is back, the wait counted.
+        drop(waiting);
+        assert_eq!(*deadline.0.lock().unwrap(), before);
+        assert!(deadline.passed());
+        // Input ended it: off until the input's budget starts.
+        deadline.suspend().idle();
+        assert_eq!(*deadline.0.lock().unwrap(), None);
     }
 }

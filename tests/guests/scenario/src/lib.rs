@@ -44,6 +44,7 @@
 //! | `big_in` | `data` | `{"len":…,"fnv1a":"<16 hex digits>"}` of `data` |
 //! | `frames` | — | first one of every one-way frame (see [`Scenario`]), then `frames sent` |
 //! | `http_get` | `url` | `{"status":…,"body":…}` of a GET through `wasi:http`; else `is_error` with `<url>: <error code>`; natively always `is_error` (sandbox only) |
+//! | `poll_spin` | `polls` | `polls` times (at least once) a `wasi:io/poll.poll` of stdin and a 1 ms timer together, then never returns; natively only the latter |
 
 use serde_json::{json, Map, Value};
 use std::hint::black_box;
@@ -74,6 +75,7 @@ pub const TOOLS: &[&str] = &[
     "big_in",
     "frames",
     "http_get",
+    "poll_spin",
 ];
 /// Intercepted events.
 pub const INTERCEPT: &[&str] = &["tool_call", "turn_start", "assistant_message"];
@@ -324,6 +326,7 @@ fn tool(out: &mut dyn FnMut(String), call: ToolCall) {
                 Err(e) => ToolResult::error(id, format!("{url}: {e}")),
             }
         }
+        "poll_spin" => poll_spin(u64_arg(&args, "polls").max(1)),
         other => ToolResult::error(id, format!("guest: no tool {other}")),
     };
     send(out, &ExtFrame::ToolResult(result));
@@ -392,6 +395,28 @@ fn http_get(url: &str) -> Result<(u16, String), String> {
 #[cfg(not(target_os = "wasi"))]
 fn http_get(_url: &str) -> Result<(u16, String), String> {
     Err("http_get is only available in the sandbox".into())
+}
+
+/// `polls` times waits on stdin and a 1 ms timer in one `poll` (the timer is ready first
+/// unless input arrives), then spins: a guest that is woken while waiting for stdin must
+/// still be under a deadline. A command's stdin is the host's frames; a reactor's is
+/// empty, so its polls return at once.
+#[cfg(target_os = "wasi")]
+fn poll_spin(polls: u64) -> ! {
+    use wasi::clocks::monotonic_clock;
+    let stdin = wasi::cli::stdin::get_stdin();
+    let input = stdin.subscribe();
+    for _ in 0..polls {
+        let timer = monotonic_clock::subscribe_duration(1_000_000);
+        wasi::io::poll::poll(&[&input, &timer]);
+    }
+    spin()
+}
+
+/// Natively there is no `wasi:io/poll`: it only spins.
+#[cfg(not(target_os = "wasi"))]
+fn poll_spin(_polls: u64) -> ! {
+    spin()
 }
 
 /// Never returns, and cannot be optimised away.
