@@ -491,3 +491,35 @@ fn remove_then_reinstall_inherits_no_grant_and_no_data() {
     assert_eq!(first_text(&listing), "[]", "{listing}");
     host.shutdown();
 }
+
+/// A repository whose `.zot` is a link into a project the user trusted gets none of that
+/// trust: what runs in a folder is decided for that folder.
+#[test]
+fn trust_does_not_follow_a_link_into_a_trusted_project() {
+    let scratch = TempDir::new("trust-linked");
+    let root = scratch.path();
+    let home = root.join("home");
+    let trusted = root.join("trusted");
+    write_manifest(
+        &trusted.join(".zot/extensions/tool"),
+        &py_manifest("tool", &["--tools", "tool_t"]),
+    );
+    ok(zot(&home, &trusted, &["trust", "--yes"]));
+    let cwd = root.join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::os::unix::fs::symlink(trusted.join(".zot"), cwd.join(".zot")).unwrap();
+    let (host, ready) = host_in(root, |_| {});
+    assert_eq!(ready["extensions"], json!([]), "{ready}");
+    assert_eq!(ready["untrusted"][0]["extension"], "tool", "{ready}");
+    assert_eq!(
+        ready["untrusted"][0]["project"],
+        real(&cwd).to_str().unwrap(),
+        "{ready}"
+    );
+    host.shutdown();
+    // Trusted there, it runs there.
+    ok(zot(&home, &cwd, &["trust", "--yes"]));
+    let (host, ready) = host_in(root, |_| {});
+    assert_eq!(ready["extensions"], json!(["tool"]), "{ready}");
+    host.shutdown();
+}

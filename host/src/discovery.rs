@@ -118,6 +118,7 @@ pub fn discover(search: &SearchPath) -> Discovery {
     }
     let mut seen = HashSet::new();
     let mut out = Discovery::default();
+    let project = crate::identity::project_root(&search.cwd);
     for Candidate { dir, source, bare } in candidates {
         let found = Found {
             manifest: match bare.as_deref() {
@@ -129,7 +130,7 @@ pub fn discover(search: &SearchPath) -> Discovery {
             source,
         };
         if source == Source::Project && !search.trust_project {
-            if let Err(why) = trusted(&search.home, &found) {
+            if let Err(why) = trusted(&search.home, &project, &found) {
                 out.untrusted.push((found, why));
                 continue;
             }
@@ -144,10 +145,10 @@ pub fn discover(search: &SearchPath) -> Discovery {
     out
 }
 
-/// Whether the user trusts the project extension `found` as it is now.
-fn trusted(home: &ZotHome, found: &Found) -> Result<(), Untrusted> {
+/// Whether the user trusts the extension `found` of `project` as it is now.
+fn trusted(home: &ZotHome, project: &Path, found: &Found) -> Result<(), Untrusted> {
     match &found.identity {
-        Identity::Project { project, dir_name } => trust::check(
+        Identity::Project { dir_name, .. } => trust::check(
             home,
             project,
             &ProjectExtension {

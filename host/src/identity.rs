@@ -109,12 +109,11 @@ fn path_key(path: &Path) -> String {
     }
 }
 
-/// The project whose extensions are found from `cwd`, as trust and identities name it:
-/// the real path of the folder holding the real `.zot/extensions` (so a project reached
-/// through a link, or whose `.zot` is a link, is named as the real one).
+/// The project whose extensions are found from `cwd`, as trust names it: the real path
+/// of `cwd`. Trust is bound to it, so a project whose `.zot` is a link into another
+/// project's is trusted on its own: what runs there is decided there.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    let folder = real(&crate::paths::project_extensions_dir(cwd));
-    project_of(&folder).map_or_else(|| real(cwd), Path::to_path_buf)
+    real(cwd)
 }
 
 /// The project whose `.zot/extensions` folder is `folder` (a real path), if it is one.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use zot_host::compile::Compiler;
 use zot_host::extension::ReadyBy;
 use zot_host::host::SandboxInfo;
-use zot_host::identity::Identity;
+use zot_host::identity::{project_root, Identity};
 use zot_host::install::{self, InstallSource, Progress, Request};
 use zot_host::manifest::{validate_name, Launch, Manifest, TransportKind, MANIFEST_FILE};
 use zot_host::paths::ZotHome;
@@ -149,7 +149,8 @@ impl Target {
                 eprintln!("checking the {}", copy_at(&dir, scope));
                 // Named by a path it would be trusted by naming; by its name, it is what
                 // loads here, so it runs only if it would run here.
-                if let Identity::Project { project, dir_name } = Identity::of(&dir, home) {
+                if let Identity::Project { dir_name, .. } = Identity::of(&dir, home) {
+                    let project = project_root(&super::ext::cwd()?);
                     let manifest = Manifest::read(&dir).ok();
                     let ext = ProjectExtension {
                         dir_name: &dir_name,

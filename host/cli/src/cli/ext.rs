@@ -7,7 +7,7 @@ use std::io::{self, BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use zot_host::identity::Identity;
+use zot_host::identity::{project_root, Identity};
 use zot_host::install::{self, Listed};
 use zot_host::log::escape_controls;
 use zot_host::paths::ZotHome;
@@ -162,8 +162,9 @@ fn remove(
     super::install::ask(&format!("Remove the {copy}?"), yes).map_err(what)?;
     install::remove(&dir).map_err(|e| what(e.to_string()))?;
     grants::revoke(home, &id).map_err(|e| what(e.to_string()))?;
-    if let Identity::Project { project, dir_name } = &id {
-        trust::untrust(home, project, Some(dir_name)).map_err(|e| what(e.to_string()))?;
+    if let Identity::Project { dir_name, .. } = &id {
+        trust::untrust(home, &project_root(&cwd()?), Some(dir_name))
+            .map_err(|e| what(e.to_string()))?;
     }
     println!("Removed {name} ({copy}), its install record and its grant");
     let data = home.data_dir(&id);

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zot_host::compile::Compiler;
-use zot_host::identity::Identity;
+use zot_host::identity::{project_root, Identity};
 use zot_host::install::{self, provenance, InstallSource, Progress, Request, Staged};
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::{project_extensions_dir, ZotHome};
@@ -144,13 +144,14 @@ fn consented(
         grants::grant_asked(home, id, &done.manifest, &done.dir.join(file))
             .map_err(|e| e.to_string())?;
     }
-    if let Identity::Project { project, dir_name } = id {
+    if let Identity::Project { dir_name, .. } = id {
         let ext = ProjectExtension {
             dir_name,
             dir: &done.dir,
             manifest: Some(&done.manifest),
         };
-        trust::trust(home, project, &[ext], false).map_err(|e| e.to_string())?;
+        let project = project_root(&super::ext::cwd()?);
+        trust::trust(home, &project, &[ext], false).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
