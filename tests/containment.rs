@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use zot_test_guests::{COMMAND, REACTOR};
 
 // ---------------------------------------------------------------------------------------
 // Generated components (WebAssembly binary format, written by hand: a component holding
@@ -300,3 +301,284 @@ fn compiler_pids(pid: u32) -> Vec<u32> {
     }
     found
 }
+
+// ---------------------------------------------------------------------------------------
+// 2. Host-side caps (docs/sandbox.md, "Limits"): each attack runs beside a healthy stdio
+// extension, with no permission beyond the defaults unless said.
+
+const KINDS: [(&str, &str); 2] = [("reactor", REACTOR), ("command", COMMAND)];
+
+fn guest(name: &str, wasm: &str, permissions: Value, limits: Value) -> Value {
+    json!({"name": name, "version": "0.1.0", "wasm": wasm,
+           "permissions": permissions, "limits": limits})
+}
+
+/// A host with the guest `name` (a global extension) and the stdio extension `steady`.
+fn host_with(name: &str, manifest: &Value, grant: Option<Value>) -> Host {
+    let mut b = HostBuilder::new();
+    b.global(name, manifest);
+    if let Some(mut g) = grant {
+        g["sha256"] = json!(sha256_of(manifest["wasm"].as_str().unwrap()));
+        let dir = b.home().join("grants");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.json")), g.to_string()).unwrap();
+    }
+    b.explicit("steady", &py_manifest("steady", &["--tools", "echo_py"]));
+    let host = b.start();
+    let ready = host.ready_event();
+    assert_eq!(
+        ready["extensions"].as_array().map(Vec::len),
+        Some(2),
+        "{ready}"
+    );
+    host
+}
+
+fn sha256_of(path: &str) -> String {
+    let out = Command::new("sha256sum").arg(path).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// The host answers a ping and the stdio extension a tool call.
+fn assert_steady(host: &Host) {
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    let d = host.call_tool("echo_py", json!({"x": 1}));
+    assert_eq!(d["is_error"], false, "{d}");
+}
+
+/// Calls a guest tool: `Ok(text)` for a result, `Err(text)` for an error result or a
+/// failed call (the extension stopped mid-call).
+fn guest_tool(host: &Host, tool: &str, args: Value) -> Result<String, String> {
+    let r = host.request_within(
+        "call_tool",
+        json!({"name": tool, "args": args}),
+        Duration::from_secs(120),
+    );
+    if r["success"] != true {
+        return Err(r["error"].as_str().unwrap_or_default().to_string());
+    }
+    match r["data"]["is_error"] == true {
+        true => Err(first_text(&r["data"])),
+        false => Ok(first_text(&r["data"])),
+    }
+}
+
+fn exit_reason(host: &Host, name: &str) -> String {
+    let ev = host.wait_event(&format!("{name} exits"), Duration::from_secs(30), |v| {
+        v["type"] == "extension_exited" && v["extension"] == name
+    });
+    ev["reason"].as_str().unwrap_or_default().to_string()
+}
+
+/// The bytes of the files under `dir`.
+fn tree_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let meta = entry.metadata().unwrap();
+        total += match meta.is_dir() {
+            true => tree_bytes(&entry.path()),
+            false => meta.len(),
+        };
+    }
+    total
+}
+
+/// 16,000 `wasi:http` fields of 120 KB (what took the host to 1.9 GB): the first value is
+/// over the field size limit and stops the guest; 16,000 fields of 16 KB (within it)
+/// reach the resource limit. The host's peak RSS stays small.
+#[test]
+fn a_fields_flood_is_stopped_at_the_field_size_and_resource_limits() {
+    let _serial = serial();
+    for (kind, wasm) in KINDS {
+        for (bytes, cap) in [
+            (120_000, "HTTP field size limit (32 KiB) exceeded"),
+            (16_000, "resource limit (1000 entries) exceeded"),
+        ] {
+            let name = format!("fields-{kind}");
+            let host = host_with(&name, &guest(&name, wasm, json!({}), json!({})), None);
+            assert_steady(&host);
+            let t = Instant::now();
+            let said = guest_tool(
+                &host,
+                "fields_flood",
+                json!({"count": 16_000, "bytes": bytes}),
+            );
+            let reason = exit_reason(&host, &name);
+            let peak = host.vm_hwm_kib();
+            println!(
+                "{name}: 16,000 x {bytes} B: {said:?} after {:?}; exited: {reason}; \
+                 host peak RSS {} MiB",
+                t.elapsed(),
+                peak / 1024
+            );
+            assert!(said.is_err(), "{said:?}");
+            assert_eq!(reason, cap);
+            assert!(peak < 300 * 1024, "the host grew to {peak} KiB");
+            assert_steady(&host);
+            assert_eq!(host.entry(&name)["state"], "exited");
+            host.shutdown();
+        }
+    }
+}
+
+/// Opening one `/data` file 25,000 times stops the guest at the resource limit, long
+/// before the process's descriptors run out: the host's open descriptors stay few, and
+/// another component's file I/O works afterwards.
+#[test]
+fn opening_files_without_end_is_stopped_at_the_resource_limit() {
+    let _serial = serial();
+    for (kind, wasm) in KINDS {
+        let mut b = HostBuilder::new();
+        let name = format!("open-{kind}");
+        b.global(&name, &guest(&name, wasm, json!({}), json!({})));
+        // The bystander: another component, the other kind (its tools are shadowed by the
+        // attacker's until it exits).
+        let other = if wasm == REACTOR { COMMAND } else { REACTOR };
+        b.global(
+            "bystander",
+            &guest("bystander", other, json!({}), json!({})),
+        );
+        b.explicit("steady", &py_manifest("steady", &["--tools", "echo_py"]));
+        let host = b.start();
+        assert_eq!(
+            host.ready_event()["extensions"].as_array().unwrap().len(),
+            3
+        );
+        let owner = host.call_tool("echo", json!({}))["extension"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let t = Instant::now();
+        let said = guest_tool(&host, "open_many", json!({"count": 25_000}));
+        let reason = exit_reason(&host, &owner);
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", host.pid()))
+            .unwrap()
+            .count();
+        println!(
+            "{owner} ({kind} attack): open_many 25,000: {said:?} after {:?}; exited: \
+             {reason}; the host holds {fds} descriptors",
+            t.elapsed()
+        );
+        assert!(said.is_err(), "{said:?}");
+        assert_eq!(reason, "resource limit (1000 entries) exceeded");
+        assert!(fds < 500, "{fds} descriptors left open");
+        assert_steady(&host);
+        let left = host.call_tool(
+            "fs_write",
+            json!({"path": "/data/after.txt", "text": "still works"}),
+        );
+        assert_ne!(left["extension"], json!(owner), "{left}");
+        assert_eq!(left["is_error"], false, "{left}");
+        let read = host.call_tool("fs_read", json!({"path": "/data/after.txt"}));
+        assert_eq!(first_text(&read), "still works");
+        host.shutdown();
+    }
+}
+
+/// 3,000 requests at once to a server that accepts and never answers: at most
+/// `limits.http_requests` (16) connections are made; the rest fail at once with
+/// `ConnectionLimitReached`, logged naming the limit.
+#[test]
+fn outgoing_requests_in_flight_are_capped() {
+    let _serial = serial();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}");
+    let mut total = 0;
+    for (kind, wasm) in KINDS {
+        let name = format!("pending-{kind}");
+        let manifest = guest(&name, wasm, json!({"http": [url]}), json!({}));
+        let grant = json!({"permissions": {"data_dir": true, "http": [url]}});
+        let host = host_with(&name, &manifest, Some(grant));
+        assert_steady(&host);
+        let said = guest_tool(
+            &host,
+            "http_pending",
+            json!({"url": format!("{url}/slow"), "count": 300}),
+        )
+        .unwrap();
+        let report: Value = serde_json::from_str(&said).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let now = accepted.load(std::sync::atomic::Ordering::SeqCst);
+        println!(
+            "{name}: 300 requests: {report}; the server accepted {} connections",
+            now - total
+        );
+        assert!(now - total <= 16, "{} connections", now - total);
+        assert_eq!(report["started"], 300, "{report}");
+        assert_eq!(report["failed"], 300 - 16, "{report}");
+        assert_eq!(
+            report["first_error"], "ErrorCode::ConnectionLimitReached",
+            "{report}"
+        );
+        assert!(host
+            .log(&name)
+            .contains("concurrent HTTP request limit (16 requests) reached"));
+        assert_steady(&host);
+        // 3,000 at once: each kept response is a resource; the resource limit stops it.
+        let said = guest_tool(
+            &host,
+            "http_pending",
+            json!({"url": format!("{url}/slow"), "count": 3000}),
+        );
+        let reason = exit_reason(&host, &name);
+        println!("{name}: 3,000 requests: {said:?}; exited: {reason}");
+        assert_eq!(reason, "resource limit (1000 entries) exceeded");
+        assert_steady(&host);
+        total = accepted.load(std::sync::atomic::Ordering::SeqCst);
+        host.shutdown();
+    }
+}
+
+/// Writing past the `/data` quota stops the guest with the quota named; the data dir ends
+/// at most [`DISK_OVERSHOOT_MB`] over it. The manifest asks for a quota below the default
+/// (which needs no grant) to keep the test cheap.
+#[test]
+fn writing_past_the_disk_quota_stops_the_guest() {
+    const QUOTA_MB: u64 = 16;
+    let _serial = serial();
+    for (kind, wasm) in KINDS {
+        let name = format!("fill-{kind}");
+        let manifest = guest(&name, wasm, json!({}), json!({"disk_mb": QUOTA_MB}));
+        let host = host_with(&name, &manifest, None);
+        assert_eq!(host.entry(&name)["sandbox"]["caps"]["disk_mb"], QUOTA_MB);
+        // Within the quota: written.
+        let said = guest_tool(&host, "fill_data", json!({"mb": 8})).unwrap();
+        let said: Value = serde_json::from_str(&said).unwrap();
+        assert_eq!(said, json!({"error": null, "written_mb": 8}));
+        let t = Instant::now();
+        let said = guest_tool(&host, "fill_data", json!({"mb": 2000}));
+        let reason = exit_reason(&host, &name);
+        let data = host.home.join("data").join(&name);
+        let used = tree_bytes(&data);
+        println!(
+            "{name}: fill_data 2000 MiB: {said:?}; stopped after {:?}: {reason}; /data holds \
+             {:.1} MiB (quota {QUOTA_MB} MiB)",
+            t.elapsed(),
+            used as f64 / (1 << 20) as f64
+        );
+        assert_eq!(reason, format!("disk quota ({QUOTA_MB} MiB) exceeded"));
+        assert!(
+            used <= (QUOTA_MB + DISK_OVERSHOOT_MB) << 20,
+            "{used} bytes in /data"
+        );
+        assert_steady(&host);
+        host.shutdown();
+    }
+}
+
+/// The overshoot docs/sandbox.md states for the `/data` quota.
+const DISK_OVERSHOOT_MB: u64 = 64;

@@ -184,6 +184,9 @@ pub struct SandboxInfo {
     pub withheld: Vec<String>,
     /// Its memory limit.
     pub memory_mb: u64,
+    /// Every host-side cap in force (memory, `/data` quota, resources, HTTP requests,
+    /// field size).
+    pub caps: crate::sandbox::InForce,
 }
 
 /// What `load` (and `reload`) did.
@@ -311,6 +314,7 @@ impl Host {
         config: HostConfig,
         launcher: Arc<dyn Launcher>,
     ) -> (Host, mpsc::Receiver<HostEvent>) {
+        crate::sandbox::raise_fd_limit();
         let (notes, rx) = mpsc::channel(NOTIFICATION_QUEUE);
         let registry = Registry::new(&config.builtin_commands, &config.builtin_tools);
         let inner = Arc::new_cyclic(|me| Inner {

@@ -193,6 +193,7 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         grant_stale: matches!(grant, sandbox::GrantState::Stale(_)),
         withheld: decision.withheld,
         memory_mb: (decision.policy.memory_bytes >> 20) as u64,
+        caps: decision.policy.limits,
     };
     let connection = wasm::start(
         loaded,

@@ -80,17 +80,45 @@ pub enum CwdAccess {
     Read,
 }
 
-/// Resource limits; unset means the host's default. `memory_mb` applies to components;
-/// `tool_timeout_ms` to any extension.
+/// Resource limits; unset means the host's default. `tool_timeout_ms` applies to any
+/// extension, the others to components (see [`crate::sandbox::Limit`]: defaults, maxima,
+/// and how a value above the default is granted).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Linear memory, in MiB (default 64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<u64>,
+    /// Bytes stored in `/data`, in MiB (default 256).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_mb: Option<u64>,
+    /// WASI resource-table entries: open files, streams, `wasi:http` objects (default
+    /// 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<u64>,
+    /// Outgoing HTTP requests in flight at once (default 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_requests: Option<u64>,
+    /// Size of one `wasi:http` fields (headers) resource, in KiB (default 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_kib: Option<u64>,
     /// How long one of its tool calls may take, in ms (default: the host's tool timeout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_timeout_ms: Option<u64>,
+}
+
+impl Limits {
+    /// What these limits ask of `limit`, if they name it.
+    pub fn get(&self, limit: crate::sandbox::Limit) -> Option<u64> {
+        use crate::sandbox::Limit::*;
+        match limit {
+            Memory => self.memory_mb,
+            Disk => self.disk_mb,
+            Resources => self.resources,
+            HttpRequests => self.http_requests,
+            FieldKib => self.field_kib,
+        }
+    }
 }
 
 /// The largest memory limit a manifest may ask for.
@@ -249,7 +277,10 @@ impl Manifest {
             Some(value) if value == 0 || value > max => Err(OutOfRange { field, value, max }),
             _ => Ok(()),
         };
-        in_range("limits.memory_mb", manifest.limits.memory_mb, MAX_MEMORY_MB)?;
+        for limit in crate::sandbox::Limit::ALL {
+            let spec = limit.spec();
+            in_range(spec.path, manifest.limits.get(limit), spec.max)?;
+        }
         in_range(
             "limits.tool_timeout_ms",
             manifest.limits.tool_timeout_ms,

@@ -1,6 +1,6 @@
 //! [`SandboxError`]: why a permission, a host pattern or a grant file was refused.
 
-use crate::manifest::MAX_MEMORY_MB;
+use super::Limit;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -12,8 +12,8 @@ pub enum SandboxError {
     UnknownPermission(String),
     /// An `http` entry that is not a host pattern (the entry, what is wrong).
     HostPattern { entry: String, problem: String },
-    /// A `memory:MB` whose size is not 1 to [`MAX_MEMORY_MB`].
-    BadMemory(String),
+    /// A limit (`memory:MB`, `disk:MB`, …) whose value is not 1 to its max.
+    BadLimit { limit: Limit, value: String },
     /// A permission the manifest does not ask for: what it asks, and the nearest.
     NotAsked {
         permission: String,
@@ -53,10 +53,22 @@ impl fmt::Display for SandboxError {
         match self {
             UnknownPermission(p) => write!(
                 f,
-                "unknown permission {p:?}: use data_dir, cwd, env:NAME, http:HOST or memory:MB"
+                "unknown permission {p:?}: use data_dir, cwd, env:NAME, http:HOST, memory:MB, \
+                 disk:MB, resources:N, http_requests:N or field_kib:KIB"
             ),
             HostPattern { entry, problem } => write!(f, "{entry:?}: {problem}"),
-            BadMemory(mb) => write!(f, "memory:{mb}: give a number of MiB, 1 to {MAX_MEMORY_MB}"),
+            BadLimit { limit, value } => {
+                let spec = limit.spec();
+                let what = match spec.unit {
+                    "MiB" | "KiB" => format!("a number of {}", spec.unit),
+                    _ => "a number".to_string(),
+                };
+                write!(
+                    f,
+                    "{}:{value}: give {what}, 1 to {}",
+                    spec.permission, spec.max
+                )
+            }
             NotAsked {
                 permission,
                 asked,

@@ -1,6 +1,6 @@
 //! What the user granted an extension, and how a grant is widened.
 
-use super::{Permission, SandboxError};
+use super::{Limit, Permission, SandboxError};
 use crate::manifest::{CwdAccess, Manifest, Permissions};
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,18 @@ pub struct Grant {
     /// Memory the user allowed beyond the default, in MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<u64>,
+    /// The `/data` quota the user allowed beyond the default, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_mb: Option<u64>,
+    /// Resource-table entries allowed beyond the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<u64>,
+    /// Concurrent outgoing HTTP requests allowed beyond the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_requests: Option<u64>,
+    /// `wasi:http` fields size allowed beyond the default, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_kib: Option<u64>,
 }
 
 /// The grant in force when none is recorded: the data dir and the default memory.
@@ -24,6 +36,10 @@ impl Default for Grant {
             sha256: String::new(),
             permissions: data_dir_only(),
             memory_mb: None,
+            disk_mb: None,
+            resources: None,
+            http_requests: None,
+            field_kib: None,
         }
     }
 }
@@ -39,6 +55,31 @@ fn data_dir_only() -> Permissions {
 }
 
 impl Grant {
+    /// What the user granted of `limit`, if anything.
+    pub fn limit(&self, limit: Limit) -> Option<u64> {
+        *self.limit_slot_ref(limit)
+    }
+
+    fn limit_slot_ref(&self, limit: Limit) -> &Option<u64> {
+        match limit {
+            Limit::Memory => &self.memory_mb,
+            Limit::Disk => &self.disk_mb,
+            Limit::Resources => &self.resources,
+            Limit::HttpRequests => &self.http_requests,
+            Limit::FieldKib => &self.field_kib,
+        }
+    }
+
+    fn limit_slot(&mut self, limit: Limit) -> &mut Option<u64> {
+        match limit {
+            Limit::Memory => &mut self.memory_mb,
+            Limit::Disk => &mut self.disk_mb,
+            Limit::Resources => &mut self.resources,
+            Limit::HttpRequests => &mut self.http_requests,
+            Limit::FieldKib => &mut self.field_kib,
+        }
+    }
+
     /// Adds everything `m` asks for.
     pub fn add_asked(&mut self, m: &Manifest) {
         let asked = &m.permissions;
@@ -47,7 +88,10 @@ impl Grant {
         p.cwd = p.cwd.or(asked.cwd);
         add_all(&mut p.env, &asked.env);
         add_all(&mut p.http, &asked.http);
-        self.memory_mb = self.memory_mb.max(m.limits.memory_mb);
+        for limit in Limit::ALL {
+            let slot = self.limit_slot(limit);
+            *slot = (*slot).max(m.limits.get(limit));
+        }
     }
 
     /// Adds one `permission` (as the user typed it); refused, saying what `m` asks for
@@ -63,7 +107,7 @@ impl Grant {
             Permission::Cwd => p.cwd = Some(CwdAccess::Read),
             Permission::Env(name) => add_all(&mut p.env, &[name]),
             Permission::Http(host) => add_all(&mut p.http, &[host]),
-            Permission::Memory(mb) => self.memory_mb = Some(mb),
+            Permission::Limit(limit, value) => *self.limit_slot(limit) = Some(value),
         }
         Ok(())
     }
@@ -106,6 +150,14 @@ mod tests {
         let e = grant.add(&m, "env:TOKEM").unwrap_err();
         assert!(e.to_string().contains("(nearest: env:TOKEN)"), "{e}");
         assert!(grant.add(&m, "memory:256").is_err(), "more than asked");
+        assert!(
+            grant.add(&m, "disk:1024").is_err(),
+            "not asked above the default"
+        );
+        assert!(
+            grant.add(&m, "disk:100").is_ok(),
+            "at most the default: asked"
+        );
         assert!(grant.add(&m, "cwd").is_err(), "not asked");
         assert!(grant
             .add(&m, "net")

@@ -98,7 +98,7 @@ mod tests {
         };
         let limits = Limits {
             memory_mb: Some(MAX_MEMORY_MB),
-            tool_timeout_ms: None,
+            ..Limits::default()
         };
         let odd: [&[u8]; 8] = [
             b"",

@@ -1,7 +1,7 @@
 //! Whether an updated manifest asks for more than the one the grant was given for.
 
-use super::memory::{asked_mb, DEFAULT_MEMORY_MB};
 use super::words::in_words;
+use super::Limit;
 use crate::manifest::{Manifest, Permissions};
 
 /// What `new` asks for that `old` did not, in plain words (a change of transport
@@ -34,7 +34,40 @@ pub fn grown_since(old: &Manifest, new: &Manifest) -> Vec<String> {
             .cloned()
             .collect(),
     };
-    let more_memory =
-        Some(asked_mb(&new.limits)).filter(|mb| *mb > asked_mb(&old.limits).max(DEFAULT_MEMORY_MB));
-    in_words(&added, more_memory)
+    let more: Vec<(Limit, u64)> = Limit::ALL
+        .into_iter()
+        .map(|l| (l, l.asked(&new.limits)))
+        .filter(|(l, v)| *v > l.asked(&old.limits).max(l.spec().default))
+        .collect();
+    in_words(&added, &more)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn component(limits: &str) -> Manifest {
+        serde_json::from_str(&format!(
+            r#"{{"name":"g","wasm":"g.wasm","limits":{limits}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_limit_asked_higher_is_growth_and_one_asked_lower_is_not() {
+        let old = component(r#"{"disk_mb":512}"#);
+        assert!(grown_since(&old, &component(r#"{"disk_mb":300}"#)).is_empty());
+        assert!(grown_since(&old, &component(r#"{"resources":10}"#)).is_empty());
+        assert_eq!(
+            grown_since(&old, &component(r#"{"disk_mb":1024,"http_requests":32}"#)),
+            vec![
+                "store up to 1024 MiB in its data directory".to_string(),
+                "make up to 32 HTTP requests at once".to_string(),
+            ]
+        );
+        assert_eq!(
+            grown_since(&old, &component(r#"{"disk_mb":512,"memory_mb":128}"#)),
+            vec!["use up to 128 MiB of memory".to_string()]
+        );
+    }
 }

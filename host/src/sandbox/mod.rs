@@ -14,7 +14,7 @@ pub mod grant;
 pub mod grants;
 pub mod grown;
 pub mod host_pattern;
-pub mod memory;
+pub mod limits;
 pub(crate) mod network;
 pub mod permission;
 pub mod policy;
@@ -25,7 +25,7 @@ pub use error::SandboxError;
 pub use grant::Grant;
 pub use grown::grown_since;
 pub use host_pattern::HostPattern;
-pub use memory::DEFAULT_MEMORY_MB;
+pub use limits::{InForce, Limit, DEFAULT_MEMORY_MB};
 pub use permission::Permission;
 pub use policy::{decide, for_manifest, stale_warning, Decision, GrantState, Policy};
 pub use wasi::{PreparedWasi, Stdio};
@@ -37,3 +37,34 @@ pub const DATA_MOUNT: &str = "/data";
 pub const MAX_INSTANCES: usize = 64;
 /// At most this many elements in one table.
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// Raises the process's soft limit of open files to its hard limit, once, so the
+/// per-component caps (`limits.resources`), not the process limit, are what a component
+/// reaches: one component opening files until the process has none left would make
+/// every other extension's file I/O fail. Returns the limit now in force.
+pub fn raise_fd_limit() -> Option<u64> {
+    static RAISED: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *RAISED.get_or_init(|| {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                return None;
+            }
+            if lim.rlim_cur < lim.rlim_max {
+                let raised = libc::rlimit {
+                    rlim_cur: lim.rlim_max,
+                    rlim_max: lim.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    lim = raised;
+                }
+            }
+        }
+        #[allow(clippy::unnecessary_cast)] // `rlim_t` is not `u64` everywhere.
+        Some(lim.rlim_cur as u64)
+    })
+}

@@ -1,19 +1,21 @@
 //! One permission as the user names it (`zot ext grant -p`), and why one the manifest
 //! does not ask for is refused.
 
-use super::{memory, HostPattern, SandboxError};
+use super::{HostPattern, Limit, SandboxError};
 use crate::manifest::{CwdAccess, Manifest};
 use std::str::FromStr;
 
-/// One permission: `data_dir`, `cwd` (or `cwd:read`), `env:NAME`, `http:PATTERN`,
-/// `memory:MB`.
+/// One permission: `data_dir`, `cwd` (or `cwd:read`), `env:NAME`, `http:PATTERN`, or a
+/// limit raised: `memory:MB`, `disk:MB`, `resources:N`, `http_requests:N`,
+/// `field_kib:KIB`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Permission {
     DataDir,
     Cwd,
     Env(String),
     Http(String),
-    Memory(u64),
+    /// A [`Limit`] up to this value.
+    Limit(Limit, u64),
 }
 
 impl FromStr for Permission {
@@ -29,14 +31,17 @@ impl FromStr for Permission {
                 HostPattern::parse(host)?;
                 Permission::Http(host.into())
             }
-            ("memory", mb) => Permission::Memory(memory::parse_mb(mb)?),
+            (kind, value) if Limit::from_permission(kind).is_some() => {
+                let limit = Limit::from_permission(kind).expect("matched");
+                Permission::Limit(limit, limit.parse(value)?)
+            }
             _ => return Err(SandboxError::UnknownPermission(permission.into())),
         })
     }
 }
 
 impl Permission {
-    /// Whether `m` asks for it (memory: at most what it asks, or the default).
+    /// Whether `m` asks for it (a limit: at most what it asks, or the default).
     pub fn is_asked(&self, m: &Manifest) -> bool {
         let asked = &m.permissions;
         match self {
@@ -44,7 +49,7 @@ impl Permission {
             Permission::Cwd => asked.cwd.is_some(),
             Permission::Env(name) => asked.env.contains(name),
             Permission::Http(host) => asked.http.contains(host),
-            Permission::Memory(mb) => *mb <= memory::asked_mb(&m.limits),
+            Permission::Limit(limit, value) => *value <= limit.asked(&m.limits),
         }
     }
 }
@@ -62,8 +67,10 @@ pub(super) fn not_asked(m: &Manifest, permission: &str) -> SandboxError {
     }
     options.extend(asked.env.iter().map(|n| format!("env:{n}")));
     options.extend(asked.http.iter().map(|h| format!("http:{h}")));
-    if let Some(mb) = m.limits.memory_mb {
-        options.push(format!("memory:{mb}"));
+    for limit in Limit::ALL {
+        if let Some(value) = m.limits.get(limit) {
+            options.push(format!("{}:{value}", limit.spec().permission));
+        }
     }
     let nearest = options
         .iter()
@@ -98,7 +105,41 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::edit_distance;
+    use super::*;
+
+    #[test]
+    fn a_limit_parses_as_memory_does() {
+        assert_eq!(
+            "disk:1024".parse::<Permission>().unwrap(),
+            Permission::Limit(Limit::Disk, 1024)
+        );
+        assert_eq!(
+            "memory:128".parse::<Permission>().unwrap(),
+            Permission::Limit(Limit::Memory, 128)
+        );
+        assert_eq!(
+            "http_requests:64".parse::<Permission>().unwrap(),
+            Permission::Limit(Limit::HttpRequests, 64)
+        );
+        assert!("disk:0".parse::<Permission>().is_err());
+        assert!("disk".parse::<Permission>().is_err());
+        let m: Manifest = serde_json::from_str(
+            r#"{"name":"g","wasm":"g.wasm","limits":{"disk_mb":1024,"resources":5000}}"#,
+        )
+        .unwrap();
+        assert!(Permission::Limit(Limit::Disk, 1024).is_asked(&m));
+        assert!(!Permission::Limit(Limit::Disk, 1025).is_asked(&m));
+        assert!(
+            Permission::Limit(Limit::HttpRequests, 16).is_asked(&m),
+            "the default"
+        );
+        assert!(!Permission::Limit(Limit::HttpRequests, 17).is_asked(&m));
+        let e = not_asked(&m, "disk:2048").to_string();
+        assert!(
+            e.contains("it asks for: data_dir, disk:1024, resources:5000"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn edit_distance_counts_single_character_edits() {

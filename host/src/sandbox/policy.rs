@@ -1,7 +1,7 @@
 //! What a component may use: what its manifest asks ∩ what the user granted, decided
 //! once before it starts.
 
-use super::{memory, Grant, HostPattern, DATA_MOUNT};
+use super::{Grant, HostPattern, InForce, Limit, DATA_MOUNT};
 use crate::identity::Identity;
 use crate::log::ExtLog;
 use crate::manifest::{CwdAccess, Limits, Manifest, Permissions};
@@ -17,8 +17,10 @@ pub struct Policy {
     pub cwd: Option<PathBuf>,
     /// Environment variables passed (names granted and set on the host).
     pub env: Vec<(String, String)>,
-    /// Linear memory limit in bytes.
+    /// Linear memory limit in bytes (`limits.memory_mb`).
     pub memory_bytes: usize,
+    /// Every host-side cap in force.
+    pub limits: InForce,
     /// Where outgoing HTTP may go (the granted `permissions.http` entries); empty: nowhere.
     pub http: Vec<HostPattern>,
 }
@@ -79,17 +81,21 @@ pub fn decide(
             Err(e) => withheld.push(format!("http {entry}: {e}")),
         }
     }
-    let asked_mb = memory::asked_mb(limits);
-    let allowed_mb = memory::granted_mb(grant);
-    if asked_mb > allowed_mb {
-        withheld.push(format!("memory {asked_mb} MiB: {allowed_mb} MiB granted"));
+    for limit in Limit::ALL {
+        let (asked, allowed) = (limit.asked(limits), limit.granted(grant));
+        if asked > allowed {
+            let (name, unit) = (limit.spec().permission, limit.spec().unit);
+            withheld.push(format!("{name} {asked} {unit}: {allowed} {unit} granted"));
+        }
     }
+    let in_force = InForce::decide(limits, grant);
     Decision {
         policy: Policy {
             data_dir,
             cwd,
             env,
-            memory_bytes: (asked_mb.min(allowed_mb) * 1024 * 1024) as usize,
+            memory_bytes: (in_force.memory_mb << 20) as usize,
+            limits: in_force,
             http,
         },
         withheld,
@@ -180,7 +186,8 @@ impl Policy {
             data_dir: None,
             cwd: None,
             env: Vec::new(),
-            memory_bytes: (memory::DEFAULT_MEMORY_MB as usize) << 20,
+            memory_bytes: (super::DEFAULT_MEMORY_MB as usize) << 20,
+            limits: InForce::defaults(),
             http: Vec::new(),
         }
     }
@@ -218,7 +225,7 @@ mod tests {
             &asks(true, &["SET"], &["api.example.com"]),
             &Limits {
                 memory_mb: Some(128),
-                tool_timeout_ms: None,
+                ..Limits::default()
             },
             None,
             "/d".into(),
@@ -238,12 +245,13 @@ mod tests {
             sha256: String::new(),
             permissions: asks(true, &["SET", "UNSET", "OTHER"], &[]),
             memory_mb: Some(256),
+            ..Grant::default()
         };
         let d = decide(
             &asks(true, &["SET", "UNSET"], &[]),
             &Limits {
                 memory_mb: Some(128),
-                tool_timeout_ms: None,
+                ..Limits::default()
             },
             Some(&grant),
             "/d".into(),
@@ -261,7 +269,7 @@ mod tests {
         let grant = Grant {
             sha256: String::new(),
             permissions: asks(true, &["SET"], &[]),
-            memory_mb: None,
+            ..Grant::default()
         };
         let mut nothing = asks(false, &[], &[]);
         nothing.data_dir = false;
@@ -283,7 +291,7 @@ mod tests {
         let grant = Grant {
             sha256: String::new(),
             permissions: asks(false, &[], &["api.example.com", "http://127.0.0.1:8080"]),
-            memory_mb: None,
+            ..Grant::default()
         };
         let d = decide(
             &asks(false, &[], &["http://127.0.0.1:8080", "*.other.org"]),

@@ -1,20 +1,30 @@
 //! Permissions in plain words, for people deciding what to grant.
 
-use super::{memory, Grant};
+use super::{Grant, Limit};
 use crate::manifest::{Manifest, Permissions};
 
-/// What `m` asks for, in plain words.
+/// What `m` asks for, in plain words: its memory, and the other limits it asks above
+/// their defaults.
 pub fn asked_words(m: &Manifest) -> Vec<String> {
-    in_words(&m.permissions, Some(memory::asked_mb(&m.limits)))
+    in_words(&m.permissions, &raised(|l| l.asked(&m.limits)))
 }
 
-/// What `grant` allows, in plain words.
+/// What `grant` allows, in plain words: its memory, and the other limits it raises.
 pub fn granted_words(grant: &Grant) -> Vec<String> {
-    in_words(&grant.permissions, Some(memory::granted_mb(grant)))
+    in_words(&grant.permissions, &raised(|l| l.granted(grant)))
 }
 
-/// Permissions in plain words, one line each; with `memory_mb`, the memory too.
-pub(super) fn in_words(p: &Permissions, memory_mb: Option<u64>) -> Vec<String> {
+/// Memory, and each other limit whose value is above its default.
+fn raised(value: impl Fn(Limit) -> u64) -> Vec<(Limit, u64)> {
+    Limit::ALL
+        .into_iter()
+        .map(|l| (l, value(l)))
+        .filter(|(l, v)| *l == Limit::Memory || *v > l.spec().default)
+        .collect()
+}
+
+/// Permissions in plain words, one line each, then `limits`.
+pub(super) fn in_words(p: &Permissions, limits: &[(Limit, u64)]) -> Vec<String> {
     let mut out = Vec::new();
     if p.data_dir {
         out.push("read and write its own data directory (seen as /data)".into());
@@ -32,6 +42,6 @@ pub(super) fn in_words(p: &Permissions, memory_mb: Option<u64>) -> Vec<String> {
             .iter()
             .map(|host| format!("make HTTP requests to {host}")),
     );
-    out.extend(memory_mb.map(|mb| format!("use up to {mb} MiB of memory")));
+    out.extend(limits.iter().map(|(l, v)| l.words(*v)));
     out
 }

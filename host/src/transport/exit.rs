@@ -22,6 +22,9 @@ pub enum ExitReason {
     MemoryLimit,
     /// The host stopped a component.
     StoppedByHost,
+    /// A component exceeded a host-side cap, named with its value (`disk quota (256
+    /// MiB)`): it was stopped.
+    LimitExceeded(String),
     /// A reactor ended because its input was closed (status 0).
     InputClosed,
     /// A reactor could not be linked: wasmtime's words.
@@ -63,6 +66,7 @@ impl fmt::Display for ExitReason {
             ExitReason::DeadlineExceeded => f.write_str("deadline exceeded"),
             ExitReason::MemoryLimit => f.write_str("memory limit"),
             ExitReason::StoppedByHost => f.write_str("stopped by the host"),
+            ExitReason::LimitExceeded(limit) => write!(f, "{limit} exceeded"),
             ExitReason::InputClosed => f.write_str("stopped: its input was closed"),
             ExitReason::LinkFailed(why) => write!(f, "cannot link the component: {why}"),
             ExitReason::ClosedOutput(None) => f.write_str("closed its output"),
@@ -84,6 +88,12 @@ mod tests {
             (DeadlineExceeded, "deadline exceeded", None, None),
             (MemoryLimit, "memory limit", None, None),
             (StoppedByHost, "stopped by the host", None, None),
+            (
+                LimitExceeded("disk quota (256 MiB)".into()),
+                "disk quota (256 MiB) exceeded",
+                None,
+                None,
+            ),
             (InputClosed, "stopped: its input was closed", Some(0), None),
             (ClosedOutput(None), "closed its output", None, None),
             (

@@ -63,7 +63,7 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
                 Ok(c) => c,
                 Err(e) => return exit_for(&store, &e),
             },
-            () = stop.kill.notified() => return ExitReason::StoppedByHost,
+            () = stop.kill.notified() => return stop.reason(),
         };
         log.info("component started (command)");
         tokio::select! {
@@ -72,7 +72,7 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
                 Ok(Err(())) => ExitReason::Exited(1),
                 Err(e) => exit_for(&store, &e),
             },
-            () = stop.kill.notified() => ExitReason::StoppedByHost,
+            () = stop.kill.notified() => stop.reason(),
         }
     }
     .await;

@@ -9,6 +9,7 @@
 //! [`ExitReason::MemoryLimit`]).
 
 mod command;
+mod disk;
 mod outgoing;
 mod reactor;
 
@@ -17,16 +18,18 @@ use super::{
 };
 use crate::compile::Compiler;
 use crate::log::ExtLog;
-use crate::sandbox::{HostPattern, Policy, PreparedWasi, Stdio, MAX_INSTANCES, MAX_TABLE_ELEMENTS};
+use crate::sandbox::{
+    HostPattern, InForce, Limit, Policy, PreparedWasi, Stdio, MAX_INSTANCES, MAX_TABLE_ELEMENTS,
+};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, Notify};
-use wasmtime::component::{Component, ResourceTable};
+use wasmtime::component::{Component, ResourceTable, ResourceTableError};
 use wasmtime::{Config, Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{FieldMapError, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// The newest WIT package version this host speaks.
 pub const WIT_VERSION: &str = reactor::NEWEST;
@@ -201,12 +204,17 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, String> {
         .policy
         .wasi()
         .map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
+    let quota = spec.policy.data_dir.clone().map(|dir| disk::Quota {
+        dir,
+        mb: spec.policy.limits.disk_mb,
+    });
     let guest = Guest {
         engine: engine.clone(),
         component: loaded.component,
         wasi,
         stdio: Stdio::default(),
         memory_bytes: spec.policy.memory_bytes,
+        limits: spec.policy.limits,
         http: spec.policy.http,
         log: spec.log,
         guest_output: spec.guest_output,
@@ -214,10 +222,23 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, String> {
         to_host: in_tx,
         stop: stop.clone(),
     };
+    let watched = stop.clone();
     tokio::spawn(async move {
-        let exit = match runner {
-            Runner::Reactor(version) => version.run(guest, out_rx).await,
-            Runner::Command => command::run(guest, out_rx).await,
+        let run = async {
+            match runner {
+                Runner::Reactor(version) => version.run(guest, out_rx).await,
+                Runner::Command => command::run(guest, out_rx).await,
+            }
+        };
+        // The quota watcher ends only by stopping the guest, and is dropped with it.
+        let exit = match quota {
+            None => run.await,
+            Some(quota) => {
+                tokio::select! {
+                    exit = run => exit,
+                    () = quota.watch(&watched) => unreachable!("the watcher never ends"),
+                }
+            }
         };
         let _ = exit_tx.send(exit);
     });
@@ -310,6 +331,8 @@ struct Guest {
     /// The guest's stdio, set by the kind of component that has one.
     stdio: Stdio,
     memory_bytes: usize,
+    /// The host-side caps in force.
+    limits: InForce,
     /// Where outgoing HTTP may go.
     http: Vec<HostPattern>,
     log: ExtLog,
@@ -328,6 +351,26 @@ struct Stop {
     /// Stop now.
     kill: Notify,
     killed: AtomicBool,
+    /// Why it is stopped (the first reason given wins); unset: [`ExitReason::StoppedByHost`].
+    reason: Mutex<Option<ExitReason>>,
+}
+
+impl Stop {
+    /// Stops the guest now, for `reason` unless it is already being stopped.
+    fn stop_for(&self, reason: ExitReason) {
+        self.reason.lock().unwrap().get_or_insert(reason);
+        self.killed.store(true, Ordering::SeqCst);
+        self.kill.notify_one();
+    }
+
+    /// Why it was stopped.
+    fn reason(&self) -> ExitReason {
+        self.reason
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap_or(ExitReason::StoppedByHost)
+    }
 }
 
 struct StopHandle(Arc<Stop>);
@@ -340,8 +383,7 @@ impl Control for StopHandle {
         self.kill();
     }
     fn kill(&self) {
-        self.0.killed.store(true, Ordering::SeqCst);
-        self.0.kill.notify_one();
+        self.0.stop_for(ExitReason::StoppedByHost);
     }
 }
 
@@ -461,6 +503,10 @@ struct GuestData {
     table: ResourceTable,
     http: WasiHttpCtx,
     http_gate: outgoing::HttpGate,
+    /// The resource-table capacity (`limits.resources`), to name it when it is reached.
+    resources: u64,
+    /// The size of one fields resource (`limits.field_kib`), to name it when it is reached.
+    field_kib: u64,
     limiter: Limiter,
     deadline: Arc<Deadline>,
     stop: Arc<Stop>,
@@ -521,11 +567,21 @@ impl GuestData {
 impl Guest {
     /// A store with the sandbox's WASI context, limits and deadline callback.
     fn store(self, deadline: Arc<Deadline>) -> (Store<GuestData>, Component, ExtLog) {
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(self.limits.resources as usize);
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit((self.limits.field_kib as usize) << 10);
         let data = GuestData {
             wasi: self.wasi.build(self.stdio),
-            table: ResourceTable::new(),
-            http: WasiHttpCtx::new(),
-            http_gate: outgoing::HttpGate::new(self.http, self.log.clone()),
+            table,
+            http,
+            http_gate: outgoing::HttpGate::new(
+                self.http,
+                self.log.clone(),
+                self.limits.http_requests as usize,
+            ),
+            resources: self.limits.resources,
+            field_kib: self.limits.field_kib,
             limiter: Limiter {
                 memory_bytes: self.memory_bytes,
                 memory_used: 0,
@@ -545,7 +601,7 @@ impl Guest {
         store.epoch_deadline_callback(|ctx| {
             let data = ctx.data();
             if data.stop.killed.load(Ordering::SeqCst) {
-                return Err(wasmtime::Error::msg(ExitReason::StoppedByHost));
+                return Err(wasmtime::Error::msg(data.stop.reason()));
             }
             if data.deadline.passed() {
                 return Err(wasmtime::Error::msg(ExitReason::DeadlineExceeded));
@@ -558,12 +614,30 @@ impl Guest {
 
 /// The exit report for a guest call that failed with `error`: the guest's exit status,
 /// the host's reason for stopping it (raised by the epoch callback), or a trap, reported
-/// as `memory limit` if it followed a refused memory growth.
+/// as `memory limit` if it followed a refused memory growth, and as the limit exceeded
+/// if the host could not add to its full resource table or to a full `wasi:http` fields
+/// resource (wasmtime-wasi traps on both).
 fn exit_for(store: &Store<GuestData>, error: &wasmtime::Error) -> ExitReason {
+    let table_full = error.chain().any(|e| {
+        matches!(
+            e.downcast_ref::<ResourceTableError>(),
+            Some(ResourceTableError::Full)
+        )
+    });
+    let fields_full = error.chain().any(|e| {
+        matches!(
+            e.downcast_ref::<FieldMapError>(),
+            Some(FieldMapError::TotalSizeTooBig | FieldMapError::TooManyFields)
+        )
+    });
     if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
         ExitReason::Exited(exit.0)
     } else if let Some(stopped) = error.downcast_ref::<ExitReason>() {
         stopped.clone()
+    } else if table_full {
+        ExitReason::LimitExceeded(Limit::Resources.named(store.data().resources))
+    } else if fields_full {
+        ExitReason::LimitExceeded(Limit::FieldKib.named(store.data().field_kib))
     } else if store.data().limiter.memory_refused {
         ExitReason::MemoryLimit
     } else if let Some(trap) = error.downcast_ref::<wasmtime::Trap>() {

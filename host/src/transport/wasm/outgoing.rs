@@ -15,12 +15,13 @@
 
 use crate::log::ExtLog;
 use crate::sandbox::network::{check, Target, CONNECT_TIMEOUT};
-use crate::sandbox::HostPattern;
+use crate::sandbox::{HostPattern, Limit};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::future::{poll_fn, Future};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
@@ -36,18 +37,44 @@ type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
 type SendFuture =
     Box<dyn Future<Output = Result<(http::Response<WasiBody>, IoFuture), Error>> + Send>;
 
-/// The `wasi:http` hooks of one component: its allow-list and its log.
+/// The `wasi:http` hooks of one component: its allow-list, its log, and its requests in
+/// flight.
 pub(super) struct HttpGate {
     allow: Arc<[HostPattern]>,
     log: ExtLog,
+    in_flight: Arc<AtomicUsize>,
+    /// At most this many requests in flight (`limits.http_requests`).
+    max_in_flight: usize,
 }
 
 impl HttpGate {
-    pub(super) fn new(allow: Vec<HostPattern>, log: ExtLog) -> HttpGate {
+    pub(super) fn new(allow: Vec<HostPattern>, log: ExtLog, max_in_flight: usize) -> HttpGate {
         HttpGate {
             allow: allow.into(),
             log,
+            in_flight: Arc::default(),
+            max_in_flight,
         }
+    }
+
+    /// A place among the requests in flight, if one is free.
+    fn reserve(&self) -> Option<InFlight> {
+        self.in_flight
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max_in_flight).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| InFlight(self.in_flight.clone()))
+    }
+}
+
+/// One request in flight, from its check until its connection is closed (the response
+/// body read or dropped) or it fails.
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -61,6 +88,14 @@ impl WasiHttpHooks for HttpGate {
         drop(fut);
         let allow = self.allow.clone();
         let log = self.log.clone();
+        let Some(in_flight) = self.reserve() else {
+            let cap = Limit::HttpRequests.named(self.max_in_flight as u64);
+            let host = request.uri().host().unwrap_or("").to_string();
+            return Box::new(async move {
+                log.warn(&format!("refused HTTP to {host}: {cap} reached"));
+                Err(Error::ConnectionLimitReached)
+            });
+        };
         Box::new(async move {
             let connect_timeout = options
                 .and_then(|o| o.connect_timeout)
@@ -79,7 +114,12 @@ impl WasiHttpHooks for HttpGate {
                     addr.ip()
                 ));
             }
-            send(request, options, target).await
+            let (response, io) = send(request, options, target).await?;
+            let io: IoFuture = Box::new(async move {
+                let _in_flight = in_flight;
+                Pin::from(io).await
+            });
+            Ok((response, io))
         })
     }
 }

@@ -44,6 +44,10 @@
 //! | `big_in` | `data` | `{"len":…,"fnv1a":"<16 hex digits>"}` of `data` |
 //! | `frames` | — | first one of every one-way frame (see [`Scenario`]), then `frames sent` |
 //! | `http_get` | `url` | `{"status":…,"body":…}` of a GET through `wasi:http`; else `is_error` with `<url>: <error code>`; natively always `is_error` (sandbox only) |
+//! | `fields_flood` | `count`, `bytes` | creates `count` `wasi:http` fields each holding one value of `bytes` bytes and keeps them all (until the guest ends): `{"fields":…}`; else `is_error` `fields <i>: <error>` |
+//! | `open_many` | `count` | opens `/data/open_many` (created) `count` times, keeping every handle: `{"opened":…}`; else `is_error` `open <i>: <error>` |
+//! | `http_pending` | `url`, `count` | starts `count` GETs of `url` through `wasi:http` without waiting for them, keeps them, waits 500 ms, then `{"started":…,"failed":…,"first_error":…}` (`failed`: those already answered with an error) |
+//! | `fill_data` | `mb` | writes `/data/fill` in 1 MiB pieces until `mb` MiB or an error: `{"written_mb":…,"error":…}` (`error` null when all were written) |
 //! | `poll_spin` | `polls` | `polls` times (at least once) a `wasi:io/poll.poll` of stdin and a 1 ms timer together, then never returns; natively only the latter |
 
 use serde_json::{json, Map, Value};
@@ -76,6 +80,10 @@ pub const TOOLS: &[&str] = &[
     "frames",
     "http_get",
     "poll_spin",
+    "fields_flood",
+    "open_many",
+    "http_pending",
+    "fill_data",
 ];
 /// Intercepted events.
 pub const INTERCEPT: &[&str] = &["tool_call", "turn_start", "assistant_message"];
@@ -327,6 +335,25 @@ fn tool(out: &mut dyn FnMut(String), call: ToolCall) {
             }
         }
         "poll_spin" => poll_spin(u64_arg(&args, "polls").max(1)),
+        "fields_flood" => match fields_flood(u64_arg(&args, "count"), u64_arg(&args, "bytes")) {
+            Ok(n) => text_result(id, json!({ "fields": n }).to_string()),
+            Err(e) => ToolResult::error(id, e),
+        },
+        "open_many" => match open_many(u64_arg(&args, "count")) {
+            Ok(n) => text_result(id, json!({ "opened": n }).to_string()),
+            Err(e) => ToolResult::error(id, e),
+        },
+        "http_pending" => {
+            let report = http_pending(str_arg(&args, "url"), u64_arg(&args, "count"));
+            text_result(id, report.to_string())
+        }
+        "fill_data" => {
+            let (written, error) = fill_data(u64_arg(&args, "mb"));
+            text_result(
+                id,
+                json!({"written_mb": written, "error": error}).to_string(),
+            )
+        }
         other => ToolResult::error(id, format!("guest: no tool {other}")),
     };
     send(out, &ExtFrame::ToolResult(result));
@@ -395,6 +422,114 @@ fn http_get(url: &str) -> Result<(u16, String), String> {
 #[cfg(not(target_os = "wasi"))]
 fn http_get(_url: &str) -> Result<(u16, String), String> {
     Err("http_get is only available in the sandbox".into())
+}
+
+thread_local! {
+    /// What `fields_flood`, `open_many` and `http_pending` keep, until the guest ends.
+    static KEPT: std::cell::RefCell<Vec<Box<dyn std::any::Any>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn keep(item: impl std::any::Any) {
+    KEPT.with(|k| k.borrow_mut().push(Box::new(item)));
+}
+
+/// Creates `count` fields of one `bytes`-byte value each, keeping them.
+#[cfg(target_os = "wasi")]
+fn fields_flood(count: u64, bytes: u64) -> Result<u64, String> {
+    use wasi::http::types::Fields;
+    let value = vec![b'a'; bytes as usize];
+    for i in 0..count {
+        let fields = Fields::new();
+        fields
+            .append("x-flood", &value)
+            .map_err(|e| format!("fields {i}: {e:?}"))?;
+        keep(fields);
+    }
+    Ok(count)
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn fields_flood(_count: u64, _bytes: u64) -> Result<u64, String> {
+    Err("fields_flood is only available in the sandbox".into())
+}
+
+/// Opens `/data/open_many` `count` times, keeping every handle.
+fn open_many(count: u64) -> Result<u64, String> {
+    for i in 0..count {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open("/data/open_many")
+            .map_err(|e| format!("open {i}: {}", io_error(e)))?;
+        keep(file);
+    }
+    Ok(count)
+}
+
+/// Starts `count` GETs of `url` without waiting for them, keeps them, waits 500 ms and
+/// counts those already failed.
+#[cfg(target_os = "wasi")]
+fn http_pending(url: &str, count: u64) -> Value {
+    use wasi::http::outgoing_handler;
+    use wasi::http::types::{Fields, Method, OutgoingRequest, Scheme};
+    let rest = url.strip_prefix("http://").unwrap_or(url);
+    let (authority, path) = match rest.find('/') {
+        Some(at) => (&rest[..at], &rest[at..]),
+        None => (rest, "/"),
+    };
+    let mut futures = Vec::new();
+    let mut first_error: Option<String> = None;
+    for _ in 0..count {
+        let request = OutgoingRequest::new(Fields::new());
+        let _ = request.set_method(&Method::Get);
+        let _ = request.set_scheme(Some(&Scheme::Http));
+        let _ = request.set_authority(Some(authority));
+        let _ = request.set_path_with_query(Some(path));
+        match outgoing_handler::handle(request, None) {
+            Ok(f) => futures.push(f),
+            Err(e) => {
+                first_error.get_or_insert(format!("{e:?}"));
+            }
+        }
+    }
+    wasi::clocks::monotonic_clock::subscribe_duration(500_000_000).block();
+    let mut failed = 0;
+    for f in &futures {
+        // Polled with a timer that is ready at once, so a pending one is not waited for.
+        let ready = f.subscribe();
+        let now = wasi::clocks::monotonic_clock::subscribe_duration(0);
+        wasi::io::poll::poll(&[&ready, &now]);
+        if let Some(Ok(Err(e))) = f.get() {
+            failed += 1;
+            first_error.get_or_insert(format!("{e:?}"));
+        }
+    }
+    let started = futures.len();
+    keep(futures);
+    json!({"started": started, "failed": failed, "first_error": first_error})
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn http_pending(_url: &str, _count: u64) -> Value {
+    json!({"first_error": "http_pending is only available in the sandbox"})
+}
+
+/// Writes `/data/fill` in 1 MiB pieces until `mb` MiB or an error: how many MiB were
+/// written, and the error.
+fn fill_data(mb: u64) -> (u64, Option<String>) {
+    use std::io::Write;
+    let piece = vec![b'z'; 1 << 20];
+    let mut file = match std::fs::File::create("/data/fill") {
+        Ok(f) => f,
+        Err(e) => return (0, Some(io_error(e))),
+    };
+    for i in 0..mb {
+        if let Err(e) = file.write_all(&piece) {
+            return (i, Some(io_error(e)));
+        }
+    }
+    (mb, None)
 }
 
 /// `polls` times waits on stdin and a 1 ms timer in one `poll` (the timer is ready first

@@ -127,7 +127,7 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
             Ok(b) => b,
             Err(e) => return exit_for(&store, &e),
         },
-        () = stop.kill.notified() => return ExitReason::StoppedByHost,
+        () = stop.kill.notified() => return stop.reason(),
     };
     tokio::select! {
         r = bindings.start(&mut store) => {
@@ -135,7 +135,7 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
                 return exit_for(&store, &e);
             }
         }
-        () = stop.kill.notified() => return ExitReason::StoppedByHost,
+        () = stop.kill.notified() => return stop.reason(),
     }
     deadline.clear();
     log.info("component started (reactor)");
@@ -151,7 +151,7 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
                     closing = true;
                     continue;
                 }
-                () = stop.kill.notified() => return ExitReason::StoppedByHost,
+                () = stop.kill.notified() => return stop.reason(),
             }
         };
         let Some(frame) = frame else {
@@ -167,7 +167,7 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
                     return exit_for(&store, &e);
                 }
             }
-            () = stop.kill.notified() => return ExitReason::StoppedByHost,
+            () = stop.kill.notified() => return stop.reason(),
         }
         deadline.clear();
     }

@@ -1,0 +1,275 @@
+//! The host-side caps of a component, in one table: how much of each it asks for in its
+//! manifest's `limits`, how much the user grants (`zot ext grant NAME -p disk:1024`), and
+//! what is in force.
+//!
+//! Every limit works as memory always has: unset, the default; asked at or below the
+//! default, what is asked (lowering needs no grant); asked above it, at most what the
+//! user granted (`min(asked, granted)`, never less than the default). A grant never
+//! gives more than the manifest asks.
+
+use super::{Grant, SandboxError};
+use crate::manifest::{Limits, MAX_MEMORY_MB};
+
+/// One kind of host-side cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// Linear memory, MiB.
+    Memory,
+    /// Bytes stored in `/data`, MiB.
+    Disk,
+    /// WASI resource-table entries: open files and directories, streams, pollables,
+    /// `wasi:http` fields, requests and responses.
+    Resources,
+    /// Outgoing HTTP requests in flight at once.
+    HttpRequests,
+    /// The in-memory size of one `wasi:http` fields (headers/trailers) resource, KiB.
+    FieldKib,
+}
+
+/// What the table says of one limit.
+pub struct Spec {
+    /// Its field in the manifest's `limits` and in a grant file.
+    pub field: &'static str,
+    /// `limits.FIELD`, as manifest errors name it.
+    pub path: &'static str,
+    /// How `zot ext grant -p` names it (`memory:MB`).
+    pub permission: &'static str,
+    /// What the number counts, for messages (`MiB`).
+    pub unit: &'static str,
+    pub default: u64,
+    pub max: u64,
+}
+
+impl Limit {
+    /// Every limit, in the order they are shown.
+    pub const ALL: [Limit; 5] = [
+        Limit::Memory,
+        Limit::Disk,
+        Limit::Resources,
+        Limit::HttpRequests,
+        Limit::FieldKib,
+    ];
+
+    /// Its row of the table.
+    pub const fn spec(self) -> Spec {
+        let (field, path, permission, unit, default, max) = match self {
+            Limit::Memory => (
+                "memory_mb",
+                "limits.memory_mb",
+                "memory",
+                "MiB",
+                64,
+                MAX_MEMORY_MB,
+            ),
+            Limit::Disk => ("disk_mb", "limits.disk_mb", "disk", "MiB", 256, 16_384),
+            Limit::Resources => (
+                "resources",
+                "limits.resources",
+                "resources",
+                "entries",
+                1000,
+                100_000,
+            ),
+            Limit::HttpRequests => (
+                "http_requests",
+                "limits.http_requests",
+                "http_requests",
+                "requests",
+                16,
+                1000,
+            ),
+            Limit::FieldKib => (
+                "field_kib",
+                "limits.field_kib",
+                "field_kib",
+                "KiB",
+                32,
+                1024,
+            ),
+        };
+        Spec {
+            field,
+            path,
+            permission,
+            unit,
+            default,
+            max,
+        }
+    }
+
+    /// The limit `grant -p` names `permission` (`memory`, `disk`, …).
+    pub fn from_permission(permission: &str) -> Option<Limit> {
+        Limit::ALL
+            .into_iter()
+            .find(|l| l.spec().permission == permission)
+    }
+
+    /// What `limits` ask for (the default when they name none).
+    pub fn asked(self, limits: &Limits) -> u64 {
+        limits.get(self).unwrap_or(self.spec().default)
+    }
+
+    /// The most `grant` allows (never less than the default).
+    pub fn granted(self, grant: &Grant) -> u64 {
+        let default = self.spec().default;
+        grant.limit(self).unwrap_or(default).max(default)
+    }
+
+    /// In force: what is asked, but no more than what is granted.
+    pub fn in_force(self, limits: &Limits, grant: &Grant) -> u64 {
+        self.asked(limits).min(self.granted(grant))
+    }
+
+    /// Parses a value the user grants: 1 to the limit's max.
+    pub fn parse(self, value: &str) -> Result<u64, SandboxError> {
+        value
+            .parse()
+            .ok()
+            .filter(|v| (1..=self.spec().max).contains(v))
+            .ok_or_else(|| SandboxError::BadLimit {
+                limit: self,
+                value: value.to_string(),
+            })
+    }
+
+    /// The limit in plain words, for people deciding what to grant.
+    pub fn words(self, value: u64) -> String {
+        match self {
+            Limit::Memory => format!("use up to {value} MiB of memory"),
+            Limit::Disk => format!("store up to {value} MiB in its data directory"),
+            Limit::Resources => {
+                format!("hold up to {value} open files, streams and HTTP objects at once")
+            }
+            Limit::HttpRequests => format!("make up to {value} HTTP requests at once"),
+            Limit::FieldKib => format!("use HTTP header sets of up to {value} KiB each"),
+        }
+    }
+
+    /// How a component that reaches the limit is told: `disk quota (256 MiB)`.
+    pub fn named(self, value: u64) -> String {
+        let name = match self {
+            Limit::Memory => "memory limit",
+            Limit::Disk => "disk quota",
+            Limit::Resources => "resource limit",
+            Limit::HttpRequests => "concurrent HTTP request limit",
+            Limit::FieldKib => "HTTP field size limit",
+        };
+        format!("{name} ({value} {})", self.spec().unit)
+    }
+}
+
+/// Memory a component gets unless its manifest asks (and the user grants) more.
+pub const DEFAULT_MEMORY_MB: u64 = Limit::Memory.spec().default;
+
+/// The numbers in force for one component, one per [`Limit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct InForce {
+    pub memory_mb: u64,
+    pub disk_mb: u64,
+    pub resources: u64,
+    pub http_requests: u64,
+    pub field_kib: u64,
+}
+
+impl InForce {
+    /// Every limit at its default.
+    pub fn defaults() -> InForce {
+        InForce::decide(&Limits::default(), &Grant::default())
+    }
+
+    /// What `limits` ask ∩ what `grant` allows.
+    pub fn decide(limits: &Limits, grant: &Grant) -> InForce {
+        let f = |l: Limit| l.in_force(limits, grant);
+        InForce {
+            memory_mb: f(Limit::Memory),
+            disk_mb: f(Limit::Disk),
+            resources: f(Limit::Resources),
+            http_requests: f(Limit::HttpRequests),
+            field_kib: f(Limit::FieldKib),
+        }
+    }
+
+    /// The value of `limit`.
+    pub fn get(&self, limit: Limit) -> u64 {
+        match limit {
+            Limit::Memory => self.memory_mb,
+            Limit::Disk => self.disk_mb,
+            Limit::Resources => self.resources,
+            Limit::HttpRequests => self.http_requests,
+            Limit::FieldKib => self.field_kib,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(json: &str) -> Limits {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn defaults_and_maxima() {
+        let d = InForce::defaults();
+        assert_eq!(
+            (
+                d.memory_mb,
+                d.disk_mb,
+                d.resources,
+                d.http_requests,
+                d.field_kib
+            ),
+            (64, 256, 1000, 16, 32)
+        );
+        assert_eq!(Limit::Disk.spec().max, 16_384);
+        assert_eq!(Limit::Memory.spec().max, crate::manifest::MAX_MEMORY_MB);
+    }
+
+    #[test]
+    fn asked_above_the_default_needs_a_grant_and_below_it_does_not() {
+        let asks = limits(r#"{"disk_mb":1024,"resources":10,"http_requests":64}"#);
+        let none = InForce::decide(&asks, &Grant::default());
+        assert_eq!(
+            none.disk_mb, 256,
+            "asked more, nothing granted: the default"
+        );
+        assert_eq!(none.resources, 10, "asked less: in force without a grant");
+        assert_eq!(none.http_requests, 16);
+        let grant: Grant = serde_json::from_str(r#"{"disk_mb":512,"http_requests":1000}"#).unwrap();
+        let some = InForce::decide(&asks, &grant);
+        assert_eq!(some.disk_mb, 512, "granted less than asked: the grant");
+        assert_eq!(some.http_requests, 64, "granted more than asked: the ask");
+        assert_eq!(some.memory_mb, 64);
+    }
+
+    #[test]
+    fn parse_is_one_to_the_max() {
+        assert_eq!(Limit::Disk.parse("1024").unwrap(), 1024);
+        assert!(Limit::Disk.parse("0").is_err());
+        assert!(Limit::Disk.parse("16385").is_err());
+        assert!(Limit::Resources.parse("many").is_err());
+        assert_eq!(
+            Limit::Memory.parse("99999").unwrap_err().to_string(),
+            "memory:99999: give a number of MiB, 1 to 4096"
+        );
+        assert_eq!(Limit::from_permission("disk"), Some(Limit::Disk));
+        assert_eq!(Limit::from_permission("disk_mb"), None);
+    }
+
+    #[test]
+    fn each_limit_has_its_own_field_and_permission() {
+        let mut fields: Vec<_> = Limit::ALL.iter().map(|l| l.spec().field).collect();
+        let mut permissions: Vec<_> = Limit::ALL.iter().map(|l| l.spec().permission).collect();
+        fields.dedup();
+        permissions.dedup();
+        assert_eq!((fields.len(), permissions.len()), (5, 5));
+        for l in Limit::ALL {
+            assert!(l.spec().default <= l.spec().max);
+            assert!(l
+                .named(l.spec().default)
+                .contains(&l.spec().default.to_string()));
+        }
+        assert_eq!(Limit::Disk.named(256), "disk quota (256 MiB)");
+    }
+}
