@@ -225,6 +225,11 @@ fn an_untrusted_project_extension_shadows_nothing() {
     assert_eq!(info(&[]), "project");
 }
 
+/// What the component reads of [`SECRET_VAR`] (its `env` tool).
+fn secret(host: &Host) -> String {
+    first_text(&host.call_tool("env", json!({"name": SECRET_VAR})))
+}
+
 /// The component and the environment variable a weather-like extension is granted.
 const SECRET_VAR: &str = "ZOT_TRUST_TEST_SECRET";
 
@@ -265,10 +270,7 @@ fn a_project_component_named_like_a_granted_global_one_gets_none_of_its_grant() 
     };
     // The global component alone: granted.
     let (host, _) = start(root);
-    assert_eq!(
-        first_text(&host.call_tool("env", json!({"name": SECRET_VAR}))),
-        "s3cret"
-    );
+    assert_eq!(secret(&host), "s3cret");
     let got = host.call_tool("http_get", json!({"url": url}));
     assert_eq!(got["is_error"], false, "{got}");
     let read = host.call_tool("fs_read", json!({"path": "/data/secret.txt"}));
@@ -324,10 +326,7 @@ fn a_project_component_named_like_a_granted_global_one_gets_none_of_its_grant() 
         &["grant", "weather", "-p", &format!("env:{SECRET_VAR}")],
     ));
     let (host, _) = start(root);
-    assert_eq!(
-        first_text(&host.call_tool("env", json!({"name": SECRET_VAR}))),
-        "s3cret"
-    );
+    assert_eq!(secret(&host), "s3cret");
     let http = host.call_tool("http_get", json!({"url": url}));
     assert_eq!(http["is_error"], true, "{http}");
     host.shutdown();
@@ -373,10 +372,7 @@ fn a_grant_given_to_another_build_is_not_applied() {
     };
     let (host, ready) = start();
     assert_eq!(ready["warnings"], json!([]), "{ready}");
-    assert_eq!(
-        first_text(&host.call_tool("env", json!({"name": SECRET_VAR}))),
-        "s3cret"
-    );
+    assert_eq!(secret(&host), "s3cret");
     host.shutdown();
 
     // Another build in its place (the reactor build of the same guest).
@@ -422,10 +418,7 @@ fn a_grant_given_to_another_build_is_not_applied() {
     ok(zot(&home, &cwd, &["grant", "stale", "--all"]));
     let (host, ready) = start();
     assert_eq!(ready["warnings"], json!([]), "{ready}");
-    assert_eq!(
-        first_text(&host.call_tool("env", json!({"name": SECRET_VAR}))),
-        "s3cret"
-    );
+    assert_eq!(secret(&host), "s3cret");
     host.shutdown();
 }
 
