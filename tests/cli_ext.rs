@@ -793,6 +793,88 @@ fn a_bare_component_is_installed_under_the_name_its_hello_gives() {
     assert_eq!(env.installed(), ["hello", "hello2"]);
 }
 
+/// A component that carries its manifest (the SDK probe, `zot_ext::embed_manifest!`)
+/// asks what it says before anything runs: without a terminal nor `--yes` it is refused
+/// and nothing is recorded; `zot ext check` shows the same asks, withheld.
+#[test]
+fn a_bare_component_asks_what_its_embedded_manifest_asks() {
+    let env = Env::new();
+    let file = env.root.join("probe.wasm");
+    fs::copy(zot_test_guests::SDK_PROBE, &file).unwrap();
+    let file = file.to_str().unwrap();
+    let out = env.zot(&["install", file]);
+    assert_fails_with(
+        &out,
+        "Grant this and install sdk-probe?\" cannot be asked: pass --yes",
+    );
+    for asked in [
+        "It is a sandboxed WebAssembly component. It asks to:",
+        "read the environment variable ZOT_SECTION_TEST",
+        "make HTTP requests to api.example.com",
+        "use up to 96 MiB of memory",
+    ] {
+        assert!(stdout(&out).contains(asked), "{asked}: {}", stdout(&out));
+    }
+    assert_eq!(env.installed(), Vec::<String>::new());
+    assert!(!env.home().join("grants").exists(), "no grant recorded");
+    assert!(!env.home().join("provenance").exists(), "nothing recorded");
+
+    let out = env.zot(&["check", file, "--json"]);
+    assert_ok(&out);
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let sandbox = &report["sandbox"];
+    assert_eq!(
+        sandbox["asked"]["http"],
+        serde_json::json!(["api.example.com"]),
+        "{report}"
+    );
+    assert!(
+        sandbox["withheld"]
+            .to_string()
+            .contains("env ZOT_SECTION_TEST: not granted"),
+        "{report}"
+    );
+
+    // A malformed embedded manifest is refused, naming the section.
+    let bad = env.root.join("bad.wasm");
+    fs::write(
+        &bad,
+        with_section(&hello_wasm(), br#"{"limits":{"memory_mb":0}}"#),
+    )
+    .unwrap();
+    assert_fails_with(
+        &env.install(bad.to_str().unwrap()),
+        "its embedded manifest (section \"zot:manifest\"): field \"limits.memory_mb\"",
+    );
+    assert_eq!(env.installed(), Vec::<String>::new());
+}
+
+/// `component` with a `zot:manifest` custom section holding `content` appended at its
+/// top level.
+fn with_section(component: &[u8], content: &[u8]) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let name = b"zot:manifest";
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name);
+    body.extend_from_slice(content);
+    let mut out = component.to_vec();
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend(body);
+    out
+}
+
 #[test]
 fn an_install_killed_midway_leaves_nothing_behind() {
     let env = Env::new();
@@ -1038,6 +1120,10 @@ source       {src} (directory)
 installed at {time}
 files        2 recorded (`zot ext verify asker` checks them)
 component    hello.wasm, sha256 {sha} (as installed)
+asks         read and write its own data directory (seen as /data)
+             read the environment variable ASKER_TOKEN
+             make HTTP requests to api.example.com
+             use up to 96 MiB of memory
 granted      read and write its own data directory (seen as /data)
              read the environment variable ASKER_TOKEN
              make HTTP requests to api.example.com

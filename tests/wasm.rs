@@ -16,7 +16,7 @@ use common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use zot_test_guests::{COMMAND, COMMAND_NATIVE, REACTOR};
+use zot_test_guests::{COMMAND, COMMAND_NATIVE, REACTOR, SDK_PROBE};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -1764,6 +1764,120 @@ fn a_grant_made_with_the_cli_is_in_force() {
         "{sandbox}"
     );
     assert_eq!(sandbox["withheld"], json!([]), "{sandbox}");
+    host.shutdown();
+}
+
+/// A component carrying its manifest (`zot_ext::embed_manifest!`): the SDK probe's asks
+/// for `ZOT_SECTION_TEST`, HTTP to `api.example.com` and 96 MiB of memory. Installed as a
+/// bare `.wasm` with `--yes`, exactly that is granted and in force; `zot ext info` shows
+/// it.
+#[test]
+fn a_bare_component_gets_what_its_embedded_manifest_asks_once_installed() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    let home = b.home();
+    b.env("ZOT_SECTION_TEST", "from the section");
+    let file = b.scratch().join("probe.wasm");
+    std::fs::copy(SDK_PROBE, &file).unwrap();
+    let out = zot_ext(&home, &["install", file.to_str().unwrap(), "--yes"]);
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{shown}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for asked in [
+        "read the environment variable ZOT_SECTION_TEST",
+        "make HTTP requests to api.example.com",
+        "use up to 96 MiB of memory",
+        "Installed sdk-probe 0.1.0",
+    ] {
+        assert!(shown.contains(asked), "{asked}: {shown}");
+    }
+    let grant: Value =
+        serde_json::from_slice(&std::fs::read(home.join("grants").join("sdk-probe.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        grant["permissions"]["env"],
+        json!(["ZOT_SECTION_TEST"]),
+        "{grant}"
+    );
+    assert_eq!(
+        grant["permissions"]["http"],
+        json!(["api.example.com"]),
+        "{grant}"
+    );
+    assert_eq!(grant["memory_mb"], 96, "{grant}");
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(home.join("extensions/sdk-probe/extension.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["limits"], json!({"memory_mb": 96}), "{manifest}");
+    assert!(manifest.get("description").is_some(), "{manifest}");
+
+    let out = zot_ext(&home, &["info", "sdk-probe"]);
+    let info = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        info.contains("asks         read and write its own data directory"),
+        "{info}"
+    );
+    assert!(
+        info.contains("read the environment variable ZOT_SECTION_TEST"),
+        "{info}"
+    );
+    let out = zot_ext(&home, &["info", "sdk-probe", "--json"]);
+    let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        info["asks"]["permissions"]["env"],
+        json!(["ZOT_SECTION_TEST"]),
+        "{info}"
+    );
+    assert_eq!(info["asks"]["limits"]["memory_mb"], 96, "{info}");
+
+    let host = b.start();
+    assert_eq!(host.ready(), ["sdk-probe"]);
+    assert_eq!(
+        tool_ok(&host, "env", json!({"name": "ZOT_SECTION_TEST"})),
+        "from the section"
+    );
+    let sandbox = &host.entry("sdk-probe")["sandbox"];
+    assert_eq!(sandbox["withheld"], json!([]), "{sandbox}");
+    assert_eq!(sandbox["memory_mb"], 96, "{sandbox}");
+    host.shutdown();
+}
+
+/// `--ext file.wasm` asks what the file's embedded manifest asks: without a grant it is
+/// withheld, and the component runs with the defaults.
+#[test]
+fn an_explicit_bare_component_asks_what_its_embedded_manifest_asks() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.env("ZOT_SECTION_TEST", "not granted");
+    let file = b.scratch().join("probe.wasm");
+    std::fs::copy(SDK_PROBE, &file).unwrap();
+    b.ext_path(&file);
+    let host = b.start();
+    assert_eq!(host.ready(), ["sdk-probe"]);
+    let sandbox = &host.entry("sdk-probe")["sandbox"];
+    assert_eq!(
+        sandbox["asked"]["env"],
+        json!(["ZOT_SECTION_TEST"]),
+        "{sandbox}"
+    );
+    let withheld = sandbox["withheld"].to_string();
+    assert!(
+        withheld.contains("env ZOT_SECTION_TEST: not granted"),
+        "{withheld}"
+    );
+    assert!(
+        withheld.contains("http api.example.com: not granted"),
+        "{withheld}"
+    );
+    assert_eq!(sandbox["memory_mb"], 64, "{sandbox}");
+    assert_eq!(
+        tool_ok(&host, "env", json!({"name": "ZOT_SECTION_TEST"})),
+        "unset"
+    );
     host.shutdown();
 }
 

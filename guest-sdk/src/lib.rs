@@ -40,12 +40,14 @@
 //! [`http`] makes requests on both targets.
 
 mod context;
+mod embed;
 mod extension;
 pub mod http;
 mod io;
 mod reply;
 
 pub use context::{Ctx, HostInfo, Level};
+pub use embed::MANIFEST_SECTION;
 pub use extension::Extension;
 pub use reply::{Event, Panel, Response, ToolCallEvent, ToolOutput, Verdict};
 pub use schemars::{self, JsonSchema};

@@ -362,3 +362,12 @@ fn panels_and_notes_go_out_as_frames() {
     assert_eq!(tail[1]["level"], "success");
     assert_eq!(tail[5]["panel"]["footer"], "f");
 }
+
+// A native build embeds nothing, and needs no `cfg` from the author: the macro expands to
+// an item that only checks the file is there.
+crate::embed_manifest!("Cargo.toml");
+
+#[test]
+fn the_manifest_section_is_named_as_documented() {
+    assert_eq!(crate::MANIFEST_SECTION, "zot:manifest");
+}

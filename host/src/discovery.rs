@@ -62,7 +62,8 @@ impl Found {
 #[derive(Debug, Clone)]
 pub struct SearchPath {
     /// `--ext` paths: an extension directory, its `extension.json`, or a bare component
-    /// (any other file, e.g. `guard.wasm`: named after the file, asking nothing).
+    /// (any other file, e.g. `guard.wasm`: named and asking as its embedded manifest
+    /// says, else named after the file and asking nothing).
     pub explicit: Vec<PathBuf>,
     /// The project directory whose `.zot/extensions` is searched.
     pub cwd: PathBuf,

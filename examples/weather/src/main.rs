@@ -3,9 +3,14 @@
 //! The service is `https://wttr.in` (its `?format=j1` JSON), or the one named by the
 //! `WEATHER_API_URL` environment variable. In the sandbox the manifest asks for exactly
 //! that: HTTP to `wttr.in` and the one variable; nothing else leaves.
+//!
+//! The component carries that manifest (`embed_manifest!`), so `weather.wasm` alone
+//! asks for the same when installed as a bare file (`zot ext install weather.wasm`).
 
 use serde::Deserialize;
 use zot_ext::{http, Extension, JsonSchema, ToolOutput};
+
+zot_ext::embed_manifest!("wasm/extension.json");
 
 const DEFAULT_API: &str = "https://wttr.in";
 

@@ -76,6 +76,9 @@ pub enum InstallError {
     UnsupportedComponent(String),
     /// The component, started with nothing granted, gave no usable `hello`.
     Refused(String),
+    /// The component's embedded manifest is unusable (the manifest's reason, which names
+    /// the section).
+    BadEmbedded(crate::manifest::ManifestErrorKind),
     /// The component's `hello` names it with a name that cannot be used.
     BadHelloName { name: String, reason: String },
     /// The component or its manifest cannot be written to the staging folder.
@@ -196,6 +199,7 @@ impl fmt::Display for InstallError {
             NotAComponent(what) => write!(f, "not a WebAssembly component (it is {what})"),
             UnsupportedComponent(why) => f.write_str(why),
             Refused(why) => write!(f, "refused: {why}"),
+            BadEmbedded(kind) => write!(f, "{kind}"),
             BadHelloName { name, reason } => write!(
                 f,
                 "the component's hello names it {name:?}, which cannot be an extension name: \

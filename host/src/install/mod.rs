@@ -298,7 +298,8 @@ fn source_dir(dir: &Path) -> Result<PathBuf, InstallError> {
 }
 
 /// Stages a bare component: runs it with nothing granted to read its `hello`, then
-/// writes it as `<name>.wasm` beside a manifest naming it.
+/// writes it as `<name>.wasm` beside a manifest naming it and asking what its embedded
+/// manifest asks (nothing without one).
 async fn stage_component(
     file: &Path,
     tree: &Path,
@@ -310,6 +311,9 @@ async fn stage_component(
         return Err(InstallError::NotAComponent(what.to_string()));
     }
     crate::transport::wasm::kind_of_bytes(&bytes).map_err(InstallError::UnsupportedComponent)?;
+    let embedded = manifest::Embedded::of(&bytes)
+        .map_err(InstallError::BadEmbedded)?
+        .unwrap_or_default();
     progress.begin(&format!(
         "starting {} with no permissions to read its hello",
         file.display()
@@ -328,12 +332,16 @@ async fn stage_component(
     let wasm = format!("{name}.wasm");
     fs::write(tree.join(&wasm), &bytes).map_err(err)?;
     let file_name = file.file_name().unwrap_or_default().to_string_lossy();
-    let manifest = serde_json::json!({
+    let mut manifest = serde_json::json!({
         "name": name,
         "version": version,
         "description": format!("{file_name}, installed as a component"),
         "wasm": wasm,
     });
+    if embedded != manifest::Embedded::default() {
+        manifest["permissions"] = serde_json::to_value(&embedded.permissions).expect("serialises");
+        manifest["limits"] = serde_json::to_value(&embedded.limits).expect("serialises");
+    }
     let mut text = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
     text.push(b'\n');
     fs::write(tree.join(MANIFEST_FILE), text).map_err(err)

@@ -77,7 +77,8 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
         compiler: compiler.clone(),
     };
     // A bare component is run to learn its name: the user consents before it is even
-    // compiled. What it asks is known from the file alone (nothing).
+    // compiled. What it asks is known from the file alone: what its embedded manifest
+    // asks, or nothing.
     let bare = match &req.source {
         InstallSource::Wasm(file) => {
             Some(Manifest::bare_component(file).map_err(|e| what(e.to_string()))?)
@@ -91,6 +92,17 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
     }
     let staged = stage(&req).map_err(what)?;
     let m = &staged.manifest;
+    // Staging read the file again: it must ask what the user consented to.
+    if let Some(b) = bare
+        .as_ref()
+        .filter(|b| (&b.permissions, &b.limits) != (&m.permissions, &m.limits))
+    {
+        return Err(what(format!(
+            "{} changed while it was installed: it now asks for something else; nothing \
+             was changed",
+            b.wasm.as_deref().unwrap_or_default()
+        )));
+    }
     if staged.dest().symlink_metadata().is_ok() && !args.force {
         let taken = install::InstallError::AlreadyInstalled {
             name: m.name.clone(),
@@ -450,11 +462,15 @@ pub(crate) fn info(
         Some(hash.clone()).filter(|h| !h.starts_with("symlink:"))
     });
     let transport = if m.wasm.is_some() { "wasm" } else { "stdio" };
+    let asks = m
+        .wasm
+        .is_some()
+        .then(|| serde_json::json!({"permissions": m.permissions, "limits": m.limits}));
     if json {
         let value = serde_json::json!({
             "name": m.name, "version": m.version, "description": m.description,
             "dir": dir.display().to_string(), "scope": scope.label(), "transport": transport,
-            "enabled": m.enabled, "provenance": record, "grant": grant,
+            "enabled": m.enabled, "provenance": record, "asks": asks, "grant": grant,
             "grant_stale": grant_stale,
             "program": program.as_ref().map(|p| serde_json::json!({"path": p, "sha256": sha256})),
         });
@@ -520,6 +536,9 @@ pub(crate) fn info(
                 m.exec.as_deref().unwrap_or_default()
             ),
         ),
+    }
+    if m.wasm.is_some() {
+        rows("asks", &asked_words(&m));
     }
     match &grant {
         _ if m.wasm.is_none() => row(

@@ -5,12 +5,19 @@
 //! | `wait` | `ms` | polls `Ctx::cancelled` until `ms` passed: `waited <ms> ms`; once cancelled it notifies `cancelled <id>` and its result is dropped |
 //! | `panic` | — | panics |
 //! | `host` | — | the `hello_ack` it got, as JSON |
+//! | `env` | `name` | the environment variable `name`, or `unset` |
 //!
 //! Every `turn_end` event is answered with a `notify` `event turn_end <n>` (`n` = its
 //! `stop` field), so a test sees events that arrived during a call handled after it.
+//!
+//! Its `extension.json` is embedded in the component (`zot_ext::embed_manifest!`): the
+//! bare `sdk-probe.wasm` asks for `ZOT_SECTION_TEST`, HTTP to `api.example.com` and
+//! 96 MiB of memory.
 
 use std::time::{Duration, Instant};
 use zot_ext::{json, Extension, Level, ToolOutput, Value};
+
+zot_ext::embed_manifest!("extension.json");
 
 fn main() {
     Extension::new("sdk-probe", "0.1.0")
@@ -50,6 +57,15 @@ fn main() {
                        "data_dir": ctx.data_dir().to_string_lossy()})
                     .to_string(),
                 )
+            },
+        )
+        .tool(
+            "env",
+            "An environment variable",
+            json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+            |_, args| {
+                let name = args["name"].as_str().unwrap_or_default();
+                ToolOutput::text(std::env::var(name).unwrap_or_else(|_| "unset".into()))
             },
         )
         .on("turn_end", |ctx, event| {
