@@ -7,6 +7,7 @@ mod install;
 mod resolve;
 mod run;
 mod sidecar;
+mod target;
 mod trust;
 
 use clap::{Parser, Subcommand};
