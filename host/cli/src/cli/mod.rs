@@ -1,5 +1,6 @@
 //! Command-line parsing; each subcommand lives in its own module.
 
+mod call;
 mod check;
 mod ext;
 mod grant;
@@ -101,6 +102,12 @@ pub(crate) enum ExtCommand {
     /// Load one extension, print its hello, registrations and timings; non-zero exit on a
     /// protocol violation.
     Check(check::CheckArgs),
+    /// Load one extension, call one of its tools, print the result and stop it (exit 1 if
+    /// the tool answered with an error, 2 if it could not be called).
+    Call(call::CallArgs),
+    /// Load one extension, run one of its slash commands, print the response and stop it
+    /// (exit 1 if the response carries an error, 2 if it could not be invoked).
+    Invoke(call::InvokeArgs),
     /// Run one WebAssembly component as a stdio extension (frames on stdin/stdout), in
     /// the sandbox with its grants.
     Run(run::RunArgs),
@@ -135,6 +142,8 @@ pub fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Ext(ExtCommand::Check(args)) => check::run(args),
+        Command::Ext(ExtCommand::Call(args)) => call::call(args),
+        Command::Ext(ExtCommand::Invoke(args)) => call::invoke(args),
         Command::Ext(ExtCommand::Run(args)) => run::run(args),
         Command::Ext(ExtCommand::Grant(args)) => grant::grant(args),
         Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args),

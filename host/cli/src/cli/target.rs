@@ -12,7 +12,7 @@ use zot_host::install::{self, InstallSource, Progress, Request, Staged};
 use zot_host::manifest::{validate_name, Launch, Manifest, MANIFEST_FILE};
 use zot_host::paths::ZotHome;
 use zot_host::trust::{self, ProjectExtension, Untrusted};
-use zot_host::HostConfig;
+use zot_host::{ExtState, ExtensionInfo, Host, HostConfig, HostEvent};
 
 /// What is loaded.
 pub(crate) enum Target {
@@ -183,4 +183,56 @@ pub(crate) fn setup(
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| context(format!("cannot start the async runtime: {e}")))?;
     Ok((home, parsed, compiler, runtime))
+}
+
+/// One extension loaded alone and ready, for a one-shot request.
+pub(crate) struct Running {
+    pub(crate) host: Host,
+    pub(crate) info: ExtensionInfo,
+    _notes: tokio::sync::mpsc::Receiver<HostEvent>,
+}
+
+/// Loads the one extension of `config` and waits (its ready timeout) for it to be
+/// ready; if it is not, it is stopped and the reason returned (naming its log).
+pub(crate) async fn start_one(config: HostConfig) -> Result<Running, String> {
+    let wait = humantime::format_duration(config.timeouts.ready).to_string();
+    let (host, notes) = Host::new(config);
+    let report = host.load().await;
+    let Some(info) = host.extensions().into_iter().next() else {
+        host.shutdown().await;
+        return Err("no extension found at that path (it needs an extension.json)".into());
+    };
+    let why = match info.state {
+        ExtState::Ready => None,
+        ExtState::Disabled => Some("it is disabled (\"enabled\": false)".to_string()),
+        ExtState::Starting => Some(format!("not ready within --wait ({wait})")),
+        ExtState::Exited => Some(format!(
+            "it exited at start: {}",
+            info.error.clone().unwrap_or_default()
+        )),
+        _ => Some(
+            info.error
+                .clone()
+                .or_else(|| report.errors.first().map(|e| e.error.clone()))
+                .unwrap_or_else(|| format!("it could not start ({:?})", info.state)),
+        ),
+    };
+    match why {
+        None => Ok(Running {
+            host,
+            info,
+            _notes: notes,
+        }),
+        Some(why) => {
+            host.shutdown().await;
+            Err(format!("{why} (its log: {})", info.log.display()))
+        }
+    }
+}
+
+impl Running {
+    /// Stops the extension.
+    pub(crate) async fn stop(self) {
+        self.host.shutdown().await;
+    }
 }
