@@ -243,3 +243,66 @@ fn an_untrusted_project_copy_named_by_its_name_is_not_started() {
         assert_eq!(stdout(&out), "");
     }
 }
+
+#[test]
+fn completions_for_bash_and_zsh_know_the_ext_subcommands() {
+    let home = TempDir::new("call-home");
+    for shell in ["bash", "zsh"] {
+        let out = zot(&home, &["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let script = stdout(&out);
+        assert!(script.contains("ext"), "{shell}: {script}");
+        assert!(script.contains("invoke"), "{shell}");
+    }
+    let out = zot(&home, &["completions", "tcsh"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "not a shell clap_complete knows"
+    );
+}
+
+#[test]
+fn the_man_page_is_roff() {
+    let home = TempDir::new("call-home");
+    let out = zot(&home, &["man"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = stdout(&out);
+    assert!(
+        page.contains(".TH zot 1") && page.contains(".SH NAME"),
+        "{page}"
+    );
+    assert!(page.contains("completions"), "{page}");
+    assert!(!page.contains("__compile"), "{page}");
+}
+
+#[test]
+fn every_subcommands_help_has_examples() {
+    let home = TempDir::new("call-home");
+    let ext = [
+        "list", "install", "update", "info", "verify", "remove", "enable", "disable", "logs",
+        "check", "call", "invoke", "run", "grant", "revoke", "trust", "untrust",
+    ];
+    let mut commands: Vec<Vec<&str>> = ext.iter().map(|c| vec!["ext", c]).collect();
+    commands.extend([vec!["host"], vec!["completions"], vec!["man"]]);
+    for command in commands {
+        let mut args = command.clone();
+        args.push("--help");
+        let out = zot(&home, &args);
+        assert_eq!(out.status.code(), Some(0), "{command:?}");
+        let help = stdout(&out);
+        let examples = help
+            .split_once("Examples:\n")
+            .unwrap_or_else(|| panic!("{command:?} --help has no examples:\n{help}"))
+            .1;
+        let shown = format!("  zot {}", command.join(" "));
+        let lines: Vec<&str> = examples.lines().filter(|l| !l.is_empty()).collect();
+        assert!(
+            lines.len() >= 2
+                && lines
+                    .iter()
+                    .all(|l| l.starts_with(&shown) || l.starts_with("  printf ")),
+            "{command:?}:\n{examples}"
+        );
+    }
+}
