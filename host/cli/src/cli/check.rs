@@ -2,7 +2,8 @@
 //! each step took, and fail on any protocol violation.
 
 use super::install::TermProgress;
-use super::resolve::{copy_at, resolve, ScopeArgs};
+use super::resolve::ScopeArgs;
+use super::target::{setup, Parsed, Target};
 use serde::Serialize;
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
@@ -12,11 +13,10 @@ use std::time::{Duration, Instant};
 use zot_host::compile::Compiler;
 use zot_host::extension::ReadyBy;
 use zot_host::host::SandboxInfo;
-use zot_host::identity::{project_root, Identity};
-use zot_host::install::{self, InstallSource, Progress, Request};
-use zot_host::manifest::{validate_name, Launch, Manifest, TransportKind, MANIFEST_FILE};
+use zot_host::install::Progress;
+use zot_host::manifest::{Manifest, TransportKind};
 use zot_host::paths::ZotHome;
-use zot_host::trust::{self, ProjectExtension, Untrusted};
+use zot_host::trust::Untrusted;
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
 use zot_protocol::Hello;
 
@@ -110,77 +110,9 @@ pub(crate) struct CheckArgs {
     wait: Duration,
 }
 
-/// What `check` loads.
-enum Target {
-    /// An extension directory.
-    Dir(PathBuf),
-    /// A bare component, run with nothing granted.
-    Wasm(PathBuf),
-}
-
-/// What the argument names: something to check, or an installed project extension the
-/// user has not trusted (not run).
-enum Parsed {
-    Run(Target),
-    Untrusted(Untrusted),
-}
-
-impl Target {
-    /// Classifies the argument as install does: an existing directory, its manifest or a
-    /// `.wasm` file; else the name of an installed extension, resolved as every command
-    /// resolves one (said on stderr).
-    fn parse(arg: &str, home: &ZotHome, scope: ScopeArgs) -> Result<Parsed, String> {
-        match InstallSource::parse(arg) {
-            InstallSource::Wasm(file) if file.is_file() => Ok(Parsed::Run(Target::Wasm(file))),
-            InstallSource::Dir(dir) if dir.is_dir() => Ok(Parsed::Run(Target::Dir(dir))),
-            InstallSource::Dir(file) if file.file_name().is_some_and(|n| n == MANIFEST_FILE) => {
-                let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
-                let dir = dir.unwrap_or(Path::new(".")).to_path_buf();
-                Ok(Parsed::Run(Target::Dir(dir)))
-            }
-            _ if validate_name(arg).is_ok() => {
-                let (dir, scope) =
-                    resolve(home, &super::ext::cwd()?, arg, scope.scope()).map_err(|e| {
-                        format!(
-                            "{e} (and it is not an extension directory, an {MANIFEST_FILE} \
-                             or a .wasm file)"
-                        )
-                    })?;
-                eprintln!("checking the {}", copy_at(&dir, scope));
-                // Named by a path it would be trusted by naming; by its name, it is what
-                // loads here, so it runs only if it would run here.
-                if let Identity::Project { dir_name, .. } = Identity::of(&dir, home) {
-                    let project = project_root(&super::ext::cwd()?);
-                    let manifest = Manifest::read(&dir).ok();
-                    let ext = ProjectExtension {
-                        dir_name: &dir_name,
-                        dir: &dir,
-                        manifest: manifest.as_ref(),
-                    };
-                    if let Err(u) = trust::check(home, &project, &ext) {
-                        return Ok(Parsed::Untrusted(u));
-                    }
-                }
-                Ok(Parsed::Run(Target::Dir(dir)))
-            }
-            _ => Err(format!(
-                "not an extension directory, an {MANIFEST_FILE}, a .wasm file or the name \
-                 of an installed extension"
-            )),
-        }
-    }
-}
-
 /// Runs the check; exit 0 only without violations.
 pub(crate) fn run(args: CheckArgs) -> ExitCode {
-    let ready = super::zot_home(None).and_then(|home| {
-        let what = |e| format!("check {}: {e}", args.path);
-        let target = Target::parse(&args.path, &home, args.scope).map_err(what)?;
-        let compiler = Compiler::this_program().map_err(what)?;
-        let runtime = tokio::runtime::Runtime::new()
-            .map_err(|e| what(format!("cannot start the async runtime: {e}")))?;
-        Ok((home, target, compiler, runtime))
-    });
+    let ready = setup("check", &args.path, args.scope, "checking");
     let (home, target, compiler, runtime) = match ready {
         Ok(t) => t,
         Err(e) => {
@@ -222,57 +154,29 @@ fn prepare_and_check(
     wait: Duration,
 ) -> CheckReport {
     let progress = TermProgress::new();
-    let component = match target {
-        Target::Wasm(file) => Some(file.clone()),
-        Target::Dir(dir) => Manifest::read(dir).ok().and_then(|m| match m.launch(dir) {
-            Launch::Wasm(file) => Some(file),
-            Launch::Exec(_) => None,
-        }),
-    };
     // A component that cannot be compiled is reported now, not compiled again at start.
-    let compiled = match component.map(|f| compile(runtime, &home, &compiler, &f, &progress)) {
+    let compiled = match target
+        .component()
+        .map(|f| compile(runtime, &home, &compiler, &f, &progress))
+    {
         Some(Err(reason)) => return CheckReport::failed(format!("cannot compile: {reason}")),
         Some(Ok(step)) => Some(step),
         None => None,
     };
-    // `staged` lives until the check is over: dropping it removes the staged component.
-    let (dir, staged) = match target {
-        Target::Dir(dir) => (dir.clone(), None),
-        Target::Wasm(file) => {
-            let req = Request {
-                source: InstallSource::Wasm(file.clone()),
-                git_ref: None,
-                path: None,
-                name: None,
-                root: home.extensions_dir(),
-                home: home.clone(),
-                compiler: compiler.clone(),
-            };
-            match runtime.block_on(install::stage(&req, &progress)) {
-                Ok(staged) => (staged.tree().to_path_buf(), Some(staged)),
-                Err(e) => return CheckReport::failed(e.to_string()),
-            }
-        }
+    // Lives until the check is over: dropping it removes a staged component.
+    let prepared = match target.prepare(runtime, &home, &compiler, &progress) {
+        Ok(prepared) => prepared,
+        Err(e) => return CheckReport::failed(e),
     };
-    let log = Manifest::read(&dir).ok().map(|m| home.log_path(&m.name));
+    let dir = prepared.dir();
+    let log = Manifest::read(dir).ok().map(|m| home.log_path(&m.name));
     let log_from = log
         .as_ref()
         .and_then(|p| std::fs::metadata(p).ok())
         .map_or(0, |m| m.len());
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    // A staged component's data dir belongs to a folder that is gone after the check.
-    let throwaway = staged
-        .is_some()
-        .then(|| home.data_dir(&Identity::of(&dir, &home)));
-    let mut config = HostConfig::new(home, cwd);
-    config.explicit = vec![dir];
-    config.installed = false;
-    config.timeouts.ready = wait;
-    config.compiler = compiler;
+    let config = prepared.config(home, compiler, wait);
     let mut report = runtime.block_on(check(config));
-    if let Some(data) = throwaway {
-        let _ = std::fs::remove_dir_all(data);
-    }
+    drop(prepared);
     if let Some(found) = &mut report.found {
         if let Target::Wasm(file) = target {
             found.dir = std::path::absolute(file).unwrap_or_else(|_| file.clone());

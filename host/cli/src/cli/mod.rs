@@ -1,5 +1,6 @@
 //! Command-line parsing; each subcommand lives in its own module.
 
+mod call;
 mod check;
 mod ext;
 mod grant;
@@ -7,9 +8,10 @@ mod install;
 mod resolve;
 mod run;
 mod sidecar;
+mod target;
 mod trust;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -26,12 +28,24 @@ enum Command {
     #[command(subcommand)]
     Ext(ExtCommand),
     /// Run the host as a JSON-lines sidecar on stdin/stdout (see docs/sidecar.md).
+    #[command(after_help = examples::HOST)]
     Host(sidecar::HostArgs),
+    /// Print a shell completion script for zot to stdout.
+    #[command(after_help = examples::COMPLETIONS)]
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print zot's man page (roff) to stdout.
+    #[command(after_help = examples::MAN)]
+    Man,
 }
 
 #[derive(Subcommand)]
 pub(crate) enum ExtCommand {
     /// List installed extensions (project-local and global) and their state.
+    #[command(after_help = examples::LIST)]
     List {
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -39,11 +53,14 @@ pub(crate) enum ExtCommand {
     },
     /// Install an extension from a directory, a git URL or a .wasm component, after
     /// showing what it may do and asking for consent.
+    #[command(after_help = examples::INSTALL)]
     Install(install::InstallArgs),
     /// Fetch installed extensions again from where they came from; asks again if they now
     /// ask for more.
+    #[command(after_help = examples::UPDATE)]
     Update(install::UpdateArgs),
     /// Show an extension's manifest, where it was installed from, its hash and its grant.
+    #[command(after_help = examples::INFO)]
     Info {
         name: String,
         /// Print JSON.
@@ -53,6 +70,7 @@ pub(crate) enum ExtCommand {
         scope: resolve::ScopeArgs,
     },
     /// Report files of an install that changed since it was installed (exit 1 if any).
+    #[command(after_help = examples::VERIFY)]
     Verify {
         name: String,
         /// Print JSON.
@@ -64,6 +82,7 @@ pub(crate) enum ExtCommand {
     /// Delete an installed extension, its install record and its grant; asks whether to
     /// delete its data too.
     #[command(alias = "rm")]
+    #[command(after_help = examples::REMOVE)]
     Remove {
         name: String,
         /// Do not ask for confirmation (the data is kept unless --purge).
@@ -79,18 +98,21 @@ pub(crate) enum ExtCommand {
         scope: resolve::ScopeArgs,
     },
     /// Set `enabled: true` in an extension's manifest.
+    #[command(after_help = examples::ENABLE)]
     Enable {
         name: String,
         #[command(flatten)]
         scope: resolve::ScopeArgs,
     },
     /// Set `enabled: false` in an extension's manifest.
+    #[command(after_help = examples::DISABLE)]
     Disable {
         name: String,
         #[command(flatten)]
         scope: resolve::ScopeArgs,
     },
     /// Print an extension's log.
+    #[command(after_help = examples::LOGS)]
     Logs {
         name: String,
         /// Keep printing as the log grows.
@@ -99,18 +121,32 @@ pub(crate) enum ExtCommand {
     },
     /// Load one extension, print its hello, registrations and timings; non-zero exit on a
     /// protocol violation.
+    #[command(after_help = examples::CHECK)]
     Check(check::CheckArgs),
+    /// Load one extension, call one of its tools, print the result and stop it (exit 1 if
+    /// the tool answered with an error, 2 if it could not be called).
+    #[command(after_help = examples::CALL)]
+    Call(call::CallArgs),
+    /// Load one extension, run one of its slash commands, print the response and stop it
+    /// (exit 1 if the response carries an error, 2 if it could not be invoked).
+    #[command(after_help = examples::INVOKE)]
+    Invoke(call::InvokeArgs),
     /// Run one WebAssembly component as a stdio extension (frames on stdin/stdout), in
     /// the sandbox with its grants.
+    #[command(after_help = examples::RUN)]
     Run(run::RunArgs),
     /// Show or grant the permissions a component's manifest asks for.
+    #[command(after_help = examples::GRANT)]
     Grant(grant::GrantArgs),
     /// Forget every permission granted to an extension.
+    #[command(after_help = examples::REVOKE)]
     Revoke(grant::RevokeArgs),
     /// Show a project's own extensions (./.zot/extensions) and trust them to run there,
     /// as they are now; any change to their files needs trust again.
+    #[command(after_help = examples::TRUST)]
     Trust(trust::TrustArgs),
     /// Stop trusting a project's extensions: zot no longer starts them there.
+    #[command(after_help = examples::UNTRUST)]
     Untrust(trust::UntrustArgs),
 }
 
@@ -134,12 +170,32 @@ pub fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Ext(ExtCommand::Check(args)) => check::run(args),
+        Command::Ext(ExtCommand::Call(args)) => call::call(args),
+        Command::Ext(ExtCommand::Invoke(args)) => call::invoke(args),
         Command::Ext(ExtCommand::Run(args)) => run::run(args),
         Command::Ext(ExtCommand::Grant(args)) => grant::grant(args),
         Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args),
         Command::Ext(cmd) => ext::run(cmd),
         Command::Host(args) => sidecar::run(args),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "zot", &mut script);
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
+            ExitCode::SUCCESS
+        }
+        Command::Man => man(),
     }
+}
+
+/// Writes the man page; a closed stdout (`| head`) is not an error.
+fn man() -> ExitCode {
+    let mut page = Vec::new();
+    if let Err(e) = clap_mangen::Man::new(Cli::command()).render(&mut page) {
+        eprintln!("zot: man: {e}");
+        return ExitCode::FAILURE;
+    }
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), &page);
+    ExitCode::SUCCESS
 }
 
 /// Whether stderr gets ANSI colour: only on a terminal, and never with `NO_COLOR` set.
@@ -154,4 +210,97 @@ pub(crate) fn zot_home(flag: Option<PathBuf>) -> Result<zot_host::paths::ZotHome
         Some(dir) => Ok(zot_host::paths::ZotHome::new(dir)),
         None => zot_host::paths::ZotHome::from_env(),
     }
+}
+
+/// The examples `--help` shows below each subcommand's options.
+mod examples {
+    pub(super) const HOST: &str = "\
+Examples:
+  zot host --ext ./my-ext
+  printf '{\"id\":\"1\",\"type\":\"tools\"}\\n' | zot host
+  zot host --cwd ~/src/app --trust-project --builtin-tools read,write,edit,bash";
+    pub(super) const COMPLETIONS: &str = "\
+Examples:
+  zot completions bash > ~/.local/share/bash-completion/completions/zot
+  zot completions zsh > ~/.zfunc/_zot
+  zot completions fish > ~/.config/fish/completions/zot.fish";
+    pub(super) const MAN: &str = "\
+Examples:
+  zot man > ~/.local/share/man/man1/zot.1
+  zot man | man -l -";
+    pub(super) const LIST: &str = "\
+Examples:
+  zot ext list
+  zot ext list --json | jq -r '.[] | select(.state == \"error\") | .name'";
+    pub(super) const INSTALL: &str = "\
+Examples:
+  zot ext install ./my-ext
+  zot ext install https://github.com/me/zot-tools.git --ref v1 --path examples/guard
+  zot ext install guard.wasm --project --yes";
+    pub(super) const UPDATE: &str = "\
+Examples:
+  zot ext update guard
+  zot ext update guard --ref v2
+  zot ext update --all --yes";
+    pub(super) const INFO: &str = "\
+Examples:
+  zot ext info guard
+  zot ext info guard --json --project";
+    pub(super) const VERIFY: &str = "\
+Examples:
+  zot ext verify guard
+  zot ext verify guard --json --global";
+    pub(super) const REMOVE: &str = "\
+Examples:
+  zot ext remove guard
+  zot ext remove guard --yes --purge
+  zot ext remove guard --project --keep-data";
+    pub(super) const ENABLE: &str = "\
+Examples:
+  zot ext enable guard
+  zot ext enable guard --project";
+    pub(super) const DISABLE: &str = "\
+Examples:
+  zot ext disable guard
+  zot ext disable guard --global";
+    pub(super) const LOGS: &str = "\
+Examples:
+  zot ext logs guard
+  zot ext logs guard -f";
+    pub(super) const CHECK: &str = "\
+Examples:
+  zot ext check examples/hello-py
+  zot ext check guard.wasm --json
+  zot ext check guard --project --wait 2m";
+    pub(super) const CALL: &str = "\
+Examples:
+  zot ext call ./weather forecast '{\"city\": \"Oslo\"}'
+  zot ext call weather forecast '{\"city\": \"Oslo\"}' --json | jq -r '.content[0].text'
+  zot ext call shot.wasm screenshot --save /tmp/shots --timeout-ms 10000";
+    pub(super) const INVOKE: &str = "\
+Examples:
+  zot ext invoke ./notes /todo add buy milk
+  zot ext invoke notes todo list --json
+  zot ext invoke notes /todo -- --all";
+    pub(super) const RUN: &str = "\
+Examples:
+  zot ext run guard.wasm
+  zot ext run ./guard --cwd ~/src/app --tool-timeout-ms 10000";
+    pub(super) const GRANT: &str = "\
+Examples:
+  zot ext grant weather
+  zot ext grant weather --all
+  zot ext grant weather -p env:API_KEY -p memory:128";
+    pub(super) const REVOKE: &str = "\
+Examples:
+  zot ext revoke weather
+  zot ext revoke ./weather";
+    pub(super) const TRUST: &str = "\
+Examples:
+  zot ext trust
+  zot ext trust ~/src/app --yes";
+    pub(super) const UNTRUST: &str = "\
+Examples:
+  zot ext untrust
+  zot ext untrust ~/src/app";
 }

@@ -419,7 +419,11 @@ fn respond(id: Value, kind: &str, result: Result<Value, String>) -> Value {
 }
 
 /// `value` as an object without `remove` keys, plus `extension`.
-fn with_extension(value: impl serde::Serialize, extension: String, remove: &[&str]) -> Value {
+pub(crate) fn with_extension(
+    value: impl serde::Serialize,
+    extension: String,
+    remove: &[&str],
+) -> Value {
     let mut value = serde_json::to_value(value).unwrap_or_default();
     if let Some(map) = value.as_object_mut() {
         for key in remove {

@@ -1,0 +1,535 @@
+//! `zot ext call <target> <tool> [json]` and `zot ext invoke <target> /cmd [args]`: load
+//! one extension alone (as `check` does), make one request, print its answer, stop it.
+//! For scripts: `--json` prints the answer as the sidecar's response `data`, and the
+//! exit status says how it went (0 ok, 1 the extension answered with an error, 2 it
+//! could not be asked).
+
+use super::resolve::ScopeArgs;
+use super::target::{setup, start_one, Parsed};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+use zot_protocol::{CommandResponse, Panel, ToolResult};
+
+/// The extension answered with an error (`is_error`, or `error` in a command response).
+const ANSWERED_ERROR: u8 = 1;
+/// It could not be asked: bad arguments, no such tool or command, not started, timeout.
+const NOT_CALLED: u8 = 2;
+
+#[derive(clap::Args)]
+pub(crate) struct CallArgs {
+    /// The extension's directory, its extension.json, a component (a .wasm file), or the
+    /// name of an installed extension (the copy that loads here: project first).
+    target: String,
+    /// The tool to call.
+    tool: String,
+    /// Its arguments: a JSON object.
+    #[arg(value_name = "JSON", default_value = "{}")]
+    args: String,
+    /// Print the result as JSON (the sidecar's `call_tool` response data).
+    #[arg(long)]
+    json: bool,
+    /// Write each image the tool returns to DIR as `<n>.<ext>` (1.png, 2.jpg, …).
+    #[arg(long, value_name = "DIR")]
+    save: Option<PathBuf>,
+    /// How long the tool may take (default: the manifest's `limits.tool_timeout_ms`, else
+    /// 60000).
+    #[arg(long, value_name = "MS")]
+    timeout_ms: Option<u64>,
+    /// How long to wait for the extension to be ready, e.g. `30s`, `500ms`.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    wait: Duration,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct InvokeArgs {
+    /// The extension's directory, its extension.json, a component (a .wasm file), or the
+    /// name of an installed extension (the copy that loads here: project first).
+    target: String,
+    /// The command, with or without its leading `/`.
+    command: String,
+    /// Its arguments, joined by spaces (after `--` when one starts with `-`).
+    args: Vec<String>,
+    /// Print the command's response as JSON (the sidecar's `invoke_command` response
+    /// data).
+    #[arg(long)]
+    json: bool,
+    /// How long the command may take to answer.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    timeout_ms: u64,
+    /// How long to wait for the extension to be ready, e.g. `30s`, `500ms`.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    wait: Duration,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+/// One request to the extension once it is ready.
+enum Ask {
+    Tool {
+        name: String,
+        args: Value,
+        timeout: Option<Duration>,
+    },
+    Command {
+        name: String,
+        args: String,
+    },
+}
+
+/// What it answered, with the name of the extension.
+enum Answer {
+    Tool(String, ToolResult),
+    Command(String, Box<CommandResponse>),
+}
+
+/// `zot ext call`.
+pub(crate) fn call(args: CallArgs) -> ExitCode {
+    let tool_args = match parse_tool_args(&args.args) {
+        Ok(v) => v,
+        Err(e) => return fail(&format!("call {}: {e}", args.target)),
+    };
+    let ask = Ask::Tool {
+        name: args.tool.clone(),
+        args: tool_args,
+        timeout: args.timeout_ms.map(Duration::from_millis),
+    };
+    match one_shot("call", &args.target, args.scope, args.wait, None, ask) {
+        Ok(Answer::Tool(ext, result)) => {
+            if args.json {
+                print_json(&super::sidecar::with_extension(
+                    &result,
+                    ext,
+                    &["id", "name"],
+                ));
+            } else {
+                print_result(&result, args.save.as_deref());
+            }
+            if result.is_error {
+                ExitCode::from(ANSWERED_ERROR)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Ok(Answer::Command(..)) => unreachable!("a tool call is answered by a tool result"),
+        Err(e) => fail(&e),
+    }
+}
+
+/// `zot ext invoke`.
+pub(crate) fn invoke(args: InvokeArgs) -> ExitCode {
+    let name = args.command.strip_prefix('/').unwrap_or(&args.command);
+    let ask = Ask::Command {
+        name: name.to_string(),
+        args: args.args.join(" "),
+    };
+    let timeout = Duration::from_millis(args.timeout_ms);
+    match one_shot(
+        "invoke",
+        &args.target,
+        args.scope,
+        args.wait,
+        Some(timeout),
+        ask,
+    ) {
+        Ok(Answer::Command(ext, response)) => {
+            if args.json {
+                print_json(&super::sidecar::with_extension(&*response, ext, &["id"]));
+            } else {
+                let text = render_response(&response);
+                if !text.is_empty() {
+                    out(&text);
+                }
+            }
+            match &response.error {
+                Some(error) => {
+                    if !args.json {
+                        eprintln!("error: {error}");
+                    }
+                    ExitCode::from(ANSWERED_ERROR)
+                }
+                None => ExitCode::SUCCESS,
+            }
+        }
+        Ok(Answer::Tool(..)) => unreachable!("a command is answered by a command response"),
+        Err(e) => fail(&e),
+    }
+}
+
+/// `zot: <why>` on stderr, exit 2.
+fn fail(why: &str) -> ExitCode {
+    eprintln!("zot: {why}");
+    ExitCode::from(NOT_CALLED)
+}
+
+/// The tool's arguments: a JSON object.
+fn parse_tool_args(text: &str) -> Result<Value, String> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("the arguments are not JSON: {e}"))?;
+    if value.is_object() {
+        Ok(value)
+    } else {
+        let kind = match value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        };
+        Err(format!(
+            "the arguments must be a JSON object (like '{{\"key\": 1}}'), not {kind}"
+        ))
+    }
+}
+
+/// Loads the extension named by `target` alone, asks it one thing and stops it.
+fn one_shot(
+    verb: &str,
+    target: &str,
+    scope: ScopeArgs,
+    wait: Duration,
+    command_timeout: Option<Duration>,
+    ask: Ask,
+) -> Result<Answer, String> {
+    let progressive = if verb == "call" {
+        "calling"
+    } else {
+        "invoking"
+    };
+    let context = |why: String| format!("{verb} {target}: {why}");
+    let (home, parsed, compiler, runtime) = setup(verb, target, scope, progressive)?;
+    let target = match parsed {
+        Parsed::Run(target) => target,
+        Parsed::Untrusted(u) => return Err(context(u.message())),
+    };
+    let progress = super::install::TermProgress::new();
+    let prepared = target
+        .prepare(&runtime, &home, &compiler, &progress)
+        .map_err(context)?;
+    let mut config = prepared.config(home, compiler, wait);
+    if let Some(timeout) = command_timeout {
+        config.timeouts.command = timeout;
+    }
+    let answer = runtime.block_on(async {
+        let running = start_one(config).await?;
+        let answer = ask_one(&running.host, &running.info.name, ask).await;
+        running.stop().await;
+        answer
+    });
+    drop(prepared);
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    answer.map_err(context)
+}
+
+/// Makes the request, after checking the tool or command is there (else the error lists
+/// what there is).
+async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, String> {
+    match ask {
+        Ask::Tool {
+            name,
+            args,
+            timeout,
+        } => {
+            let tools: Vec<String> = host.tools().into_iter().map(|(_, t)| t.name).collect();
+            if !tools.contains(&name) {
+                return Err(format!(
+                    "no tool named {name:?}; {}",
+                    has(ext, "tools", &tools)
+                ));
+            }
+            let (ext, result) = host
+                .call_tool(&name, args, timeout)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Answer::Tool(ext, result))
+        }
+        Ask::Command { name, args } => {
+            let commands: Vec<String> = host
+                .commands()
+                .into_iter()
+                .map(|(_, c)| format!("/{}", c.name))
+                .collect();
+            if !commands.contains(&format!("/{name}")) {
+                return Err(format!(
+                    "no command named \"/{name}\"; {}",
+                    has(ext, "commands", &commands)
+                ));
+            }
+            let (ext, response) = host
+                .invoke_command(&name, &args)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Answer::Command(ext, Box::new(response)))
+        }
+    }
+}
+
+/// `<ext> has: a, b` or `<ext> has no <what>`.
+fn has(ext: &str, what: &str, names: &[String]) -> String {
+    if names.is_empty() {
+        format!("{ext} has no {what}")
+    } else {
+        format!("{ext} has {what}: {}", names.join(", "))
+    }
+}
+
+/// Writes `text` to stdout at once; a closed stdout (`| head`) is not an error.
+fn out(text: &str) {
+    let mut text = text.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
+fn print_json(value: &Value) {
+    out(&serde_json::to_string_pretty(value).unwrap_or_default());
+}
+
+/// A tool result for people: text blocks as they are, images as a line (saved to `save`
+/// when given), other blocks as compact JSON, then `structured_content` as pretty JSON.
+/// An error result goes to stderr, its text after `error: `.
+fn print_result(result: &ToolResult, save: Option<&Path>) {
+    let mut images = 0;
+    for block in &result.content {
+        let text = match block.get("type").and_then(Value::as_str) {
+            Some("text") => block
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            Some("image") => {
+                images += 1;
+                image_line(block, images, save)
+            }
+            _ => serde_json::to_string(block).unwrap_or_default(),
+        };
+        if result.is_error {
+            eprintln!("error: {}", text.trim_end_matches('\n'));
+        } else if !text.is_empty() {
+            out(&text);
+        }
+    }
+    if let Some(structured) = result.extra.get("structured_content") {
+        print_json(structured);
+    }
+}
+
+/// `[image: image/png, 12345 bytes]`, saving it as `<dir>/<n>.<ext>` when asked.
+fn image_line(block: &Value, n: usize, save: Option<&Path>) -> String {
+    let mime = block
+        .get("mime_type")
+        .or_else(|| block.get("mimeType"))
+        .and_then(Value::as_str)
+        .unwrap_or("application/octet-stream");
+    let data = block
+        .get("data")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Some(bytes) = base64_decode(data) else {
+        return format!(
+            "[image: {mime}, data that is not base64 ({} characters)]",
+            data.len()
+        );
+    };
+    let Some(dir) = save else {
+        return format!("[image: {mime}, {} bytes]", bytes.len());
+    };
+    let file = dir.join(format!("{n}.{}", extension_of(mime)));
+    let saved = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, &bytes));
+    match saved {
+        Ok(()) => format!(
+            "[image: {mime}, {} bytes, saved to {}]",
+            bytes.len(),
+            file.display()
+        ),
+        Err(e) => format!(
+            "[image: {mime}, {} bytes, not saved: {}: {e}]",
+            bytes.len(),
+            file.display()
+        ),
+    }
+}
+
+/// The file extension for an image's MIME type.
+fn extension_of(mime: &str) -> String {
+    let sub = mime.split_once('/').map_or(mime, |(_, sub)| sub);
+    let sub = sub.split([';', '+']).next().unwrap_or_default().trim();
+    match sub {
+        "jpeg" => "jpg".into(),
+        "svg" => "svg".into(),
+        s if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
+            s.to_ascii_lowercase()
+        }
+        _ => "bin".into(),
+    }
+}
+
+/// Decodes standard or URL-safe base64, padded or not, ignoring whitespace.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(text.len() / 4 * 3 + 3);
+    let (mut acc, mut bits, mut padded) = (0u32, 0u32, false);
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            b'=' => {
+                padded = true;
+                continue;
+            }
+            b' ' | b'\n' | b'\r' | b'\t' => continue,
+            _ => return None,
+        };
+        if padded {
+            return None;
+        }
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            bytes.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // One character left over is not a byte.
+    (bits < 6).then_some(bytes)
+}
+
+/// A command response for people: `prompt: …`, `insert: …`, the display text, the panel
+/// in a box; nothing for `noop`; anything else as compact JSON.
+fn render_response(r: &CommandResponse) -> String {
+    match r.action.as_str() {
+        "prompt" => format!("prompt: {}", r.prompt.as_deref().unwrap_or_default()),
+        "insert" => format!("insert: {}", r.insert.as_deref().unwrap_or_default()),
+        "display" => r.display.clone().unwrap_or_default(),
+        "open_panel" => r.open_panel.as_ref().map(render_panel).unwrap_or_default(),
+        "noop" | "" => String::new(),
+        _ => {
+            let mut value = serde_json::to_value(r).unwrap_or_default();
+            if let Some(map) = value.as_object_mut() {
+                map.shift_remove("id");
+            }
+            serde_json::to_string(&value).unwrap_or_default()
+        }
+    }
+}
+
+/// A panel drawn in a box: its title in the top edge, its lines, a rule and its footer
+/// (when it has one). Control characters are shown as `�` (tabs as a space), so a panel
+/// cannot drive the terminal or break the box.
+fn render_panel(panel: &Panel) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| match c {
+                '\t' => ' ',
+                c if c.is_control() => '\u{fffd}',
+                c => c,
+            })
+            .collect()
+    };
+    let title = clean(&panel.title);
+    let lines: Vec<String> = panel.lines.iter().map(|l| clean(l)).collect();
+    let footer = clean(&panel.footer);
+    let len = |s: &str| s.chars().count();
+    let width = lines
+        .iter()
+        .map(|l| len(l))
+        .chain([
+            len(&footer),
+            if title.is_empty() { 0 } else { len(&title) + 2 },
+        ])
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let rule = |n: usize| "─".repeat(n);
+    let row = |s: &str| format!("│ {s}{} │\n", " ".repeat(width - len(s)));
+    let mut text = if title.is_empty() {
+        format!("┌{}┐\n", rule(width + 2))
+    } else {
+        format!("┌─ {title} {}┐\n", rule(width - len(&title) - 1))
+    };
+    for line in &lines {
+        text += &row(line);
+    }
+    if !footer.is_empty() {
+        text += &format!("├{}┤\n", rule(width + 2));
+        text += &row(&footer);
+    }
+    text += &format!("└{}┘", rule(width + 2));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panel_is_drawn_in_a_box_with_its_title_lines_and_footer() {
+        let panel = Panel {
+            id: "p".into(),
+            title: "Guest panel".into(),
+            lines: vec!["line one".into(), "a longer line two".into()],
+            footer: "q to close".into(),
+            ..Panel::default()
+        };
+        let expected = "\
+┌─ Guest panel ─────┐
+│ line one          │
+│ a longer line two │
+├───────────────────┤
+│ q to close        │
+└───────────────────┘";
+        assert_eq!(render_panel(&panel), expected);
+    }
+
+    #[test]
+    fn a_panel_without_title_or_footer_and_with_control_characters() {
+        let panel = Panel {
+            lines: vec!["a\tb\x1b[2J".into()],
+            ..Panel::default()
+        };
+        assert_eq!(
+            render_panel(&panel),
+            "┌─────────┐\n│ a b\u{fffd}[2J │\n└─────────┘"
+        );
+    }
+
+    #[test]
+    fn base64_in_its_forms() {
+        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(base64_decode("aGVs\nbG8").unwrap(), b"hello");
+        assert_eq!(base64_decode("-_-_").unwrap(), [0xfb, 0xff, 0xbf]);
+        assert_eq!(base64_decode("").unwrap(), b"");
+        assert_eq!(base64_decode("a"), None);
+        assert_eq!(base64_decode("aG!s"), None);
+        assert_eq!(base64_decode("aG=s"), None);
+    }
+
+    #[test]
+    fn tool_arguments_must_be_an_object() {
+        assert_eq!(parse_tool_args(r#"{"a":1}"#).unwrap()["a"], 1);
+        assert!(parse_tool_args("{")
+            .unwrap_err()
+            .starts_with("the arguments are not JSON"));
+        assert!(parse_tool_args("[1]")
+            .unwrap_err()
+            .ends_with("not an array"));
+    }
+
+    #[test]
+    fn image_extensions() {
+        assert_eq!(extension_of("image/png"), "png");
+        assert_eq!(extension_of("image/jpeg"), "jpg");
+        assert_eq!(extension_of("image/svg+xml"), "svg");
+        assert_eq!(extension_of("weird"), "weird");
+        assert_eq!(extension_of("image/../x"), "bin");
+    }
+}
