@@ -57,6 +57,7 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
         ExtCommand::Disable { name, scope } => set_enabled(&home, &name, false, scope.scope()),
         ExtCommand::Logs { name, follow } => logs(&home, &name, follow),
         ExtCommand::Check(_)
+        | ExtCommand::New(_)
         | ExtCommand::Run(_)
         | ExtCommand::Grant(_)
         | ExtCommand::Revoke(_) => {

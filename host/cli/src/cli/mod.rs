@@ -4,6 +4,7 @@ mod check;
 mod ext;
 mod grant;
 mod install;
+mod new;
 mod resolve;
 mod run;
 mod sidecar;
@@ -97,6 +98,9 @@ pub(crate) enum ExtCommand {
         #[arg(long, short)]
         follow: bool,
     },
+    /// Write a new extension to start from: a slash command, a tool with a schema and an
+    /// interceptor, its manifest and a README, in Rust, Python, Node or TypeScript.
+    New(new::NewArgs),
     /// Load one extension, print its hello, registrations and timings; non-zero exit on a
     /// protocol violation.
     Check(check::CheckArgs),
@@ -134,6 +138,7 @@ pub fn main() -> ExitCode {
         .init();
     match cli.command {
         Command::Ext(ExtCommand::Check(args)) => check::run(args),
+        Command::Ext(ExtCommand::New(args)) => new::run(args),
         Command::Ext(ExtCommand::Run(args)) => run::run(args),
         Command::Ext(ExtCommand::Grant(args)) => grant::grant(args),
         Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args),
