@@ -13,7 +13,7 @@
 //! Never print to stdout (`println!`): it carries the frames. `eprintln!` and `ctx.log`
 //! go to the extension's log (`zot ext logs {{name}}`).
 
-use zot_ext::{json, Extension, Response, ToolOutput, Value, Verdict};
+use zot_ext::{json, Ctx, Extension, Response, ToolCallEvent, ToolOutput, Value, Verdict};
 
 fn main() {
     Extension::new("{{name}}", env!("CARGO_PKG_VERSION"))
@@ -39,23 +39,26 @@ fn main() {
                 None => ToolOutput::error("missing the string argument \"text\""),
             },
         )
-        .intercept_tool_call(|_ctx, call| {
-            match (call.tool_name.as_str(), call.arg("command")) {
-                ("bash", Some(command)) if dangerous(command) => {
-                    Verdict::block("{{name}}: refused to delete the whole disk (rm -rf /)")
-                }
-                _ => Verdict::Allow,
-            }
-        })
+        .intercept_tool_call(guard)
         .run();
+}
+
+/// The interceptor: asked before every tool call runs. Blocks one obviously dangerous
+/// case, allows everything else unchanged.
+fn guard(_ctx: &mut Ctx, call: &ToolCallEvent) -> Verdict {
+    match (call.tool_name.as_str(), call.arg("command")) {
+        ("bash", Some(command)) if dangerous(command) => {
+            Verdict::block("{{name}}: refused to delete the whole disk (rm -rf /)")
+        }
+        _ => Verdict::Allow,
+    }
 }
 
 /// True for an `rm` with a flag holding both `r` and `f` whose target is `/` or `/*`.
 fn dangerous(command: &str) -> bool {
     let words: Vec<&str> = command.split_whitespace().collect();
+    let rf = |w: &str| w.starts_with('-') && w.contains('f') && w.to_lowercase().contains('r');
     words.contains(&"rm")
         && words.iter().any(|w| *w == "/" || *w == "/*")
-        && words.iter().any(|w| {
-            w.starts_with('-') && w.to_ascii_lowercase().contains('r') && w.contains('f')
-        })
+        && words.iter().any(|w| rf(w))
 }
