@@ -279,11 +279,20 @@ fn the_man_page_is_roff() {
 #[test]
 fn every_subcommands_help_has_examples() {
     let home = TempDir::new("call-home");
-    let ext = [
-        "list", "install", "update", "info", "verify", "remove", "enable", "disable", "logs",
-        "check", "call", "invoke", "run", "grant", "revoke", "trust", "untrust",
-    ];
-    let mut commands: Vec<Vec<&str>> = ext.iter().map(|c| vec!["ext", c]).collect();
+    // Every subcommand `zot ext --help` lists, so a new one cannot be forgotten.
+    let listed = stdout(&zot(&home, &["ext", "--help"]));
+    let ext: Vec<String> = listed
+        .split_once("Commands:\n")
+        .expect("zot ext --help lists its commands")
+        .1
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .filter(|c| c != "help")
+        .collect();
+    assert!(ext.len() >= 18, "{listed}");
+    let mut commands: Vec<Vec<&str>> = ext.iter().map(|c| vec!["ext", c.as_str()]).collect();
     commands.extend([vec!["host"], vec!["completions"], vec!["man"]]);
     for command in commands {
         let mut args = command.clone();

@@ -59,6 +59,7 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
         ExtCommand::Check(_)
         | ExtCommand::Call(_)
         | ExtCommand::Invoke(_)
+        | ExtCommand::New(_)
         | ExtCommand::Run(_)
         | ExtCommand::Grant(_)
         | ExtCommand::Revoke(_) => {

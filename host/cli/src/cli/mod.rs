@@ -5,6 +5,7 @@ mod check;
 mod ext;
 mod grant;
 mod install;
+mod new;
 mod resolve;
 mod run;
 mod sidecar;
@@ -119,6 +120,10 @@ pub(crate) enum ExtCommand {
         #[arg(long, short)]
         follow: bool,
     },
+    /// Write a new extension to start from: a slash command, a tool with a schema and an
+    /// interceptor, its manifest and a README, in Rust, Python, Node or TypeScript.
+    #[command(after_help = examples::NEW)]
+    New(new::NewArgs),
     /// Load one extension, print its hello, registrations and timings; non-zero exit on a
     /// protocol violation.
     #[command(after_help = examples::CHECK)]
@@ -172,6 +177,7 @@ pub fn main() -> ExitCode {
         Command::Ext(ExtCommand::Check(args)) => check::run(args),
         Command::Ext(ExtCommand::Call(args)) => call::call(args),
         Command::Ext(ExtCommand::Invoke(args)) => call::invoke(args),
+        Command::Ext(ExtCommand::New(args)) => new::run(args),
         Command::Ext(ExtCommand::Run(args)) => run::run(args),
         Command::Ext(ExtCommand::Grant(args)) => grant::grant(args),
         Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args),
@@ -228,6 +234,11 @@ Examples:
 Examples:
   zot man > ~/.local/share/man/man1/zot.1
   zot man | man -l -";
+    pub(super) const NEW: &str = "\
+Examples:
+  zot ext new notes --lang python
+  zot ext new lint --lang rust --wasm --dir ~/src
+  zot ext new greet --lang typescript";
     pub(super) const LIST: &str = "\
 Examples:
   zot ext list

@@ -1,0 +1,413 @@
+//! `zot ext new`: every scaffold passes `zot ext check` as generated (after its build, for
+//! Rust) and works in a host: its tool answers, its command shows its args, and its
+//! interceptor blocks `rm -rf /` in a bash call and allows the rest.
+
+mod common;
+
+use common::{first_text, serial, HostBuilder, TempDir};
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a first start may take: `npx -y tsx` downloads tsx the first time.
+const SLOW_START: Duration = Duration::from_secs(120);
+
+fn zot(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("zot runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `zot ext new <name> --lang <lang> [extra…]` in `parent`; must succeed. Returns the
+/// new folder.
+fn scaffold(parent: &Path, name: &str, lang: &str, extra: &[&str]) -> PathBuf {
+    let mut args = vec!["ext", "new", name, "--lang", lang];
+    args.extend(extra);
+    let out = zot(&args, parent);
+    let shown = text(&out);
+    println!("{shown}");
+    assert!(out.status.success(), "{shown}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("extension.json"), "{shown}");
+    assert!(stdout.contains("README.md"), "{shown}");
+    assert!(stdout.contains("zot ext check"), "{shown}");
+    assert!(stdout.contains("zot ext install"), "{shown}");
+    let dir = parent.join(name);
+    assert!(dir.join("extension.json").is_file(), "{shown}");
+    assert!(dir.join("README.md").is_file(), "{shown}");
+    dir
+}
+
+/// `zot ext check <dir> --json --wait 120s` with `ZOT_HOME=home`: must pass and list the
+/// scaffold's command, tool (with its schema) and interceptor.
+fn check_passes(dir: &Path, home: &Path, name: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "check", "--json", "--wait", "120s"])
+        .arg(dir)
+        .env("ZOT_HOME", home)
+        .output()
+        .expect("zot runs");
+    let shown = text(&out);
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("check did not print JSON ({e}): {shown}"));
+    assert!(out.status.success(), "check failed: {shown}");
+    assert_eq!(r["violations"], json!([]), "{r}");
+    assert_eq!(r["name"], name, "{r}");
+    assert_eq!(r["hello"]["name"], name, "{r}");
+    assert_eq!(r["ready_by"], "frame", "it sends ready: {r}");
+    let commands: Vec<&Value> = r["commands"].as_array().unwrap().iter().collect();
+    assert_eq!(commands.len(), 1, "{r}");
+    assert_eq!(commands[0]["name"], name, "{r}");
+    let tools: Vec<&Value> = r["tools"].as_array().unwrap().iter().collect();
+    assert_eq!(tools.len(), 1, "{r}");
+    assert_eq!(tools[0]["name"], format!("{name}_echo"), "{r}");
+    let schema = &tools[0]["schema"];
+    assert_eq!(schema["type"], "object", "{r}");
+    assert_eq!(schema["required"], json!(["text"]), "{r}");
+    assert_eq!(schema["properties"]["text"]["type"], "string", "{r}");
+    assert_eq!(r["intercept"], json!(["tool_call"]), "{r}");
+    assert!(
+        r["exit"].as_str().unwrap_or_default().contains("status 0"),
+        "it exits cleanly on shutdown: {r}"
+    );
+    r
+}
+
+/// Checks the scaffold, then drives it once in `zot host`: the tool, the command, and
+/// the interceptor (blocks `rm -rf /` in bash, allows the rest).
+fn check_and_drive(dir: &Path, name: &str) {
+    let mut b = HostBuilder::new();
+    // The check's compile (of a component) is cached in the host's ZOT_HOME.
+    check_passes(dir, &b.home(), name);
+    b.ext_path(dir)
+        .arg("--ready-timeout-ms")
+        .arg(&SLOW_START.as_millis().to_string());
+    let host = b.start();
+    assert_eq!(
+        host.ready_within(SLOW_START + Duration::from_secs(10)),
+        [name]
+    );
+
+    let data = host.call_tool(&format!("{name}_echo"), json!({"text": "it works"}));
+    assert_eq!(first_text(&data), "echo: it works", "{data}");
+    assert_ne!(data["is_error"], json!(true), "{data}");
+    let data = host.call_tool(&format!("{name}_echo"), json!({}));
+    assert_eq!(
+        data["is_error"],
+        json!(true),
+        "a missing text is an error: {data}"
+    );
+
+    let data = host.ok("invoke_command", json!({"name": name, "args": "hi there"}));
+    assert_eq!(data["action"], "display", "{data}");
+    assert_eq!(data["display"], format!("{name} got: hi there"), "{data}");
+
+    let intercept = |command: &str| {
+        host.ok(
+            "intercept",
+            json!({"event": "tool_call", "tool_id": "t1", "tool_name": "bash",
+                   "tool_args": {"command": command}}),
+        )
+    };
+    let blocked = intercept("rm -rf /");
+    assert_eq!(blocked["block"], json!(true), "{blocked}");
+    assert!(
+        blocked["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("rm -rf /"),
+        "{blocked}"
+    );
+    let allowed = intercept("rm -rf build");
+    assert_ne!(allowed["block"], json!(true), "{allowed}");
+    let other = host.ok(
+        "intercept",
+        json!({"event": "tool_call", "tool_id": "t2", "tool_name": "read",
+               "tool_args": {"path": "/"}}),
+    );
+    assert_ne!(other["block"], json!(true), "{other}");
+    host.shutdown();
+}
+
+#[test]
+fn the_python_scaffold_passes_check_and_works() {
+    let tmp = TempDir::new("new-py");
+    let dir = scaffold(tmp.path(), "py-demo", "python", &[]);
+    assert!(dir.join("main.py").is_file());
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("extension.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["exec"], "python3");
+    assert_eq!(manifest["args"], json!(["main.py"]));
+    check_and_drive(&dir, "py-demo");
+}
+
+#[test]
+fn the_node_scaffold_passes_check_and_works() {
+    let tmp = TempDir::new("new-node");
+    let dir = scaffold(tmp.path(), "node-demo", "node", &[]);
+    assert!(dir.join("index.js").is_file());
+    assert!(!dir.join("package.json").exists(), "no dependencies");
+    check_and_drive(&dir, "node-demo");
+}
+
+/// Runs `npx -y tsx --version` in `dir` for at most [`SLOW_START`]: the TypeScript
+/// scaffold is started with it, and its first run downloads tsx from the npm registry.
+fn require_tsx(dir: &Path) {
+    let mut child = Command::new("npx")
+        .args(["-y", "tsx", "--version"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("the TypeScript scaffold runs `npx -y tsx`, and npx cannot start: {e}")
+        });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > SLOW_START {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "tsx could not be fetched within {SLOW_START:?}: `npx -y tsx --version` did \
+                 not finish. The TypeScript scaffold is started with `npx -y tsx`, which needs \
+                 the npm registry (or tsx in npm's cache); this test cannot run without it."
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        status.success(),
+        "tsx could not be fetched: `npx -y tsx --version` failed. The TypeScript scaffold is \
+         started with `npx -y tsx`, which needs the npm registry (or tsx in npm's cache); \
+         this test cannot run without it.\n{}",
+        text(&out)
+    );
+    println!("tsx: {}", String::from_utf8_lossy(&out.stdout).trim());
+}
+
+#[test]
+fn the_typescript_scaffold_passes_check_and_works() {
+    let tmp = TempDir::new("new-ts");
+    let dir = scaffold(tmp.path(), "ts-demo", "typescript", &[]);
+    for file in ["index.ts", "package.json", "tsconfig.json"] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("extension.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["exec"], "npx");
+    assert_eq!(manifest["args"], json!(["-y", "tsx", "./index.ts"]));
+    require_tsx(&dir);
+    check_and_drive(&dir, "ts-demo");
+}
+
+/// The cargo that runs this test, else `cargo` on PATH.
+fn cargo() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// `cargo build --release [--target wasm32-wasip2]` of a Rust scaffold, into a target
+/// directory shared by the tests (the SDK and its dependencies build once), then copies
+/// the artifact where the manifest names it. Offline first: the registry copy usually
+/// has every crate the SDK needs.
+fn build_rust(dir: &Path, krate: &str, wasm: bool) {
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zot-new-rust");
+    let build = |offline: bool| {
+        let mut cmd = Command::new(cargo());
+        cmd.args(["build", "--release"])
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .current_dir(dir)
+            // Faster release builds for the test; the artifacts land where they always do.
+            .env("CARGO_PROFILE_RELEASE_LTO", "false")
+            .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
+            .env_remove("CARGO_TARGET_DIR");
+        if wasm {
+            cmd.args(["--target", "wasm32-wasip2"]);
+        }
+        if offline {
+            cmd.arg("--offline");
+        }
+        let started = Instant::now();
+        let out = cmd.output().expect("cargo runs");
+        println!(
+            "cargo build (wasm: {wasm}, offline: {offline}) took {:.1?}",
+            started.elapsed()
+        );
+        out
+    };
+    let mut out = build(true);
+    if !out.status.success() {
+        println!("offline build failed, retrying online:\n{}", text(&out));
+        out = build(false);
+    }
+    assert!(out.status.success(), "cargo build failed:\n{}", text(&out));
+    let (from, to) = if wasm {
+        let rel = format!("wasm32-wasip2/release/{krate}.wasm");
+        (target_dir.join(&rel), dir.join("target").join(rel))
+    } else {
+        let rel = format!("release/{krate}");
+        (target_dir.join(&rel), dir.join("target").join(rel))
+    };
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(&from, &to)
+        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
+}
+
+#[test]
+fn the_rust_scaffold_builds_natively_passes_check_and_works() {
+    let _serial = serial();
+    let tmp = TempDir::new("new-rs");
+    let dir = scaffold(tmp.path(), "rs-demo", "rust", &[]);
+    let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let sdk = std::fs::canonicalize(common::workspace().join("guest-sdk")).unwrap();
+    assert!(
+        cargo_toml.contains(&format!("path = \"{}\"", sdk.display())),
+        "the SDK path is the one zot was built from: {cargo_toml}"
+    );
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("extension.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["exec"], "target/release/rs-demo");
+    build_rust(&dir, "rs-demo", false);
+    check_and_drive(&dir, "rs-demo");
+}
+
+#[test]
+fn the_rust_scaffold_with_wasm_builds_a_component_that_passes_check_and_works() {
+    let _serial = serial();
+    let tmp = TempDir::new("new-rs-wasm");
+    let dir = scaffold(tmp.path(), "rs-wasm-demo", "rust", &["--wasm"]);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("extension.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        manifest["wasm"],
+        "target/wasm32-wasip2/release/rs-wasm-demo.wasm"
+    );
+    assert!(manifest.get("exec").is_none(), "{manifest}");
+    build_rust(&dir, "rs-wasm-demo", true);
+    check_and_drive(&dir, "rs-wasm-demo");
+}
+
+#[test]
+fn sdk_names_the_sdk_folder_and_a_wrong_one_is_refused() {
+    let tmp = TempDir::new("new-sdk");
+    let sdk = common::workspace().join("guest-sdk");
+    let dir = scaffold(
+        tmp.path(),
+        "with-sdk",
+        "rust",
+        &["--sdk", sdk.to_str().unwrap()],
+    );
+    let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let sdk = std::fs::canonicalize(sdk).unwrap();
+    assert!(
+        cargo_toml.contains(&format!("path = \"{}\"", sdk.display())),
+        "{cargo_toml}"
+    );
+
+    let out = zot(
+        &[
+            "ext",
+            "new",
+            "no-sdk",
+            "--lang",
+            "rust",
+            "--sdk",
+            "/nonexistent",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("zot-ext SDK"),
+        "{}",
+        text(&out)
+    );
+    assert!(!tmp.path().join("no-sdk").exists(), "nothing written");
+}
+
+#[test]
+fn a_bad_name_is_refused() {
+    let tmp = TempDir::new("new-bad");
+    for name in ["bad/name", ".hidden", "-dash", "sp ace"] {
+        let out = zot(&["ext", "new", "--lang", "python", "--", name], tmp.path());
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("zot: invalid extension name"),
+            "{name}: {stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn an_existing_folder_is_refused_unless_empty() {
+    let tmp = TempDir::new("new-exists");
+    let taken = tmp.path().join("taken");
+    std::fs::create_dir(&taken).unwrap();
+    std::fs::write(taken.join("keep.txt"), "mine").unwrap();
+    let out = zot(&["ext", "new", "taken", "--lang", "node"], tmp.path());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already exists"),
+        "{}",
+        text(&out)
+    );
+    let left: Vec<_> = std::fs::read_dir(&taken).unwrap().collect();
+    assert_eq!(left.len(), 1, "nothing written into it");
+
+    std::fs::write(tmp.path().join("file"), "x").unwrap();
+    let out = zot(&["ext", "new", "file", "--lang", "node"], tmp.path());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+
+    // An empty folder is used; --dir chooses the parent.
+    std::fs::create_dir(tmp.path().join("empty")).unwrap();
+    scaffold(tmp.path(), "empty", "node", &[]);
+    let parent = tmp.path().join("a/b");
+    let out = zot(
+        &["ext", "new", "deep", "--lang", "python", "--dir", "a/b"],
+        tmp.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(parent.join("deep/main.py").is_file());
+}
+
+#[test]
+fn wasm_is_refused_for_javascript_and_python() {
+    let tmp = TempDir::new("new-wasm-js");
+    for lang in ["node", "typescript", "python"] {
+        let out = zot(
+            &["ext", "new", "comp", "--lang", lang, "--wasm"],
+            tmp.path(),
+        );
+        assert_eq!(out.status.code(), Some(1), "{lang}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("--wasm is supported with --lang rust only"),
+            "{lang}: {stderr}"
+        );
+        assert!(!tmp.path().join("comp").exists(), "{lang}: nothing written");
+    }
+}
