@@ -1,6 +1,8 @@
 //! `zot ext list|install|remove|enable|disable|logs`, driving the real binary with a
 //! private `ZOT_HOME` and working directory per test.
 
+mod common;
+
 use serde_json::Value;
 use std::fs;
 use std::io::{Read, Write};
@@ -852,26 +854,13 @@ fn a_bare_component_asks_what_its_embedded_manifest_asks() {
 /// `component` with a `zot:manifest` custom section holding `content` appended at its
 /// top level.
 fn with_section(component: &[u8], content: &[u8]) -> Vec<u8> {
-    fn leb(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
     let name = b"zot:manifest";
     let mut body = Vec::new();
-    leb(name.len(), &mut body);
+    common::leb(name.len() as u64, &mut body);
     body.extend_from_slice(name);
     body.extend_from_slice(content);
     let mut out = component.to_vec();
-    out.push(0);
-    leb(body.len(), &mut out);
-    out.extend(body);
+    common::section(0, &body, &mut out);
     out
 }
 

@@ -15,18 +15,6 @@ use zot_test_guests::{COMMAND, REACTOR};
 // Generated components (WebAssembly binary format, written by hand: a component holding
 // one core module of functions `(param i64) (result i64)`)
 
-fn leb(mut n: u64, out: &mut Vec<u8>) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
 fn sleb(mut n: i64, out: &mut Vec<u8>) {
     loop {
         let byte = (n & 0x7f) as u8;
@@ -37,12 +25,6 @@ fn sleb(mut n: i64, out: &mut Vec<u8>) {
         }
         out.push(byte | 0x80);
     }
-}
-
-fn section(id: u8, payload: &[u8], out: &mut Vec<u8>) {
-    out.push(id);
-    leb(payload.len() as u64, out);
-    out.extend_from_slice(payload);
 }
 
 /// A component holding one core module whose functions have the given bodies (locals

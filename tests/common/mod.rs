@@ -1055,3 +1055,26 @@ pub fn assert_same_transcripts(first: (&str, &[String]), others: &[(&str, &[Stri
         show(&format!("transcript (all {})", others.len() + 1), base)
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// WebAssembly binary pieces, for components written by hand
+
+/// Appends `n` as unsigned LEB128, the binary format's integers.
+pub fn leb(mut n: u64, out: &mut Vec<u8>) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// Appends a section: its id, the size of `payload`, then `payload`.
+pub fn section(id: u8, payload: &[u8], out: &mut Vec<u8>) {
+    out.push(id);
+    leb(payload.len() as u64, out);
+    out.extend_from_slice(payload);
+}
