@@ -478,12 +478,23 @@ fn the_terminal_session_completes_and_shows_notifications_as_they_come() {
     p.expect("zot> ").unwrap();
     // Completion of a verb, then of a tool name.
     p.send("ca\t").unwrap();
-    p.expect("call").unwrap();
+    p.expect("zot> call ").unwrap();
     p.send("ec\t").unwrap();
-    p.expect("echo").unwrap();
+    p.expect("zot> call echo ").unwrap();
     p.send("{\"via\":\"pty\"}\r").unwrap();
     p.expect("echo (py): ok").unwrap();
     p.expect("{\"via\":\"pty\"}").unwrap();
+    // No JSON: an argument prompt, pre-filled from the schema (no required field: {}).
+    p.send("call sleep\r").unwrap();
+    p.expect("sleep args> {}").unwrap();
+    p.send("\r").unwrap();
+    p.expect("slept 1000").unwrap();
+    // ctrl-c during a long call cancels it; the extension is told; the shell goes on.
+    p.send("call hang {}\r").unwrap();
+    p.expect("info: hanging ").unwrap();
+    p.send("\x03").unwrap();
+    p.expect("cancelled (ctrl-c)").unwrap();
+    p.expect("info: cancelled ").unwrap();
     // A notification arrives while the prompt waits: it is printed above it.
     p.send("emit turn_start {\"step\":7}\r").unwrap();
     p.expect("queued for 1 subscriber(s)").unwrap();

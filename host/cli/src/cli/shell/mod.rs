@@ -175,7 +175,8 @@ impl Out {
         let text = render::paint(level, &lines.join("\n"), self.colour);
         if self.reading {
             if let Some(printer) = &mut self.printer {
-                if printer.print(text.clone()).is_ok() {
+                // Outside raw mode the printer writes the text as it is: end the line.
+                if printer.print(format!("{text}\n")).is_ok() {
                     return;
                 }
             }
@@ -204,10 +205,9 @@ struct Ctx {
     panel: Option<(String, String)>,
 }
 
-/// What a verb did.
-#[derive(Default)]
+/// What a verb did. Its lines are printed as it says them, among the events.
 struct Outcome {
-    lines: Vec<(Level, String)>,
+    lines: mpsc::UnboundedSender<(Level, String)>,
     failed: bool,
     /// `Some(new)`: the open panel changed.
     panel: Option<Option<(String, String)>>,
@@ -215,12 +215,23 @@ struct Outcome {
 }
 
 impl Outcome {
+    fn new(lines: mpsc::UnboundedSender<(Level, String)>) -> Outcome {
+        Outcome {
+            lines,
+            failed: false,
+            panel: None,
+            quit: false,
+        }
+    }
+
     fn say(&mut self, level: Level, line: impl Into<String>) {
-        self.lines.push((level, line.into()));
+        let _ = self.lines.send((level, line.into()));
     }
 
     fn all(&mut self, level: Level, lines: Vec<String>) {
-        self.lines.extend(lines.into_iter().map(|l| (level, l)));
+        for line in lines {
+            self.say(level, line);
+        }
     }
 
     fn fail(&mut self, error: impl std::fmt::Display) {
@@ -320,25 +331,25 @@ impl Shell {
                 "",
             )
             .await;
-        if !matches!(answer.as_deref().map(str::trim), Some("y" | "yes" | "Y")) {
+        let answer = answer.flatten().unwrap_or_default();
+        if !matches!(answer.trim(), "y" | "yes" | "Y") {
             self.out.line(
                 Level::Dim,
                 "not trusted; `trust` reviews them later".to_string(),
             );
             return;
         }
-        let outcome = trust_and_reload(&self.ctx, vec!["--yes".into()]).await;
-        self.finish(outcome);
+        self.run_verb(Verb::Trust(vec!["--yes".into()])).await;
     }
 
     /// Reads one line from the editor, printing events above the prompt meanwhile.
-    /// `None` at end of input (ctrl-d); an empty line on ctrl-c.
+    /// `None` at end of input (ctrl-d); `Some(None)` on ctrl-c.
     async fn ask(
         &mut self,
         editor: &mut editor::Editor,
         prompt: &str,
         initial: &str,
-    ) -> Option<String> {
+    ) -> Option<Option<String>> {
         editor.ask(prompt, initial);
         self.out.reading = true;
         let read = loop {
@@ -349,8 +360,8 @@ impl Shell {
         };
         self.out.reading = false;
         match read {
-            editor::Read::Line(line) => Some(line),
-            editor::Read::Interrupted => Some(String::new()),
+            editor::Read::Line(line) => Some(Some(line)),
+            editor::Read::Interrupted => Some(None),
             editor::Read::Eof => None,
             editor::Read::Failed(e) => {
                 self.out.line(Level::Error, format!("error: {e}"));
@@ -369,9 +380,11 @@ impl Shell {
                 Some((_, id)) => format!("zot [panel {id}]> "),
                 None => "zot> ".to_string(),
             };
-            let Some(line) = self.ask(&mut editor, &prompt, "").await else {
+            let Some(answer) = self.ask(&mut editor, &prompt, "").await else {
                 return 0;
             };
+            // ctrl-c at the prompt: the line is dropped.
+            let Some(line) = answer else { continue };
             let verb = match verbs::parse(&line) {
                 Ok(None) => continue,
                 Ok(Some(v)) => v,
@@ -391,12 +404,14 @@ impl Shell {
                         .map(|(_, t)| t.schema)
                         .unwrap_or(Value::Null);
                     let initial = render::skeleton(&schema);
-                    let Some(text) = self
+                    let Some(answer) = self
                         .ask(&mut editor, &format!("{tool} args> "), &initial)
                         .await
                     else {
                         return 0;
                     };
+                    // ctrl-c at the argument prompt: no call.
+                    let Some(text) = answer else { continue };
                     let text = if text.trim().is_empty() { "{}" } else { &text };
                     match verbs::parse(&format!("call {tool} {text}")) {
                         Ok(Some(v)) => v,
@@ -477,15 +492,21 @@ impl Shell {
             .await
             .is_ok()
         {}
-        let run = exec(self.ctx.clone(), verb);
+        let (tx, mut lines) = mpsc::unbounded_channel();
+        let run = exec(self.ctx.clone(), verb, tx);
         tokio::pin!(run);
         let outcome = loop {
             tokio::select! {
-                outcome = &mut run => break Some(outcome),
+                biased;
+                Some((level, line)) = lines.recv() => self.out.line(level, line),
                 Some(e) = self.notes.recv() => on_event(&mut self.out, &mut self.ctx, &e),
                 _ = self.sigint.recv() => break None,
+                outcome = &mut run => break Some(outcome),
             }
         };
+        while let Ok((level, line)) = lines.try_recv() {
+            self.out.line(level, line);
+        }
         match outcome {
             Some(outcome) => self.finish(outcome),
             None => {
@@ -500,9 +521,6 @@ impl Shell {
 
     /// Prints a verb's outcome and applies it; whether to quit.
     fn finish(&mut self, outcome: Outcome) -> bool {
-        for (level, line) in &outcome.lines {
-            self.out.line(*level, line.clone());
-        }
         if outcome.failed && !self.ctx.interactive {
             self.failed = true;
         }
@@ -514,8 +532,8 @@ impl Shell {
 }
 
 /// Runs one verb against the host.
-async fn exec(ctx: Ctx, verb: Verb) -> Outcome {
-    let mut o = Outcome::default();
+async fn exec(ctx: Ctx, verb: Verb, lines: mpsc::UnboundedSender<(Level, String)>) -> Outcome {
+    let mut o = Outcome::new(lines);
     let host = &ctx.host;
     match verb {
         Verb::Command { name, args } => match host.invoke_command(&name, &args).await {
@@ -624,7 +642,7 @@ async fn exec(ctx: Ctx, verb: Verb) -> Outcome {
         Verb::Grant(words) => zot_ext(&ctx, "grant", words, &mut o).await,
         Verb::Revoke(words) => zot_ext(&ctx, "revoke", words, &mut o).await,
         Verb::Trust(words) => {
-            o = trust_and_reload(&ctx, words).await;
+            trust_and_reload(&ctx, words, &mut o).await;
         }
         Verb::Help => o.all(
             Level::Plain,
@@ -830,11 +848,10 @@ async fn zot_ext(ctx: &Ctx, verb: &str, mut words: Vec<String>, o: &mut Outcome)
 }
 
 /// `zot ext trust <project> …`, then a reload when it trusted something.
-async fn trust_and_reload(ctx: &Ctx, words: Vec<String>) -> Outcome {
-    let mut o = Outcome::default();
+async fn trust_and_reload(ctx: &Ctx, words: Vec<String>, o: &mut Outcome) {
     let mut args = vec![ctx.host.config().cwd.display().to_string()];
     args.extend(words);
-    zot_ext(ctx, "trust", args, &mut o).await;
+    zot_ext(ctx, "trust", args, o).await;
     let untrusted = ctx
         .host
         .extensions()
@@ -848,5 +865,4 @@ async fn trust_and_reload(ctx: &Ctx, words: Vec<String>) -> Outcome {
         }
         o.panel = Some(None);
     }
-    o
 }
