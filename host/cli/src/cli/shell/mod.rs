@@ -36,7 +36,7 @@ const COMPILE_WAIT: Duration = Duration::from_secs(180);
 const EXAMPLES: &str = "\
 Examples:
   zot ext shell --ext ./my-ext                  an interactive session with ./my-ext loaded
-  zot ext shell --ext ./my-ext --script s.zsh   run the verbs of s.zsh, print a transcript
+  zot ext shell --ext ./my-ext --script s.txt   run the verbs of s.txt, print a transcript
   printf 'tools\\ncall echo {\"a\":1}\\n' | zot ext shell --ext ./my-ext
   zot ext shell --cwd ~/src/app --save /tmp/imgs   the project's extensions; images saved
 
