@@ -470,7 +470,7 @@ fn the_terminal_session_completes_and_shows_notifications_as_they_come() {
     let _serial = serial();
     let l = Layout::new("shell-pty");
     let py = l.py("py", &[]);
-    let mut cmd = l.command(&["--ext", py.to_str().unwrap()]);
+    let mut cmd = l.command(&["--ext", py.to_str().unwrap(), "--ext", reactor()]);
     cmd.env_remove("NO_COLOR");
     let mut p = expectrl::Session::spawn(cmd).expect("spawn in a pty");
     p.set_expect_timeout(Some(Duration::from_secs(30)));
@@ -497,8 +497,34 @@ fn the_terminal_session_completes_and_shows_notifications_as_they_come() {
     p.expect("info: cancelled ").unwrap();
     // A notification arrives while the prompt waits: it is printed above it.
     p.send("emit turn_start {\"step\":7}\r").unwrap();
-    p.expect("queued for 1 subscriber(s)").unwrap();
-    p.expect("\"step\":7}").unwrap();
+    p.expect("emit turn_start: queued for ").unwrap();
+    p.expect("[py] info: event {\"type\":\"event\",\"event\":\"turn_start\",\"step\":7}")
+        .unwrap();
+    // A panel: drawn in a box; `focus` sends what is typed to it as keys.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    p.set_expect_timeout(Some(Duration::from_secs(2)));
+    loop {
+        // The component may still be compiling: its command comes when it is ready.
+        p.send("commands\r").unwrap();
+        if p.expect("/guest-cmd (reactor)").is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the component never registered");
+    }
+    p.set_expect_timeout(Some(Duration::from_secs(30)));
+    p.send("/guest-cmd panel\r").unwrap();
+    p.expect("┌─ Guest panel").unwrap();
+    p.expect("`focus` sends keys to it").unwrap();
+    p.send("focus\r").unwrap();
+    p.expect("[panel guest-panel] keys> ").unwrap();
+    p.send("x\r").unwrap();
+    p.expect("\"panel_id\":\"guest-panel\",\"key\":\"char\",\"text\":\"x\"")
+        .unwrap();
+    p.send("esc\r").unwrap();
+    p.expect("\"key\":\"escape\"").unwrap();
+    p.expect("zot [panel guest-panel]> ").unwrap();
+    p.send("close\r").unwrap();
+    p.expect("panel guest-panel (reactor) closed").unwrap();
     p.send("quit\r").unwrap();
     p.expect(Eof).unwrap();
     let history = std::fs::read_to_string(l.home().join("shell_history")).unwrap();

@@ -96,11 +96,13 @@ impl Highlighter for Helper {}
 impl Validator for Helper {}
 impl rustyline::Helper for Helper {}
 
+/// Where to send text to print above the prompt. A thread of its own prints it: the
+/// editor's printer may block until the editor reads again, which must never hold up
+/// the session (it is what makes the editor read again).
+pub(crate) type Printer = std::sync::mpsc::Sender<String>;
+
 /// Starts the editor thread; gives its handle and the printer for events.
-pub(crate) fn start(
-    host: Host,
-    history: PathBuf,
-) -> Result<(Editor, Box<dyn ExternalPrinter + Send>), String> {
+pub(crate) fn start(host: Host, history: PathBuf) -> Result<(Editor, Printer), String> {
     let (asks, ask_rx) = std::sync::mpsc::channel::<Ask>();
     let (read_tx, reads) = mpsc::channel(1);
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -119,9 +121,16 @@ pub(crate) fn start(
         editor.set_helper(Some(Helper { host }));
         let _ = editor.load_history(&history);
         match editor.create_external_printer() {
-            Ok(p) => {
-                let p: Box<dyn ExternalPrinter + Send> = Box::new(p);
-                if ready_tx.send(Ok(p)).is_err() {
+            Ok(mut p) => {
+                let (tx, rx) = std::sync::mpsc::channel::<String>();
+                std::thread::spawn(move || {
+                    while let Ok(text) = rx.recv() {
+                        if p.print(text).is_err() {
+                            return;
+                        }
+                    }
+                });
+                if ready_tx.send(Ok(tx)).is_err() {
                     return;
                 }
             }

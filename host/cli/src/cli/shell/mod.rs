@@ -41,7 +41,7 @@ Examples:
   zot ext shell --cwd ~/src/app --save /tmp/imgs   the project's extensions; images saved
 
 Verbs (`help` in the shell): /name args, call <tool> [json], intercept <event> …,
-emit <event> [json], turn [tool [json]], list, tools, commands, logs <name> [n], key, close,
+emit <event> [json], turn [tool [json]], list, tools, commands, logs <name> [n], key, focus, close,
 reload, grant, revoke, trust, help, quit.
 
 A script (--script FILE, or verbs piped on stdin) prints a plain transcript: each line as
@@ -162,7 +162,7 @@ fn piped_stdin() -> mpsc::Receiver<String> {
 /// Where output goes: stdout, or above the prompt while the editor reads a line.
 struct Out {
     colour: bool,
-    printer: Option<Box<dyn rustyline::ExternalPrinter + Send>>,
+    printer: Option<editor::Printer>,
     /// The editor is reading a line: print through it, above the prompt.
     reading: bool,
 }
@@ -174,9 +174,9 @@ impl Out {
         }
         let text = render::paint(level, &lines.join("\n"), self.colour);
         if self.reading {
-            if let Some(printer) = &mut self.printer {
+            if let Some(printer) = &self.printer {
                 // Outside raw mode the printer writes the text as it is: end the line.
-                if printer.print(format!("{text}\n")).is_ok() {
+                if printer.send(format!("{text}\n")).is_ok() {
                     return;
                 }
             }
@@ -422,12 +422,57 @@ impl Shell {
                         }
                     }
                 }
+                Verb::Focus => {
+                    if !self.focus(&mut editor).await {
+                        return 0;
+                    }
+                    continue;
+                }
                 v => v,
             };
             if self.run_verb(verb).await {
                 return 0;
             }
         }
+    }
+
+    /// Focus on the open panel: each line typed is sent as keys (see
+    /// [`verbs::focus_keys`]) until `esc`, ctrl-c, or the panel closes. False at end of
+    /// input.
+    async fn focus(&mut self, editor: &mut editor::Editor) -> bool {
+        if self.ctx.panel.is_none() {
+            self.out.line(Level::Error, "error: no panel is open");
+            return true;
+        }
+        self.out.line(
+            Level::Dim,
+            "keys go to the panel: enter sends enter, a key name that key, text its characters; esc or ctrl-c leaves",
+        );
+        while let Some((ext, id)) = self.ctx.panel.clone() {
+            let Some(answer) = self.ask(editor, &format!("[panel {id}] keys> "), "").await else {
+                return false;
+            };
+            let Some(line) = answer else { break };
+            let keys = verbs::focus_keys(&line);
+            let leave = keys.first().is_some_and(|(k, _)| k == "escape");
+            for (key, text) in keys {
+                let frame = PanelKey {
+                    panel_id: id.clone(),
+                    key,
+                    text,
+                    extra: Map::new(),
+                };
+                if let Err(e) = self.ctx.host.panel_key(&ext, frame) {
+                    self.out.line(Level::Error, format!("error: {e}"));
+                    return true;
+                }
+            }
+            if leave {
+                break;
+            }
+        }
+        self.out.line(Level::Dim, "left the panel");
+        true
     }
 
     async fn script(&mut self, mut input: Input) -> i32 {
@@ -538,14 +583,17 @@ async fn exec(ctx: Ctx, verb: Verb, lines: mpsc::UnboundedSender<(Level, String)
     match verb {
         Verb::Command { name, args } => match host.invoke_command(&name, &args).await {
             Ok((ext, response)) => {
-                if let Some(panel) = &response.open_panel {
-                    o.panel = Some(Some((ext.clone(), panel.id.clone())));
-                }
                 let failed = response.error.is_some();
                 o.all(
                     if failed { Level::Error } else { Level::Plain },
                     render::command_response(&name, &ext, &response),
                 );
+                if let Some(panel) = &response.open_panel {
+                    o.panel = Some(Some((ext.clone(), panel.id.clone())));
+                    if ctx.interactive {
+                        o.say(Level::Dim, "`focus` sends keys to it, `close` closes it");
+                    }
+                }
             }
             Err(e) => o.fail(e),
         },
@@ -622,6 +670,7 @@ async fn exec(ctx: Ctx, verb: Verb, lines: mpsc::UnboundedSender<(Level, String)
                 }
             }
         },
+        Verb::Focus => o.fail("focus needs a terminal: in a script, send keys with `key`"),
         Verb::Close => match &ctx.panel {
             None => o.fail("no panel is open"),
             Some((ext, id)) => match host.panel_close(ext, id.clone()) {

@@ -513,6 +513,9 @@ tools                           every tool with its schema
 commands                        every slash command
 logs <extension> [lines]        the end of an extension's log (default 20 lines)
 key <key> [text]                a key to the open panel (e.g. `key enter`, `key char x`)
+focus                           on a terminal: each line typed goes to the open panel as keys
+                                (empty: enter; a key name: that key; text: its characters);
+                                `esc` or ctrl-c leaves
 close                           close the open panel
 reload                          stop every extension and start them again
 grant <extension> [options]     zot ext grant (e.g. `grant weather --all`)

@@ -25,6 +25,7 @@ pub(crate) const VERBS: &[&str] = &[
     "commands",
     "logs",
     "key",
+    "focus",
     "close",
     "reload",
     "grant",
@@ -75,6 +76,8 @@ pub(crate) enum Verb {
         key: String,
         text: String,
     },
+    /// `focus`: on a terminal, lines typed go to the open panel as keys.
+    Focus,
     /// `close`: close the most recently opened panel.
     Close,
     Reload,
@@ -230,6 +233,7 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
             }))
         }
         "close" => none(Verb::Close),
+        "focus" => none(Verb::Focus),
         "reload" => none(Verb::Reload),
         "grant" | "revoke" => {
             let words = words(rest);
@@ -307,6 +311,39 @@ pub(crate) fn complete(
     out.sort();
     out.dedup();
     (start, out)
+}
+
+/// The keys one line typed in focus mode stands for: an empty line is `enter`; a key
+/// name (`enter`, `escape`/`esc`, `tab`, `backspace`, `up`, `down`, `left`, `right`,
+/// `home`, `end`, `pageup`, `pagedown`, `delete`) is that key; any other text is one
+/// `char` key per character. As (key, text) pairs.
+pub(crate) fn focus_keys(line: &str) -> Vec<(String, String)> {
+    const NAMED: &[&str] = &[
+        "enter",
+        "escape",
+        "tab",
+        "backspace",
+        "up",
+        "down",
+        "left",
+        "right",
+        "home",
+        "end",
+        "pageup",
+        "pagedown",
+        "delete",
+    ];
+    let word = line.trim();
+    if word.is_empty() {
+        return vec![("enter".into(), String::new())];
+    }
+    let word = if word == "esc" { "escape" } else { word };
+    if NAMED.contains(&word) {
+        return vec![(word.to_string(), String::new())];
+    }
+    line.chars()
+        .map(|c| ("char".to_string(), c.to_string()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -413,6 +450,7 @@ mod tests {
             ("tools", Verb::Tools),
             ("commands", Verb::Commands),
             ("close", Verb::Close),
+            ("focus", Verb::Focus),
             ("reload", Verb::Reload),
             ("help", Verb::Help),
             ("quit", Verb::Quit),
@@ -440,6 +478,15 @@ mod tests {
         assert!(err("logs").starts_with("usage: logs"));
         assert!(err("/").starts_with("a slash command needs a name"));
         assert!(err("grant").starts_with("usage: grant"));
+    }
+
+    #[test]
+    fn focus_lines_are_keys() {
+        let k = |k: &str, t: &str| (k.to_string(), t.to_string());
+        assert_eq!(focus_keys(""), [k("enter", "")]);
+        assert_eq!(focus_keys("esc"), [k("escape", "")]);
+        assert_eq!(focus_keys(" down "), [k("down", "")]);
+        assert_eq!(focus_keys("hi"), [k("char", "h"), k("char", "i")]);
     }
 
     #[test]
