@@ -530,3 +530,27 @@ fn the_terminal_session_completes_and_shows_notifications_as_they_come() {
     let history = std::fs::read_to_string(l.home().join("shell_history")).unwrap();
     assert_has(&history, "emit turn_start {\"step\":7}");
 }
+
+#[test]
+fn on_a_terminal_untrusted_project_extensions_are_offered_for_trust() {
+    use expectrl::{Eof, Expect};
+    let _serial = serial();
+    let l = Layout::new("shell-pty-trust");
+    write_manifest(
+        &l.cwd().join(".zot/extensions/lint"),
+        &py_manifest("lint", &[]),
+    );
+    let mut p = expectrl::Session::spawn(l.command(&[])).expect("spawn in a pty");
+    p.set_expect_timeout(Some(Duration::from_secs(30)));
+    p.expect("untrusted: lint (").unwrap();
+    p.expect("Trust the project's extensions listed above? [y/N] ")
+        .unwrap();
+    p.send("y\r").unwrap();
+    p.expect("Trusted 1 extension(s)").unwrap();
+    p.expect("loaded: lint").unwrap();
+    p.expect("zot> ").unwrap();
+    p.send("call echo {\"trusted\":1}\r").unwrap();
+    p.expect("echo (lint): ok").unwrap();
+    p.send("quit\r").unwrap();
+    p.expect(Eof).unwrap();
+}
