@@ -74,3 +74,63 @@ async fn events_and_panel_keys_from_one_task_arrive_in_the_order_sent() {
     assert_eq!(got, expected);
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn intercept_steps_tell_each_interceptors_answer_in_order() {
+    let scratch = TempDir::new("library-steps");
+    let guard = write_manifest(
+        &scratch.path().join("exts/guard"),
+        &py_manifest("guard", &["--mode", "guard"]),
+    );
+    let second = write_manifest(
+        &scratch.path().join("exts/second"),
+        &py_manifest("second", &["--mode", "guard"]),
+    );
+    let mut config = HostConfig::new(
+        ZotHome::new(scratch.path().join("home")),
+        scratch.path().to_path_buf(),
+    );
+    config.explicit = vec![guard, second];
+    config.installed = false;
+    let (host, _notes) = Host::new(config);
+    let report = host.load().await;
+    assert_eq!(report.ready.len(), 2, "{report:?}");
+    let event = |name: &str, fields: Value| Event {
+        id: None,
+        event: name.into(),
+        fields: fields.as_object().unwrap().clone(),
+    };
+
+    // Both rewrite: each is asked with the args as the one before left them.
+    let (steps, verdict) = host
+        .intercept_steps(event(
+            "tool_call",
+            json!({"tool_id":"1","tool_name":"rewrite_me","tool_args":{"a":1}}),
+        ))
+        .await;
+    let names: Vec<&str> = steps.iter().map(|s| s.extension.as_str()).collect();
+    assert_eq!(names, ["guard", "second"]);
+    let answer = steps[0].answer.as_ref().unwrap();
+    assert_eq!(answer.modified_args, Some(json!({"a":1,"rewritten":true})));
+    assert_eq!(
+        verdict.modified_args,
+        Some(json!({"a":1,"rewritten":true})),
+        "{verdict:?}"
+    );
+
+    // The first block ends the chain: the second is not asked.
+    let (steps, verdict) = host
+        .intercept_steps(event(
+            "tool_call",
+            json!({"tool_id":"2","tool_name":"bash","tool_args":{"command":"rm -rf /"}}),
+        ))
+        .await;
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert!(steps[0].answer.as_ref().unwrap().block);
+    assert!(verdict.block);
+    assert_eq!(
+        host.intercept(event("turn_start", json!({"step":1}))).await,
+        zot_host::Verdict::default()
+    );
+    host.shutdown().await;
+}

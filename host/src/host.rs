@@ -247,6 +247,15 @@ pub struct Verdict {
     pub replace_text: Option<String>,
 }
 
+/// One interceptor's answer, as [`Host::intercept_steps`] reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InterceptStep {
+    /// The interceptor.
+    pub extension: String,
+    /// What it answered; `None`: no answer in time, or it is gone (counted as allow).
+    pub answer: Option<Verdict>,
+}
+
 /// The extension host. Cheap to clone.
 #[derive(Clone)]
 pub struct Host {
@@ -487,8 +496,15 @@ impl Host {
 
     /// Asks every interceptor of `event.event`, in load order, each at most the intercept
     /// timeout. The first block wins; `modified_args` and `replace_text` chain.
-    pub async fn intercept(&self, mut event: Event) -> Verdict {
+    pub async fn intercept(&self, event: Event) -> Verdict {
+        self.intercept_steps(event).await.1
+    }
+
+    /// Like [`Host::intercept`], and also what each interceptor answered, in the order
+    /// they were asked (the chain stops at the first block, so later ones are absent).
+    pub async fn intercept_steps(&self, mut event: Event) -> (Vec<InterceptStep>, Verdict) {
         let mut verdict = Verdict::default();
+        let mut steps = Vec::new();
         let interceptors: Vec<Extension> = self
             .inner
             .running_all()
@@ -496,18 +512,28 @@ impl Host {
             .filter(|e| e.intercepts(&event.event))
             .collect();
         for ext in interceptors {
-            let Some(answer) = ext
+            let answer = ext
                 .intercept(event.clone(), self.inner.config.timeouts.intercept)
-                .await
-            else {
+                .await;
+            steps.push(InterceptStep {
+                extension: ext.name().to_string(),
+                answer: answer.as_ref().map(|a| Verdict {
+                    block: a.block,
+                    reason: a.reason.clone(),
+                    modified_args: a.modified_args.clone(),
+                    replace_text: a.replace_text.clone(),
+                }),
+            });
+            let Some(answer) = answer else {
                 continue;
             };
             if answer.block {
-                return Verdict {
+                let verdict = Verdict {
                     block: true,
                     reason: answer.reason,
                     ..Verdict::default()
                 };
+                return (steps, verdict);
             }
             if let Some(args) = answer.modified_args {
                 if event.event == "tool_call" && args.is_object() {
@@ -532,7 +558,7 @@ impl Host {
                 }
             }
         }
-        verdict
+        (steps, verdict)
     }
 
     /// Queues a `panel_key` for `extension`, in order with events (see [`Host::emit`]).

@@ -85,7 +85,7 @@ pub mod trust;
 pub use events::HostEvent;
 pub use extension::{CallError, Phase, Status};
 pub use host::{
-    ExtState, ExtensionInfo, Host, HostConfig, LoadReport, LoadWarning, Timeouts, UntrustedReport,
-    Verdict,
+    ExtState, ExtensionInfo, Host, HostConfig, InterceptStep, LoadReport, LoadWarning, Timeouts,
+    UntrustedReport, Verdict,
 };
 pub use registry::Owned;

@@ -62,7 +62,8 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
         | ExtCommand::New(_)
         | ExtCommand::Run(_)
         | ExtCommand::Grant(_)
-        | ExtCommand::Revoke(_) => {
+        | ExtCommand::Revoke(_)
+        | ExtCommand::Shell(_) => {
             unreachable!("dispatched by cli::main")
         }
     }

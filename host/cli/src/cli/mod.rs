@@ -8,6 +8,7 @@ mod install;
 mod new;
 mod resolve;
 mod run;
+mod shell;
 mod sidecar;
 mod target;
 mod trust;
@@ -153,6 +154,9 @@ pub(crate) enum ExtCommand {
     /// Stop trusting a project's extensions: zot no longer starts them there.
     #[command(after_help = examples::UNTRUST)]
     Untrust(trust::UntrustArgs),
+    /// An interactive session over the host: call tools, invoke commands, run the
+    /// interception chain, emit events, watch notifications; `--script` for a transcript.
+    Shell(shell::ShellArgs),
 }
 
 /// Parses the command line and runs it.
@@ -181,6 +185,7 @@ pub fn main() -> ExitCode {
         Command::Ext(ExtCommand::Run(args)) => run::run(args),
         Command::Ext(ExtCommand::Grant(args)) => grant::grant(args),
         Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args),
+        Command::Ext(ExtCommand::Shell(args)) => shell::run(args),
         Command::Ext(cmd) => ext::run(cmd),
         Command::Host(args) => sidecar::run(args),
         Command::Completions { shell } => {

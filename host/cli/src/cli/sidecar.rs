@@ -65,7 +65,7 @@ pub(crate) struct HostArgs {
 }
 
 impl HostArgs {
-    fn config(self) -> Result<HostConfig, String> {
+    pub(crate) fn config(self) -> Result<HostConfig, String> {
         let home = super::zot_home(self.zot_home)?;
         let cwd = match self.cwd {
             Some(dir) => {

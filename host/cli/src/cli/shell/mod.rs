@@ -1,0 +1,917 @@
+//! `zot ext shell`: an interactive session over the host library (docs/shell.md).
+//!
+//! `verbs` parses a line into a [`verbs::Verb`], `render` turns results and events into
+//! lines, `editor` is the line editor (completion, history, printing above the prompt).
+//! This module runs the session: one loop reading lines (from the editor, a script or
+//! piped stdin), running each verb against the [`Host`] while printing the host's events
+//! as they arrive, and cancelling the running verb on SIGINT.
+
+mod editor;
+mod render;
+mod verbs;
+
+use render::Level;
+use serde_json::{json, Map, Value};
+use std::collections::VecDeque;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use verbs::Verb;
+use zot_host::{ExtState, Host, HostEvent, LoadReport};
+use zot_protocol::{Event, PanelKey};
+
+/// After a verb, in a script, events are printed until none came for this long...
+const QUIET: Duration = Duration::from_millis(150);
+/// ... or this long passed.
+const SETTLE_CAP: Duration = Duration::from_secs(2);
+/// How long a script waits for components still compiling at start.
+const COMPILE_WAIT: Duration = Duration::from_secs(180);
+
+const EXAMPLES: &str = "\
+Examples:
+  zot ext shell --ext ./my-ext                  an interactive session with ./my-ext loaded
+  zot ext shell --ext ./my-ext --script s.txt   run the verbs of s.txt, print a transcript
+  printf 'tools\\ncall echo {\"a\":1}\\n' | zot ext shell --ext ./my-ext
+  zot ext shell --cwd ~/src/app --save /tmp/imgs   the project's extensions; images saved
+
+Verbs (`help` in the shell): /name args, call <tool> [json], intercept <event> …,
+emit <event> [json], turn [tool [json]], list, tools, commands, logs <name> [n], key, focus, close,
+reload, grant, revoke, trust, help, quit.
+
+A script (--script FILE, or verbs piped on stdin) prints a plain transcript: each line as
+`> line`, then its output; events as they happen. Every verb runs even if one fails; the
+exit status is then 1. SIGINT during a verb cancels it (a tool gets tool_cancel) and the
+script goes on.";
+
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct ShellArgs {
+    #[command(flatten)]
+    host: super::sidecar::HostArgs,
+    /// Run the verbs of FILE (one a line, `#` comments) and print a plain transcript
+    /// instead of reading from the terminal.
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Write the images of tool results into DIR (as <tool>-<n>.<ext>).
+    #[arg(long, value_name = "DIR")]
+    save: Option<PathBuf>,
+}
+
+/// Where lines come from.
+enum Input {
+    /// A script file, read at start.
+    Script(VecDeque<String>),
+    /// Piped stdin, read by a thread as lines arrive.
+    Piped(mpsc::Receiver<String>),
+    /// The terminal, through the line editor.
+    Terminal(editor::Editor),
+}
+
+/// Runs the shell; exits 0, or 1 if a verb of a script failed.
+pub(crate) fn run(args: ShellArgs) -> ExitCode {
+    let fail = |e: String| {
+        eprintln!("zot: shell: {e}");
+        ExitCode::FAILURE
+    };
+    let config = match args.host.config() {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let script = match &args.script {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => Some(text.lines().map(str::to_string).collect::<VecDeque<_>>()),
+            Err(e) => return fail(format!("--script {}: {e}", path.display())),
+        },
+        None => None,
+    };
+    let interactive = script.is_none() && std::io::stdin().is_terminal();
+    let colour = std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the async runtime: {e}")),
+    };
+    let code = runtime.block_on(async move {
+        let sigint = match signal(SignalKind::interrupt()) {
+            Ok(s) => s,
+            Err(e) => return Err(format!("cannot catch SIGINT: {e}")),
+        };
+        let history = config.home.root().join("shell_history");
+        let (host, notes) = Host::new(config);
+        let mut out = Out {
+            colour,
+            printer: None,
+            reading: false,
+        };
+        let input = match script {
+            Some(lines) => Input::Script(lines),
+            None if interactive => {
+                let (editor, printer) = editor::start(host.clone(), history)?;
+                out.printer = Some(printer);
+                Input::Terminal(editor)
+            }
+            None => Input::Piped(piped_stdin()),
+        };
+        let mut shell = Shell {
+            ctx: Ctx {
+                host,
+                save: args.save,
+                saved: Arc::new(AtomicUsize::new(0)),
+                turns: Arc::new(AtomicUsize::new(0)),
+                interactive,
+                panel: None,
+            },
+            notes,
+            sigint,
+            out,
+            failed: false,
+        };
+        Ok(shell.session(input).await)
+    });
+    let _ = std::io::stdout().flush();
+    // The stdin reader may sit in a blocking read: do not wait for it.
+    std::process::exit(match code {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("zot: shell: {e}");
+            1
+        }
+    })
+}
+
+/// Reads stdin lines on a thread, as they arrive.
+fn piped_stdin() -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel(64);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { return };
+            if tx.blocking_send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Where output goes: stdout, or above the prompt while the editor reads a line.
+struct Out {
+    colour: bool,
+    printer: Option<editor::Printer>,
+    /// The editor is reading a line: print through it, above the prompt.
+    reading: bool,
+}
+
+impl Out {
+    fn show(&mut self, level: Level, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        let text = render::paint(level, &lines.join("\n"), self.colour);
+        if self.reading {
+            if let Some(printer) = &self.printer {
+                // Outside raw mode the printer writes the text as it is: end the line.
+                if printer.send(format!("{text}\n")).is_ok() {
+                    return;
+                }
+            }
+        }
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{text}");
+        let _ = stdout.flush();
+    }
+
+    fn line(&mut self, level: Level, line: impl Into<String>) {
+        self.show(level, &[line.into()]);
+    }
+}
+
+/// What a verb needs; cloned into each verb's future.
+#[derive(Clone)]
+struct Ctx {
+    host: Host,
+    save: Option<PathBuf>,
+    /// Images saved so far (numbers the files).
+    saved: Arc<AtomicUsize>,
+    /// Fake turns run so far (numbers their tool ids).
+    turns: Arc<AtomicUsize>,
+    interactive: bool,
+    /// The most recently opened panel still open: (extension, panel id).
+    panel: Option<(String, String)>,
+}
+
+/// What a verb did. Its lines are printed as it says them, among the events.
+struct Outcome {
+    lines: mpsc::UnboundedSender<(Level, String)>,
+    failed: bool,
+    /// `Some(new)`: the open panel changed.
+    panel: Option<Option<(String, String)>>,
+    quit: bool,
+}
+
+impl Outcome {
+    fn new(lines: mpsc::UnboundedSender<(Level, String)>) -> Outcome {
+        Outcome {
+            lines,
+            failed: false,
+            panel: None,
+            quit: false,
+        }
+    }
+
+    fn say(&mut self, level: Level, line: impl Into<String>) {
+        let _ = self.lines.send((level, line.into()));
+    }
+
+    fn all(&mut self, level: Level, lines: Vec<String>) {
+        for line in lines {
+            self.say(level, line);
+        }
+    }
+
+    fn fail(&mut self, error: impl std::fmt::Display) {
+        self.failed = true;
+        self.say(Level::Error, format!("error: {error}"));
+    }
+}
+
+struct Shell {
+    ctx: Ctx,
+    notes: mpsc::Receiver<HostEvent>,
+    sigint: Signal,
+    out: Out,
+    failed: bool,
+}
+
+/// Prints one host event, and follows the panels it opens and closes.
+fn on_event(out: &mut Out, ctx: &mut Ctx, e: &HostEvent) {
+    match e {
+        HostEvent::OpenPanel { extension, frame } => {
+            ctx.panel = Some((extension.clone(), frame.panel.id.clone()));
+        }
+        HostEvent::PanelClose { extension, frame }
+            if ctx.panel.as_ref() == Some(&(extension.clone(), frame.panel_id.clone())) =>
+        {
+            ctx.panel = None;
+        }
+        HostEvent::ExtensionExited { extension, .. }
+            if ctx.panel.as_ref().is_some_and(|(ext, _)| ext == extension) =>
+        {
+            ctx.panel = None;
+        }
+        _ => {}
+    }
+    let (level, lines) = render::event(e);
+    let lines: Vec<String> = lines.into_iter().map(|l| format!("* {l}")).collect();
+    out.show(level, &lines);
+}
+
+impl Shell {
+    async fn session(&mut self, mut input: Input) -> i32 {
+        let report = self.ctx.host.load().await;
+        self.show_report(&report);
+        if matches!(input, Input::Terminal(_)) {
+            if !report.untrusted.is_empty() {
+                if let Input::Terminal(editor) = &mut input {
+                    self.offer_trust(editor).await;
+                }
+            }
+        } else if !report.starting.is_empty() {
+            self.wait_compiled().await;
+        }
+        let code = match input {
+            Input::Terminal(editor) => self.interactive(editor).await,
+            input => self.script(input).await,
+        };
+        while let Ok(e) = self.notes.try_recv() {
+            on_event(&mut self.out, &mut self.ctx, &e);
+        }
+        // What stopping the extensions causes is not shown.
+        self.ctx.host.shutdown().await;
+        code
+    }
+
+    fn show_report(&mut self, report: &LoadReport) {
+        for (level, line) in render::load_report(report) {
+            self.out.line(level, line);
+        }
+    }
+
+    /// A script waits for components still compiling, so its verbs find their tools.
+    async fn wait_compiled(&mut self) {
+        let deadline = Instant::now() + COMPILE_WAIT;
+        loop {
+            let starting = self
+                .ctx
+                .host
+                .extensions()
+                .iter()
+                .any(|e| e.state == ExtState::Starting);
+            if !starting || Instant::now() >= deadline {
+                return;
+            }
+            tokio::select! {
+                Some(e) = self.notes.recv() => on_event(&mut self.out, &mut self.ctx, &e),
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    }
+
+    /// Interactively: asks whether to trust the untrusted project extensions now.
+    async fn offer_trust(&mut self, editor: &mut editor::Editor) {
+        let answer = self
+            .ask(
+                editor,
+                "Trust the project's extensions listed above? [y/N] ",
+                "",
+            )
+            .await;
+        let answer = answer.flatten().unwrap_or_default();
+        if !matches!(answer.trim(), "y" | "yes" | "Y") {
+            self.out.line(
+                Level::Dim,
+                "not trusted; `trust` reviews them later".to_string(),
+            );
+            return;
+        }
+        self.run_verb(Verb::Trust(vec!["--yes".into()])).await;
+    }
+
+    /// Reads one line from the editor, printing events above the prompt meanwhile.
+    /// `None` at end of input (ctrl-d); `Some(None)` on ctrl-c.
+    async fn ask(
+        &mut self,
+        editor: &mut editor::Editor,
+        prompt: &str,
+        initial: &str,
+    ) -> Option<Option<String>> {
+        editor.ask(prompt, initial);
+        self.out.reading = true;
+        let read = loop {
+            tokio::select! {
+                read = editor.read() => break read,
+                Some(e) = self.notes.recv() => on_event(&mut self.out, &mut self.ctx, &e),
+            }
+        };
+        self.out.reading = false;
+        match read {
+            editor::Read::Line(line) => Some(Some(line)),
+            editor::Read::Interrupted => Some(None),
+            editor::Read::Eof => None,
+            editor::Read::Failed(e) => {
+                self.out.line(Level::Error, format!("error: {e}"));
+                None
+            }
+        }
+    }
+
+    async fn interactive(&mut self, mut editor: editor::Editor) -> i32 {
+        self.out.line(
+            Level::Dim,
+            "`help` lists the verbs; tab completes; ctrl-c cancels a call; ctrl-d or `quit` leaves",
+        );
+        loop {
+            let prompt = match &self.ctx.panel {
+                Some((_, id)) => format!("zot [panel {id}]> "),
+                None => "zot> ".to_string(),
+            };
+            let Some(answer) = self.ask(&mut editor, &prompt, "").await else {
+                return 0;
+            };
+            // ctrl-c at the prompt: the line is dropped.
+            let Some(line) = answer else { continue };
+            let verb = match verbs::parse(&line) {
+                Ok(None) => continue,
+                Ok(Some(v)) => v,
+                Err(e) => {
+                    self.out.line(Level::Error, format!("error: {e}"));
+                    continue;
+                }
+            };
+            let verb = match verb {
+                Verb::Call { tool, args: None } => {
+                    let schema = self
+                        .ctx
+                        .host
+                        .tools()
+                        .into_iter()
+                        .find(|(_, t)| t.name == tool)
+                        .map(|(_, t)| t.schema)
+                        .unwrap_or(Value::Null);
+                    let initial = render::skeleton(&schema);
+                    let Some(answer) = self
+                        .ask(&mut editor, &format!("{tool} args> "), &initial)
+                        .await
+                    else {
+                        return 0;
+                    };
+                    // ctrl-c at the argument prompt: no call.
+                    let Some(text) = answer else { continue };
+                    let text = if text.trim().is_empty() { "{}" } else { &text };
+                    match verbs::parse(&format!("call {tool} {text}")) {
+                        Ok(Some(v)) => v,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            self.out.line(Level::Error, format!("error: {e}"));
+                            continue;
+                        }
+                    }
+                }
+                Verb::Focus => {
+                    if !self.focus(&mut editor).await {
+                        return 0;
+                    }
+                    continue;
+                }
+                v => v,
+            };
+            if self.run_verb(verb).await {
+                return 0;
+            }
+        }
+    }
+
+    /// Focus on the open panel: each line typed is sent as keys (see
+    /// [`verbs::focus_keys`]) until `esc`, ctrl-c, or the panel closes. False at end of
+    /// input.
+    async fn focus(&mut self, editor: &mut editor::Editor) -> bool {
+        if self.ctx.panel.is_none() {
+            self.out.line(Level::Error, "error: no panel is open");
+            return true;
+        }
+        self.out.line(
+            Level::Dim,
+            "keys go to the panel: enter sends enter, a key name that key, text its characters; esc or ctrl-c leaves",
+        );
+        while let Some((ext, id)) = self.ctx.panel.clone() {
+            let Some(answer) = self.ask(editor, &format!("[panel {id}] keys> "), "").await else {
+                return false;
+            };
+            let Some(line) = answer else { break };
+            let keys = verbs::focus_keys(&line);
+            let leave = keys.first().is_some_and(|(k, _)| k == "escape");
+            for (key, text) in keys {
+                let frame = PanelKey {
+                    panel_id: id.clone(),
+                    key,
+                    text,
+                    extra: Map::new(),
+                };
+                if let Err(e) = self.ctx.host.panel_key(&ext, frame) {
+                    self.out.line(Level::Error, format!("error: {e}"));
+                    return true;
+                }
+            }
+            if leave {
+                break;
+            }
+        }
+        self.out.line(Level::Dim, "left the panel");
+        true
+    }
+
+    async fn script(&mut self, mut input: Input) -> i32 {
+        loop {
+            let line = match &mut input {
+                Input::Script(lines) => lines.pop_front(),
+                Input::Piped(rx) => loop {
+                    tokio::select! {
+                        line = rx.recv() => break line,
+                        Some(e) = self.notes.recv() => on_event(&mut self.out, &mut self.ctx, &e),
+                        _ = self.sigint.recv() => {
+                            self.out.line(Level::Warn, "interrupted");
+                            return 130;
+                        }
+                    }
+                },
+                Input::Terminal(_) => unreachable!("a script has no editor"),
+            };
+            let Some(line) = line else { break };
+            while let Ok(e) = self.notes.try_recv() {
+                on_event(&mut self.out, &mut self.ctx, &e);
+            }
+            let trimmed = line.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            self.out.line(Level::Plain, format!("> {trimmed}"));
+            let quit = match verbs::parse(trimmed) {
+                Ok(None) => false,
+                Ok(Some(verb)) => self.run_verb(verb).await,
+                Err(e) => {
+                    self.failed = true;
+                    self.out.line(Level::Error, format!("error: {e}"));
+                    false
+                }
+            };
+            self.settle().await;
+            if quit {
+                break;
+            }
+        }
+        i32::from(self.failed)
+    }
+
+    /// Prints the events a verb caused: until none came for [`QUIET`], at most
+    /// [`SETTLE_CAP`].
+    async fn settle(&mut self) {
+        let cap = Instant::now() + SETTLE_CAP;
+        loop {
+            let until = (Instant::now() + QUIET).min(cap);
+            match tokio::time::timeout_at(until, self.notes.recv()).await {
+                Ok(Some(e)) => on_event(&mut self.out, &mut self.ctx, &e),
+                _ => return,
+            }
+        }
+    }
+
+    /// Runs a verb, printing events meanwhile; SIGINT cancels it. Whether to quit.
+    async fn run_verb(&mut self, verb: Verb) -> bool {
+        // A SIGINT that came while nothing ran is not for this verb.
+        while tokio::time::timeout(Duration::ZERO, self.sigint.recv())
+            .await
+            .is_ok()
+        {}
+        let (tx, mut lines) = mpsc::unbounded_channel();
+        let run = exec(self.ctx.clone(), verb, tx);
+        tokio::pin!(run);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some((level, line)) = lines.recv() => self.out.line(level, line),
+                Some(e) = self.notes.recv() => on_event(&mut self.out, &mut self.ctx, &e),
+                _ = self.sigint.recv() => break None,
+                outcome = &mut run => break Some(outcome),
+            }
+        };
+        while let Ok((level, line)) = lines.try_recv() {
+            self.out.line(level, line);
+        }
+        match outcome {
+            Some(outcome) => self.finish(outcome),
+            None => {
+                self.out.line(
+                    Level::Warn,
+                    "cancelled (ctrl-c): a running tool call was sent tool_cancel",
+                );
+                false
+            }
+        }
+    }
+
+    /// Prints a verb's outcome and applies it; whether to quit.
+    fn finish(&mut self, outcome: Outcome) -> bool {
+        if outcome.failed && !self.ctx.interactive {
+            self.failed = true;
+        }
+        if let Some(panel) = outcome.panel {
+            self.ctx.panel = panel;
+        }
+        outcome.quit
+    }
+}
+
+/// Runs one verb against the host.
+async fn exec(ctx: Ctx, verb: Verb, lines: mpsc::UnboundedSender<(Level, String)>) -> Outcome {
+    let mut o = Outcome::new(lines);
+    let host = &ctx.host;
+    match verb {
+        Verb::Command { name, args } => match host.invoke_command(&name, &args).await {
+            Ok((ext, response)) => {
+                let failed = response.error.is_some();
+                o.all(
+                    if failed { Level::Error } else { Level::Plain },
+                    render::command_response(&name, &ext, &response),
+                );
+                if let Some(panel) = &response.open_panel {
+                    o.panel = Some(Some((ext.clone(), panel.id.clone())));
+                    if ctx.interactive {
+                        o.say(Level::Dim, "`focus` sends keys to it, `close` closes it");
+                    }
+                }
+            }
+            Err(e) => o.fail(e),
+        },
+        Verb::Call { tool, args } => {
+            call(&ctx, &tool, args.unwrap_or_else(|| json!({})), &mut o).await;
+        }
+        Verb::Intercept { event, fields } => {
+            let (steps, verdict) = host.intercept_steps(make_event(&event, fields)).await;
+            o.all(
+                if verdict.block {
+                    Level::Warn
+                } else {
+                    Level::Plain
+                },
+                render::intercept_steps(&event, &steps, &verdict),
+            );
+        }
+        Verb::Emit { event, fields } => {
+            let n = host.emit(&make_event(&event, fields));
+            o.say(
+                Level::Plain,
+                format!("emit {event}: queued for {n} subscriber(s)"),
+            );
+        }
+        Verb::Turn { tool, args } => turn(&ctx, tool, args, &mut o).await,
+        Verb::List => o.all(Level::Plain, render::extensions(&host.extensions())),
+        Verb::Tools => o.all(Level::Plain, render::tools(&host.tools())),
+        Verb::Commands => {
+            let commands = host.commands();
+            if commands.is_empty() {
+                o.say(Level::Plain, "no command");
+            }
+            for (ext, c) in commands {
+                o.say(
+                    Level::Plain,
+                    format!("/{} ({ext}): {}", c.name, render::clean(&c.description)),
+                );
+            }
+        }
+        Verb::Logs { name, lines } => {
+            let path = host
+                .extensions()
+                .into_iter()
+                .find(|e| e.name == name)
+                .map(|e| e.log)
+                .unwrap_or_else(|| host.config().home.log_path(&name));
+            match tokio::fs::read(&path).await {
+                Ok(bytes) => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    let all: Vec<&str> = text.lines().collect();
+                    o.say(
+                        Level::Dim,
+                        format!("{} (last {} lines):", path.display(), lines.min(all.len())),
+                    );
+                    for l in &all[all.len().saturating_sub(lines)..] {
+                        o.say(Level::Plain, format!("  {}", render::clean(l)));
+                    }
+                }
+                Err(e) => o.fail(format!("logs {name}: {}: {e}", path.display())),
+            }
+        }
+        Verb::Key { key, text } => match &ctx.panel {
+            None => o.fail("no panel is open"),
+            Some((ext, id)) => {
+                let frame = PanelKey {
+                    panel_id: id.clone(),
+                    key: key.clone(),
+                    text,
+                    extra: Map::new(),
+                };
+                match host.panel_key(ext, frame) {
+                    Ok(()) => o.say(Level::Dim, format!("key {key} sent to panel {id} ({ext})")),
+                    Err(e) => o.fail(e),
+                }
+            }
+        },
+        Verb::Focus => o.fail("focus needs a terminal: in a script, send keys with `key`"),
+        Verb::Close => match &ctx.panel {
+            None => o.fail("no panel is open"),
+            Some((ext, id)) => match host.panel_close(ext, id.clone()) {
+                Ok(()) => {
+                    o.say(Level::Dim, format!("panel {id} ({ext}) closed"));
+                    o.panel = Some(None);
+                }
+                Err(e) => o.fail(e),
+            },
+        },
+        Verb::Reload => {
+            let report = host.reload().await;
+            for (level, line) in render::load_report(&report) {
+                o.say(level, line);
+            }
+            o.panel = Some(None);
+        }
+        Verb::Grant(words) => zot_ext(&ctx, "grant", words, &mut o).await,
+        Verb::Revoke(words) => zot_ext(&ctx, "revoke", words, &mut o).await,
+        Verb::Trust(words) => {
+            trust_and_reload(&ctx, words, &mut o).await;
+        }
+        Verb::Help => o.all(
+            Level::Plain,
+            render::HELP.lines().map(str::to_string).collect(),
+        ),
+        Verb::Quit => o.quit = true,
+    }
+    o
+}
+
+/// An event named `event` with `fields`.
+fn make_event(event: &str, fields: Map<String, Value>) -> Event {
+    Event {
+        id: None,
+        event: event.to_string(),
+        fields,
+    }
+}
+
+/// Calls a tool and shows its result, saving its images with `--save`. The text of its
+/// first text block, or the error.
+async fn call(ctx: &Ctx, tool: &str, args: Value, o: &mut Outcome) -> String {
+    match ctx.host.call_tool(tool, args, None).await {
+        Ok((ext, result)) => {
+            let saved: Vec<Option<String>> = result
+                .content
+                .iter()
+                .map(|block| save_image(ctx, tool, block, o))
+                .collect();
+            o.all(
+                if result.is_error {
+                    Level::Warn
+                } else {
+                    Level::Plain
+                },
+                render::tool_result(tool, &ext, &result, &saved),
+            );
+            result
+                .content
+                .iter()
+                .find_map(|b| b.get("text").and_then(Value::as_str))
+                .unwrap_or("")
+                .to_string()
+        }
+        Err(e) => {
+            let text = e.to_string();
+            o.fail(&text);
+            text
+        }
+    }
+}
+
+/// Writes an image block into the `--save` folder: where, if it did.
+fn save_image(ctx: &Ctx, tool: &str, block: &Value, o: &mut Outcome) -> Option<String> {
+    let dir = ctx.save.as_ref()?;
+    if block.get("type").and_then(Value::as_str) != Some("image") {
+        return None;
+    }
+    let mime = block.get("mime_type").and_then(Value::as_str).unwrap_or("");
+    let data = block.get("data").and_then(Value::as_str).unwrap_or("");
+    let Some(bytes) = render::base64_decode(data) else {
+        o.fail(format!(
+            "{tool}: an image whose data is not base64: not saved"
+        ));
+        return None;
+    };
+    let n = ctx.saved.fetch_add(1, Ordering::SeqCst) + 1;
+    let name: String = tool
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let path = dir.join(format!("{name}-{n}.{}", render::image_ext(mime)));
+    match std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, bytes)) {
+        Ok(()) => Some(path.display().to_string()),
+        Err(e) => {
+            o.fail(format!("--save {}: {e}", path.display()));
+            None
+        }
+    }
+}
+
+/// A scripted fake turn: session_start, turn_start (intercepted, then emitted), the tool
+/// call through interception, the assistant message (intercepted, then emitted),
+/// turn_end.
+async fn turn(ctx: &Ctx, tool: Option<String>, args: Value, o: &mut Outcome) {
+    let host = &ctx.host;
+    let n = ctx.turns.fetch_add(1, Ordering::SeqCst) + 1;
+    let fields = |v: Value| v.as_object().cloned().unwrap_or_default();
+    let emit = |o: &mut Outcome, event: &str, f: Value| {
+        let delivered = host.emit(&make_event(event, fields(f)));
+        o.say(
+            Level::Dim,
+            format!("turn {n}: {event} queued for {delivered} subscriber(s)"),
+        );
+    };
+    emit(o, "session_start", json!({}));
+    let (steps, verdict) = host
+        .intercept_steps(make_event("turn_start", fields(json!({"step": n}))))
+        .await;
+    o.all(
+        Level::Plain,
+        render::intercept_steps("turn_start", &steps, &verdict),
+    );
+    if verdict.block {
+        o.say(Level::Warn, format!("turn {n}: blocked at turn_start"));
+        emit(o, "turn_end", json!({"stop": "blocked"}));
+        return;
+    }
+    emit(o, "turn_start", json!({"step": n}));
+    let text = match tool {
+        None => "nothing to do".to_string(),
+        Some(tool) => {
+            let tool_id = format!("turn-{n}");
+            let call_event =
+                |args: &Value| json!({"tool_id": tool_id, "tool_name": tool, "tool_args": args});
+            let (steps, verdict) = host
+                .intercept_steps(make_event("tool_call", fields(call_event(&args))))
+                .await;
+            o.all(
+                Level::Plain,
+                render::intercept_steps("tool_call", &steps, &verdict),
+            );
+            if verdict.block {
+                let reason = verdict.reason.unwrap_or_default();
+                o.say(Level::Warn, format!("turn {n}: {tool} blocked: {reason}"));
+                format!("{tool} was blocked: {reason}")
+            } else {
+                let args = verdict.modified_args.unwrap_or(args);
+                emit(o, "tool_call", call_event(&args));
+                let result = call(ctx, &tool, args, o).await;
+                format!("{tool} said: {result}")
+            }
+        }
+    };
+    let (steps, verdict) = host
+        .intercept_steps(make_event(
+            "assistant_message",
+            fields(json!({"text": text})),
+        ))
+        .await;
+    o.all(
+        Level::Plain,
+        render::intercept_steps("assistant_message", &steps, &verdict),
+    );
+    let text = verdict.replace_text.unwrap_or(text);
+    o.say(Level::Plain, format!("assistant: {}", render::clean(&text)));
+    emit(o, "assistant_message", json!({"text": text}));
+    emit(o, "turn_end", json!({"stop": "end_turn"}));
+}
+
+/// Runs `zot ext <verb> <words…>` with this shell's ZOT_HOME, in its project folder:
+/// its output in a script; on the terminal, interactively (it may ask).
+async fn zot_ext(ctx: &Ctx, verb: &str, mut words: Vec<String>, o: &mut Outcome) {
+    let config = ctx.host.config();
+    // A loaded extension's name stands for its folder (an --ext one is not installed).
+    if verb != "trust" {
+        if let Some(first) = words.first_mut() {
+            if let Some(e) = ctx.host.extensions().into_iter().find(|e| &e.name == first) {
+                *first = e.dir.display().to_string();
+            }
+        }
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return o.fail(format!("cannot find the zot program: {e}")),
+    };
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.arg("ext")
+        .arg(verb)
+        .args(&words)
+        .env("ZOT_HOME", config.home.root())
+        .current_dir(&config.cwd);
+    let status = if ctx.interactive {
+        cmd.status().await
+    } else {
+        cmd.stdin(std::process::Stdio::null());
+        match cmd.output().await {
+            Ok(output) => {
+                for (level, bytes) in [
+                    (Level::Plain, &output.stdout),
+                    (Level::Error, &output.stderr),
+                ] {
+                    for line in String::from_utf8_lossy(bytes).lines() {
+                        o.say(level, format!("  {}", render::clean(line)));
+                    }
+                }
+                Ok(output.status)
+            }
+            Err(e) => Err(e),
+        }
+    };
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => o.fail(format!("zot ext {verb} failed ({s})")),
+        Err(e) => o.fail(format!("cannot run zot ext {verb}: {e}")),
+    }
+}
+
+/// `zot ext trust <project> …`, then a reload when it trusted something.
+async fn trust_and_reload(ctx: &Ctx, words: Vec<String>, o: &mut Outcome) {
+    let mut args = vec![ctx.host.config().cwd.display().to_string()];
+    args.extend(words);
+    zot_ext(ctx, "trust", args, o).await;
+    let untrusted = ctx
+        .host
+        .extensions()
+        .iter()
+        .any(|e| e.state == ExtState::Untrusted);
+    if !o.failed && untrusted {
+        o.say(Level::Dim, "reloading to start what was trusted");
+        let report = ctx.host.reload().await;
+        for (level, line) in render::load_report(&report) {
+            o.say(level, line);
+        }
+        o.panel = Some(None);
+    }
+}
