@@ -34,12 +34,6 @@ const SETTLE_CAP: Duration = Duration::from_secs(2);
 const COMPILE_WAIT: Duration = Duration::from_secs(180);
 
 const EXAMPLES: &str = "\
-Examples:
-  zot ext shell --ext ./my-ext                  an interactive session with ./my-ext loaded
-  zot ext shell --ext ./my-ext --script s.txt   run the verbs of s.txt, print a transcript
-  printf 'tools\\ncall echo {\"a\":1}\\n' | zot ext shell --ext ./my-ext
-  zot ext shell --cwd ~/src/app --save /tmp/imgs   the project's extensions; images saved
-
 Verbs (`help` in the shell): /name args, call <tool> [json], intercept <event> …,
 emit <event> [json], turn [tool [json]], list, tools, commands, logs <name> [n], key, focus, close,
 reload, grant, revoke, trust, help, quit.
@@ -47,7 +41,13 @@ reload, grant, revoke, trust, help, quit.
 A script (--script FILE, or verbs piped on stdin) prints a plain transcript: each line as
 `> line`, then its output; events as they happen. Every verb runs even if one fails; the
 exit status is then 1. SIGINT during a verb cancels it (a tool gets tool_cancel) and the
-script goes on.";
+script goes on.
+
+Examples:
+  zot ext shell --ext ./my-ext                  an interactive session with ./my-ext loaded
+  zot ext shell --ext ./my-ext --script s.txt   run the verbs of s.txt, print a transcript
+  printf 'tools\\ncall echo {\"a\":1}\\n' | zot ext shell --ext ./my-ext
+  zot ext shell --cwd ~/src/app --save /tmp/imgs   the project's extensions; images saved";
 
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
