@@ -700,3 +700,42 @@ fn tool_schemas_are_derived_from_the_argument_types() {
     );
     host.shutdown();
 }
+
+/// The README's first command ends in `zot ext shell` running examples/demo.zot with hello
+/// (native) and guard (a component) loaded: the tour runs through and exits 0, each verb
+/// answered by the extension it is meant for.
+#[test]
+fn the_readme_demo_tour_runs_with_both_transports() {
+    let mut b = HostBuilder::new();
+    lay_out(&mut b, example("hello"), Build::Native, |_| {});
+    lay_out(&mut b, example("guard"), Build::Wasm, |_| {});
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "shell", "--script"])
+        .arg(workspace().join("examples/demo.zot"))
+        .env("ZOT_HOME", b.home())
+        .current_dir(b.cwd())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("zot runs");
+    let transcript = String::from_utf8_lossy(&out.stdout);
+    println!("{transcript}");
+    assert!(
+        out.status.success(),
+        "{transcript}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for needle in [
+        "hello 0.1.0 [global, stdio] ready",
+        "guard 0.1.0 [global, wasm] ready",
+        "Greet Ada in one short sentence.",
+        "│ Press any key; q closes. │",
+        "1. guard: allow",
+        "1. guard: block: guard: refused to run a command as root (sudo)",
+        "tool calls blocked",
+    ] {
+        assert!(
+            transcript.contains(needle),
+            "{needle:?} not in:\n{transcript}"
+        );
+    }
+}
