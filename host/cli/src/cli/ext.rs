@@ -63,7 +63,8 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
         | ExtCommand::Run(_)
         | ExtCommand::Grant(_)
         | ExtCommand::Revoke(_)
-        | ExtCommand::Shell(_) => {
+        | ExtCommand::Shell(_)
+        | ExtCommand::Dev(_) => {
             unreachable!("dispatched by cli::main")
         }
     }

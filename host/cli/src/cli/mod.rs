@@ -157,6 +157,9 @@ pub(crate) enum ExtCommand {
     /// An interactive session over the host: call tools, invoke commands, run the
     /// interception chain, emit events, watch notifications; `--script` for a transcript.
     Shell(shell::ShellArgs),
+    /// Develop an extension: a shell with it loaded that watches its folder, rebuilds a
+    /// Rust crate, reloads it on every change and shows its stderr inline.
+    Dev(shell::DevArgs),
 }
 
 /// Parses the command line and runs it.
@@ -186,6 +189,7 @@ pub fn main() -> ExitCode {
         Command::Ext(ExtCommand::Grant(args)) => grant::grant(args),
         Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args),
         Command::Ext(ExtCommand::Shell(args)) => shell::run(args),
+        Command::Ext(ExtCommand::Dev(args)) => shell::dev(args),
         Command::Ext(cmd) => ext::run(cmd),
         Command::Host(args) => sidecar::run(args),
         Command::Completions { shell } => {

@@ -65,6 +65,11 @@ pub(crate) struct HostArgs {
 }
 
 impl HostArgs {
+    /// Loads `path` before the other `--ext` extensions.
+    pub(crate) fn ext_first(&mut self, path: PathBuf) {
+        self.ext.insert(0, path);
+    }
+
     pub(crate) fn config(self) -> Result<HostConfig, String> {
         let home = super::zot_home(self.zot_home)?;
         let cwd = match self.cwd {

@@ -6,9 +6,12 @@
 //! piped stdin), running each verb against the [`Host`] while printing the host's events
 //! as they arrive, and cancelling the running verb on SIGINT.
 
+mod dev;
 mod editor;
 mod render;
 mod verbs;
+
+pub(crate) use dev::{run as dev, DevArgs};
 
 use render::Level;
 use serde_json::{json, Map, Value};
@@ -36,7 +39,7 @@ const COMPILE_WAIT: Duration = Duration::from_secs(180);
 const EXAMPLES: &str = "\
 Verbs (`help` in the shell): /name args, call <tool> [json], intercept <event> …,
 emit <event> [json], turn [tool [json]], list, tools, commands, logs <name> [n], key, focus, close,
-reload, grant, revoke, trust, help, quit.
+reload, grant, revoke, trust, sleep, help, quit.
 
 A script (--script FILE, or verbs piped on stdin) prints a plain transcript: each line as
 `> line`, then its output; events as they happen. Every verb runs even if one fails; the
@@ -73,10 +76,45 @@ enum Input {
     Terminal(editor::Editor),
 }
 
+/// Something from outside the host shown in the session, as host events are: above
+/// the prompt, or in a script's transcript (`zot ext dev`'s watcher sends them).
+pub(crate) enum Extra {
+    /// A line to show.
+    Line(Level, String),
+    /// The host was reloaded: no panel is open any more.
+    Reloaded,
+}
+
+/// A task started with the session's host (`zot ext dev`'s watcher): it sends what to
+/// show. When the session ends, before the extensions stop, it is told to (the oneshot)
+/// and given [`WATCH_STOP`] to end.
+pub(crate) type Watch = Box<
+    dyn FnOnce(
+        Host,
+        mpsc::UnboundedSender<Extra>,
+        tokio::sync::oneshot::Receiver<()>,
+    ) -> tokio::task::JoinHandle<()>,
+>;
+
+/// How long a watcher is given to end, once told to.
+const WATCH_STOP: Duration = Duration::from_secs(1);
+
+/// A running watcher: its task, and how to tell it to stop.
+struct Watching {
+    task: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
 /// Runs the shell; exits 0, or 1 if a verb of a script failed.
 pub(crate) fn run(args: ShellArgs) -> ExitCode {
+    run_with(args, "shell", None)
+}
+
+/// Runs the shell with `watch` beside it (`zot ext dev`); `what` names the command in
+/// error messages.
+fn run_with(args: ShellArgs, what: &'static str, watch: Option<Watch>) -> ExitCode {
     let fail = |e: String| {
-        eprintln!("zot: shell: {e}");
+        eprintln!("zot: {what}: {e}");
         ExitCode::FAILURE
     };
     let config = match args.host.config() {
@@ -104,6 +142,14 @@ pub(crate) fn run(args: ShellArgs) -> ExitCode {
         };
         let history = config.home.root().join("shell_history");
         let (host, notes) = Host::new(config);
+        let (extra_tx, extra) = mpsc::unbounded_channel();
+        let watcher = watch.map(|watch| {
+            let (stop, stopped) = tokio::sync::oneshot::channel();
+            Watching {
+                task: watch(host.clone(), extra_tx, stopped),
+                stop,
+            }
+        });
         let mut out = Out {
             colour,
             printer: None,
@@ -128,6 +174,8 @@ pub(crate) fn run(args: ShellArgs) -> ExitCode {
                 panel: None,
             },
             notes,
+            extra,
+            watcher,
             sigint,
             out,
             failed: false,
@@ -139,7 +187,7 @@ pub(crate) fn run(args: ShellArgs) -> ExitCode {
     std::process::exit(match code {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("zot: shell: {e}");
+            eprintln!("zot: {what}: {e}");
             1
         }
     })
@@ -243,9 +291,39 @@ impl Outcome {
 struct Shell {
     ctx: Ctx,
     notes: mpsc::Receiver<HostEvent>,
+    /// What a watcher sends (nothing in a plain shell).
+    extra: mpsc::UnboundedReceiver<Extra>,
+    watcher: Option<Watching>,
     sigint: Signal,
     out: Out,
     failed: bool,
+}
+
+/// A host event or an [`Extra`]: what the session shows as it comes.
+enum Note {
+    Host(Box<HostEvent>),
+    Extra(Extra),
+}
+
+/// The next note; pending forever once both channels are closed.
+async fn next_note(
+    notes: &mut mpsc::Receiver<HostEvent>,
+    extra: &mut mpsc::UnboundedReceiver<Extra>,
+) -> Note {
+    tokio::select! {
+        Some(e) = notes.recv() => Note::Host(Box::new(e)),
+        Some(x) = extra.recv() => Note::Extra(x),
+        else => std::future::pending().await,
+    }
+}
+
+/// Shows a note.
+fn on_note(out: &mut Out, ctx: &mut Ctx, note: Note) {
+    match note {
+        Note::Host(e) => on_event(out, ctx, &e),
+        Note::Extra(Extra::Line(level, line)) => out.line(level, format!("* {line}")),
+        Note::Extra(Extra::Reloaded) => ctx.panel = None,
+    }
 }
 
 /// Prints one host event, and follows the panels it opens and closes.
@@ -288,12 +366,26 @@ impl Shell {
             Input::Terminal(editor) => self.interactive(editor).await,
             input => self.script(input).await,
         };
-        while let Ok(e) = self.notes.try_recv() {
-            on_event(&mut self.out, &mut self.ctx, &e);
+        if let Some(Watching { mut task, stop }) = self.watcher.take() {
+            let _ = stop.send(());
+            if tokio::time::timeout(WATCH_STOP, &mut task).await.is_err() {
+                task.abort();
+            }
         }
+        self.drain();
         // What stopping the extensions causes is not shown.
         self.ctx.host.shutdown().await;
         code
+    }
+
+    /// Shows the notes already there.
+    fn drain(&mut self) {
+        while let Ok(e) = self.notes.try_recv() {
+            on_event(&mut self.out, &mut self.ctx, &e);
+        }
+        while let Ok(x) = self.extra.try_recv() {
+            on_note(&mut self.out, &mut self.ctx, Note::Extra(x));
+        }
     }
 
     fn show_report(&mut self, report: &LoadReport) {
@@ -316,7 +408,7 @@ impl Shell {
                 return;
             }
             tokio::select! {
-                Some(e) = self.notes.recv() => on_event(&mut self.out, &mut self.ctx, &e),
+                note = next_note(&mut self.notes, &mut self.extra) => on_note(&mut self.out, &mut self.ctx, note),
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
         }
@@ -355,7 +447,7 @@ impl Shell {
         let read = loop {
             tokio::select! {
                 read = editor.read() => break read,
-                Some(e) = self.notes.recv() => on_event(&mut self.out, &mut self.ctx, &e),
+                note = next_note(&mut self.notes, &mut self.extra) => on_note(&mut self.out, &mut self.ctx, note),
             }
         };
         self.out.reading = false;
@@ -482,7 +574,7 @@ impl Shell {
                 Input::Piped(rx) => loop {
                     tokio::select! {
                         line = rx.recv() => break line,
-                        Some(e) = self.notes.recv() => on_event(&mut self.out, &mut self.ctx, &e),
+                        note = next_note(&mut self.notes, &mut self.extra) => on_note(&mut self.out, &mut self.ctx, note),
                         _ = self.sigint.recv() => {
                             self.out.line(Level::Warn, "interrupted");
                             return 130;
@@ -492,9 +584,7 @@ impl Shell {
                 Input::Terminal(_) => unreachable!("a script has no editor"),
             };
             let Some(line) = line else { break };
-            while let Ok(e) = self.notes.try_recv() {
-                on_event(&mut self.out, &mut self.ctx, &e);
-            }
+            self.drain();
             let trimmed = line.trim();
             if trimmed.is_empty() {
                 continue;
@@ -523,9 +613,10 @@ impl Shell {
         let cap = Instant::now() + SETTLE_CAP;
         loop {
             let until = (Instant::now() + QUIET).min(cap);
-            match tokio::time::timeout_at(until, self.notes.recv()).await {
-                Ok(Some(e)) => on_event(&mut self.out, &mut self.ctx, &e),
-                _ => return,
+            let next = next_note(&mut self.notes, &mut self.extra);
+            match tokio::time::timeout_at(until, next).await {
+                Ok(note) => on_note(&mut self.out, &mut self.ctx, note),
+                Err(_) => return,
             }
         }
     }
@@ -544,7 +635,7 @@ impl Shell {
             tokio::select! {
                 biased;
                 Some((level, line)) = lines.recv() => self.out.line(level, line),
-                Some(e) = self.notes.recv() => on_event(&mut self.out, &mut self.ctx, &e),
+                note = next_note(&mut self.notes, &mut self.extra) => on_note(&mut self.out, &mut self.ctx, note),
                 _ = self.sigint.recv() => break None,
                 outcome = &mut run => break Some(outcome),
             }
@@ -697,6 +788,7 @@ async fn exec(ctx: Ctx, verb: Verb, lines: mpsc::UnboundedSender<(Level, String)
             Level::Plain,
             render::HELP.lines().map(str::to_string).collect(),
         ),
+        Verb::Sleep(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
         Verb::Quit => o.quit = true,
     }
     o

@@ -521,6 +521,7 @@ reload                          stop every extension and start them again
 grant <extension> [options]     zot ext grant (e.g. `grant weather --all`)
 revoke <extension>              zot ext revoke
 trust [--yes]                   zot ext trust for the project (then `reload`)
+sleep <ms>                      wait, showing events meanwhile (in a script: time for a change)
 help                            this
 quit                            stop the extensions and leave (also ctrl-d)
 ctrl-c cancels a running call (the extension gets tool_cancel); at the prompt it clears the line.";

@@ -31,6 +31,7 @@ pub(crate) const VERBS: &[&str] = &[
     "grant",
     "revoke",
     "trust",
+    "sleep",
     "help",
     "quit",
 ];
@@ -85,6 +86,8 @@ pub(crate) enum Verb {
     Grant(Vec<String>),
     Revoke(Vec<String>),
     Trust(Vec<String>),
+    /// `sleep <ms>`: wait, showing events meanwhile (a script leaves time to something).
+    Sleep(u64),
     Help,
     Quit,
 }
@@ -235,6 +238,10 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
         "close" => none(Verb::Close),
         "focus" => none(Verb::Focus),
         "reload" => none(Verb::Reload),
+        "sleep" => match rest.parse() {
+            Ok(ms) => Ok(Some(Verb::Sleep(ms))),
+            Err(_) => Err("usage: sleep <milliseconds>".into()),
+        },
         "grant" | "revoke" => {
             let words = words(rest);
             if words.is_empty() {
@@ -445,6 +452,7 @@ mod tests {
         );
         assert_eq!(ok("revoke w"), Verb::Revoke(vec!["w".into()]));
         assert_eq!(ok("trust"), Verb::Trust(vec![]));
+        assert_eq!(ok("sleep 300"), Verb::Sleep(300));
         for (line, verb) in [
             ("list", Verb::List),
             ("tools", Verb::Tools),
@@ -478,6 +486,8 @@ mod tests {
         assert!(err("logs").starts_with("usage: logs"));
         assert!(err("/").starts_with("a slash command needs a name"));
         assert!(err("grant").starts_with("usage: grant"));
+        assert!(err("sleep").starts_with("usage: sleep"));
+        assert!(err("sleep soon").starts_with("usage: sleep"));
     }
 
     #[test]

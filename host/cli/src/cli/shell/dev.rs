@@ -1,0 +1,395 @@
+//! `zot ext dev <dir>`: a shell session (this module's parent) with the extension at
+//! `<dir>` loaded, plus a watcher: it polls the folder, rebuilds a Rust crate
+//! (`cargo build --release`), reloads the host after a change and shows the lines the
+//! extension writes to stderr (read from its log) as they come (docs/shell.md).
+
+use super::{render, Extra, Level, ShellArgs, Watch};
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, Stdio};
+use std::time::{Duration, SystemTime};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::oneshot;
+use zot_host::manifest::MANIFEST_FILE;
+use zot_host::Host;
+
+/// How often the folder and the log are looked at; also how long a change must be
+/// followed by quiet before it is acted on.
+const POLL: Duration = Duration::from_millis(300);
+
+/// Folders not watched: build output, version control, dependencies, caches.
+const IGNORED_DIRS: &[&str] = &["target", ".git", "node_modules", "__pycache__"];
+
+const EXAMPLES: &str = "\
+After a change to a file of the folder (not target/, .git/, node_modules/, __pycache__/
+or editor swap files) and 300 ms of quiet: a folder with a Cargo.toml is rebuilt
+(`cargo build --release`, with --wasm `--target wasm32-wasip2`; a failed build leaves
+the running extension as it was), then the host reloads and says
+`reloaded <name> after a change to <file>`. What the extension writes to stderr is
+shown as it comes. The verbs are the shell's (`help`); in a script, `sleep <ms>` waits.
+
+Examples:
+  zot ext dev ./my-ext                      edit ./my-ext; every change reloads it
+  zot ext dev ./my-rust-ext --wasm          rebuild the component on change, reload it
+  zot ext dev ./my-ext --script s.txt       the verbs of s.txt, with reloads in the transcript";
+
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct DevArgs {
+    /// The extension's folder (with its extension.json; a Cargo.toml makes it a Rust
+    /// crate, built before it starts and after each change).
+    dir: PathBuf,
+    /// Build the Rust crate as a component: `cargo build --release --target
+    /// wasm32-wasip2`.
+    #[arg(long)]
+    wasm: bool,
+    #[command(flatten)]
+    shell: ShellArgs,
+}
+
+/// Runs `zot ext dev`: like `zot ext shell`, with the watcher.
+pub(crate) fn run(mut args: DevArgs) -> ExitCode {
+    let fail = |e: String| {
+        eprintln!("zot: dev: {e}");
+        ExitCode::FAILURE
+    };
+    let dir = match std::path::absolute(&args.dir) {
+        Ok(dir) => dir,
+        Err(e) => return fail(format!("{}: {e}", args.dir.display())),
+    };
+    let name = match manifest_name(&dir) {
+        Ok(name) => name,
+        Err(e) => return fail(e),
+    };
+    let wasm = args.wasm;
+    if dir.join("Cargo.toml").is_file() {
+        // Built before it starts, its output on stderr; a failure starts what is there.
+        eprintln!("building {name}: {}", cargo_line(wasm));
+        match cargo(&dir, wasm).status() {
+            Ok(s) if s.success() => {}
+            Ok(s) => {
+                eprintln!("zot: dev: the build of {name} failed ({s}): starting what is there")
+            }
+            Err(e) => eprintln!("zot: dev: cannot run cargo ({e}): starting what is there"),
+        }
+    }
+    args.shell.host.ext_first(dir.clone());
+    let watch: Watch = Box::new(move |host, tx, stop| {
+        let log = host.config().home.log_path(&name);
+        let offset = std::fs::metadata(&log).map_or(0, |m| m.len());
+        let watcher = Watcher {
+            dir: dir.clone(),
+            name,
+            wasm,
+            host,
+            tx,
+            log,
+            offset,
+            files: snapshot(&dir),
+            stop,
+        };
+        tokio::spawn(watcher.run())
+    });
+    super::run_with(args.shell, "dev", Some(watch))
+}
+
+/// The `name` of `<dir>/extension.json`.
+fn manifest_name(dir: &Path) -> Result<String, String> {
+    let path = dir.join(MANIFEST_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let manifest: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    manifest
+        .get("name")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: no \"name\"", path.display()))
+}
+
+/// `cargo build --release [--target wasm32-wasip2]`, as shown.
+fn cargo_line(wasm: bool) -> &'static str {
+    if wasm {
+        "cargo build --release --target wasm32-wasip2"
+    } else {
+        "cargo build --release"
+    }
+}
+
+/// The build command of the crate at `dir`.
+fn cargo(dir: &Path, wasm: bool) -> std::process::Command {
+    let mut cmd = std::process::Command::new("cargo");
+    cmd.args(["build", "--release"]).current_dir(dir);
+    if wasm {
+        cmd.args(["--target", "wasm32-wasip2"]);
+    }
+    cmd
+}
+
+/// The watched files (relative paths) with their sizes and modification times.
+type Files = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
+
+/// The files of `dir`, but ignored folders and editor files.
+fn snapshot(dir: &Path) -> Files {
+    let mut files = Files::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                if !IGNORED_DIRS.contains(&name.as_ref()) {
+                    todo.push(entry.path());
+                }
+            } else if !editor_file(&name) {
+                let meta = entry.metadata().ok();
+                let path = entry.path();
+                let rel = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
+                files.insert(
+                    rel,
+                    (
+                        meta.as_ref().map_or(0, |m| m.len()),
+                        meta.and_then(|m| m.modified().ok()),
+                    ),
+                );
+            }
+        }
+    }
+    files
+}
+
+/// An editor's swap, backup or lock file (vim, emacs, …).
+fn editor_file(name: &str) -> bool {
+    name.ends_with('~')
+        || name.starts_with(".#")
+        || (name.starts_with('#') && name.ends_with('#'))
+        || [".swp", ".swo", ".swx", ".tmp"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+        || name == "4913"
+        || name == ".DS_Store"
+}
+
+/// The first file that differs between two snapshots (added, changed or removed).
+fn changed(before: &Files, after: &Files) -> Option<PathBuf> {
+    after
+        .iter()
+        .find(|(path, stamp)| before.get(*path) != Some(stamp))
+        .map(|(path, _)| path.clone())
+        .or_else(|| before.keys().find(|p| !after.contains_key(*p)).cloned())
+}
+
+/// The `[stderr]` lines of log text (the text after the marker); `rest` is what follows
+/// the last complete line.
+fn stderr_lines(text: &str) -> (Vec<&str>, &str) {
+    let (complete, rest) = match text.rfind('\n') {
+        Some(i) => (&text[..i], &text[i + 1..]),
+        None => ("", text),
+    };
+    let lines = complete
+        .lines()
+        .filter_map(|l| l.split_once(" [stderr] ").map(|(_, s)| s))
+        .collect();
+    (lines, rest)
+}
+
+struct Watcher {
+    dir: PathBuf,
+    name: String,
+    wasm: bool,
+    host: Host,
+    tx: UnboundedSender<Extra>,
+    /// The extension's log, and how far it was read.
+    log: PathBuf,
+    offset: u64,
+    files: Files,
+    /// The session ended.
+    stop: oneshot::Receiver<()>,
+}
+
+impl Watcher {
+    fn say(&self, level: Level, line: impl Into<String>) {
+        let _ = self.tx.send(Extra::Line(level, line.into()));
+    }
+
+    /// Waits [`POLL`], then shows the new stderr lines; false when the session ended.
+    async fn pause(&mut self) -> bool {
+        let go_on = tokio::select! {
+            _ = tokio::time::sleep(POLL) => true,
+            _ = &mut self.stop => false,
+        };
+        self.tail();
+        go_on
+    }
+
+    async fn run(mut self) {
+        loop {
+            if !self.pause().await {
+                return;
+            }
+            let now = snapshot(&self.dir);
+            let Some(file) = changed(&self.files, &now) else {
+                continue;
+            };
+            // Until a poll sees no further change.
+            let mut last = now;
+            loop {
+                if !self.pause().await {
+                    return;
+                }
+                let now = snapshot(&self.dir);
+                if now == last {
+                    break;
+                }
+                last = now;
+            }
+            self.files = last;
+            let file = file.display().to_string();
+            if self.dir.join("Cargo.toml").is_file() {
+                let built = self.build(&file).await;
+                // The build may write files (Cargo.lock): not a change of the user's.
+                self.files = snapshot(&self.dir);
+                if !built {
+                    continue;
+                }
+            }
+            let report = self.host.reload().await;
+            let _ = self.tx.send(Extra::Reloaded);
+            self.tail();
+            self.say(
+                Level::Plain,
+                format!("reloaded {} after a change to {file}", self.name),
+            );
+            for (level, line) in render::load_report(&report) {
+                if !matches!(level, Level::Plain | Level::Dim) || line.starts_with("still") {
+                    self.say(level, line);
+                }
+            }
+        }
+    }
+
+    /// Shows the `[stderr]` lines the log got since it was last read.
+    fn tail(&mut self) {
+        let Ok(mut file) = std::fs::File::open(&self.log) else {
+            return;
+        };
+        let len = file.metadata().map_or(0, |m| m.len());
+        if len < self.offset {
+            // Truncated or replaced: from its start.
+            self.offset = 0;
+        }
+        if len == self.offset || file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut bytes = Vec::new();
+        if file
+            .take(len - self.offset)
+            .read_to_end(&mut bytes)
+            .is_err()
+        {
+            return;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let (lines, rest) = stderr_lines(&text);
+        for line in lines {
+            self.say(
+                Level::Dim,
+                format!("{} stderr: {}", self.name, render::clean(line)),
+            );
+        }
+        self.offset += (bytes.len() - rest.len()) as u64;
+    }
+
+    /// Rebuilds the crate, its output shown as it comes; whether it succeeded.
+    async fn build(&self, file: &str) -> bool {
+        self.say(
+            Level::Dim,
+            format!(
+                "{file} changed: building {}: {}",
+                self.name,
+                cargo_line(self.wasm)
+            ),
+        );
+        let mut cmd = tokio::process::Command::from(cargo(&self.dir, self.wasm));
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let failed = |why: String| {
+            self.say(
+                Level::Error,
+                format!(
+                    "the build of {} failed ({why}): it keeps running as it was",
+                    self.name
+                ),
+            );
+            false
+        };
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => return failed(format!("cannot run cargo: {e}")),
+        };
+        if let Some(stderr) = child.stderr.take() {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                self.say(Level::Dim, format!("  {}", render::clean(&line)));
+            }
+        }
+        match child.wait().await {
+            Ok(s) if s.success() => true,
+            Ok(s) => failed(s.to_string()),
+            Err(e) => failed(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_skip_build_output_and_editor_files_and_see_changes() {
+        let dir = std::env::temp_dir().join(format!("zot-dev-snap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in ["src", "target/release", ".git", "__pycache__"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        for file in [
+            "main.py",
+            "src/lib.rs",
+            "target/release/x",
+            ".git/HEAD",
+            "__pycache__/m.pyc",
+            ".main.py.swp",
+            "main.py~",
+        ] {
+            std::fs::write(dir.join(file), "a").unwrap();
+        }
+        let before = snapshot(&dir);
+        let names: Vec<String> = before.keys().map(|p| p.display().to_string()).collect();
+        assert_eq!(names, ["main.py", "src/lib.rs"]);
+        std::fs::write(dir.join("src/lib.rs"), "ab").unwrap();
+        let edited = snapshot(&dir);
+        assert_eq!(changed(&before, &edited), Some(PathBuf::from("src/lib.rs")));
+        std::fs::remove_file(dir.join("main.py")).unwrap();
+        let after = snapshot(&dir);
+        assert_eq!(changed(&edited, &after), Some(PathBuf::from("main.py")));
+        assert_eq!(changed(&after, &after), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn stderr_lines_are_read_from_complete_log_lines() {
+        let text = "t0 [zot] started\nt1 [stderr] hello there\nt2 [stderr] half";
+        let (lines, rest) = stderr_lines(text);
+        assert_eq!(lines, ["hello there"]);
+        assert_eq!(rest, "t2 [stderr] half");
+    }
+}

@@ -1,0 +1,187 @@
+//! `zot ext dev`: a script runs while the test edits the extension's folder; the
+//! transcript shows the reload, the new code's answer and its stderr, and a failed build
+//! of a Rust crate leaves the old extension answering.
+
+mod common;
+
+use common::{serial, TempDir};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long a whole session may take.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// A scratch folder with `home` (ZOT_HOME) and the Python scaffold `x` (`zot ext new`).
+fn scaffold(tag: &str) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(tag);
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "new", "x", "--lang", "python"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let ext = dir.path().join("x");
+    (dir, ext)
+}
+
+/// Runs `zot ext dev <ext> --script` over `script`; once stdout shows `edit_after`, runs
+/// `edit`. The transcript (stdout) and stderr, once the session ended.
+fn dev_session(
+    dir: &Path,
+    ext: &Path,
+    script: &str,
+    edit_after: &str,
+    edit: impl FnOnce(),
+) -> (String, String) {
+    let script_path = dir.join("s.txt");
+    std::fs::write(&script_path, script).unwrap();
+    let home = dir.join("home");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "dev"])
+        .arg(ext)
+        .arg("--script")
+        .arg(&script_path)
+        .arg("--zot-home")
+        .arg(&home)
+        .arg("--cwd")
+        .arg(dir)
+        .current_dir(dir)
+        .env("ZOT_HOME", &home)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start zot ext dev");
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let start = Instant::now();
+    let mut transcript = String::new();
+    let mut edit = Some(edit);
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => {
+                transcript.push_str(&line);
+                transcript.push('\n');
+                if line.contains(edit_after) {
+                    if let Some(edit) = edit.take() {
+                        edit();
+                    }
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("zot ext dev did not end within {DEADLINE:?}:\n{transcript}");
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        edit.is_none(),
+        "no {edit_after:?} in:\n{transcript}\n{stderr}"
+    );
+    assert!(out.status.success(), "{transcript}\n{stderr}");
+    (transcript, stderr)
+}
+
+/// Changes the scaffold's echo prefix to `prefix` and makes its tool log its arguments
+/// on stderr.
+fn edit_echo(main: &Path, prefix: &str) {
+    let text = std::fs::read_to_string(main).unwrap();
+    let edited = text
+        .replace("\"echo: \" + text", &format!("\"{prefix}: \" + text"))
+        .replace(
+            "    text = (msg.get(\"args\") or {}).get(\"text\")\n",
+            "    log(\"echo called with \" + repr(msg.get(\"args\")))\n    text = (msg.get(\"args\") or {}).get(\"text\")\n",
+        );
+    assert_ne!(
+        edited, text,
+        "the scaffold changed: edit_echo needs updating"
+    );
+    std::fs::write(main, edited).unwrap();
+}
+
+const SCRIPT: &str = "call x_echo {\"text\": \"hi\"}\nsleep 4000\ncall x_echo {\"text\": \"hi\"}\n";
+
+#[test]
+fn dev_reloads_the_extension_after_a_change_and_shows_its_stderr() {
+    let _serial = serial();
+    let (dir, ext) = scaffold("dev-reload");
+    let main = ext.join("main.py");
+    let (transcript, stderr) = dev_session(dir.path(), &ext, SCRIPT, "echo: hi", || {
+        edit_echo(&main, "changed")
+    });
+    let shown = format!("{transcript}\n--- stderr:\n{stderr}");
+    let (before, after) = transcript
+        .split_once("> sleep 4000\n")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(before.contains("echo: hi"), "{shown}");
+    assert!(
+        after.contains("* reloaded x after a change to main.py\n"),
+        "{shown}"
+    );
+    let (_, second) = after
+        .split_once("> call x_echo")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        second.contains("changed: hi"),
+        "the new code answers: {shown}"
+    );
+    assert!(!second.contains("echo: hi"), "{shown}");
+    assert!(
+        second.contains("* x stderr: echo called with {'text': 'hi'}"),
+        "what the extension wrote to stderr is shown: {shown}"
+    );
+    // Only the one change was seen: one reload.
+    assert_eq!(transcript.matches("* reloaded x").count(), 1, "{shown}");
+}
+
+#[test]
+fn a_failed_build_is_reported_and_the_old_extension_keeps_answering() {
+    let _serial = serial();
+    let (dir, ext) = scaffold("dev-build");
+    // A Cargo.toml makes it a Rust crate to build; this one fails at once.
+    std::fs::write(ext.join("Cargo.toml"), "not a manifest [\n").unwrap();
+    let main = ext.join("main.py");
+    let (transcript, stderr) = dev_session(dir.path(), &ext, SCRIPT, "echo: hi", || {
+        edit_echo(&main, "changed")
+    });
+    let shown = format!("{transcript}\n--- stderr:\n{stderr}");
+    // The first build, before the start, fails too: what is there starts.
+    assert!(
+        stderr.contains("building x: cargo build --release"),
+        "{shown}"
+    );
+    assert!(stderr.contains("the build of x failed"), "{shown}");
+    let (_, after) = transcript
+        .split_once("> sleep 4000\n")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        after.contains("* main.py changed: building x: cargo build --release\n"),
+        "{shown}"
+    );
+    assert!(
+        after.contains("* the build of x failed (") && after.contains("it keeps running as it was"),
+        "{shown}"
+    );
+    assert!(!after.contains("reloaded x"), "{shown}");
+    let (_, second) = after
+        .split_once("> call x_echo")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(second.contains("echo: hi"), "the old code answers: {shown}");
+}
