@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{first_text, serial, workspace, HostBuilder, TempDir};
+use common::{first_text, scaffold_build_env, serial, HostBuilder, TempDir};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -225,33 +225,18 @@ fn cargo() -> OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
-/// The toolchain the project pins (rust-toolchain.toml): a scaffold outside the repository
-/// is built with it too, so it has the wasm32-wasip2 target the build script added.
-fn pinned_toolchain() -> String {
-    let text = std::fs::read_to_string(workspace().join("rust-toolchain.toml")).unwrap();
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("channel = "))
-        .map(|c| c.trim_matches('"').to_string())
-        .expect("rust-toolchain.toml names a channel")
-}
-
 /// `cargo build --release [--target wasm32-wasip2]` of a Rust scaffold, into a target
 /// directory shared by the tests (the SDK and its dependencies build once), then copies
 /// the artifact where the manifest names it. Offline first: the registry copy usually
 /// has every crate the SDK needs.
 fn build_rust(dir: &Path, krate: &str, wasm: bool) {
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zot-new-rust");
+    let env = scaffold_build_env();
+    let target_dir = PathBuf::from(&env[0].1);
     let build = |offline: bool| {
         let mut cmd = Command::new(cargo());
         cmd.args(["build", "--release"])
-            .arg("--target-dir")
-            .arg(&target_dir)
             .current_dir(dir)
-            // Faster release builds for the test; the artifacts land where they always do.
-            .env("CARGO_PROFILE_RELEASE_LTO", "false")
-            .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
-            .env("RUSTUP_TOOLCHAIN", pinned_toolchain())
-            .env_remove("CARGO_TARGET_DIR");
+            .envs(env.iter().map(|(k, v)| (k, v)));
         if wasm {
             cmd.args(["--target", "wasm32-wasip2"]);
         }

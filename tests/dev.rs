@@ -185,3 +185,90 @@ fn a_failed_build_is_reported_and_the_old_extension_keeps_answering() {
         .unwrap_or_else(|| panic!("{shown}"));
     assert!(second.contains("echo: hi"), "the old code answers: {shown}");
 }
+
+/// A Rust crate (the `zot ext new --lang rust` scaffold), built with `CARGO_TARGET_DIR`
+/// elsewhere: `dev` builds it before it starts, puts the binary where the manifest runs
+/// it from, and after a change to `src/main.rs` rebuilds it, reloads it, and the new code
+/// answers. Driven over piped stdin, each verb sent once the one before it answered.
+#[test]
+fn dev_rebuilds_a_rust_crate_and_reloads_it() {
+    let _serial = serial();
+    let dir = TempDir::new("dev-rust");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "new", "rdev", "--lang", "rust"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let ext = dir.path().join("rdev");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "dev"])
+        .arg(&ext)
+        .arg("--zot-home")
+        .arg(&home)
+        .arg("--cwd")
+        .arg(dir.path())
+        .current_dir(dir.path())
+        .envs(common::scaffold_build_env())
+        .env("ZOT_HOME", &home)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start zot ext dev");
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut transcript = String::new();
+    let mut wait_for = |needle: &str, within: Duration| {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+                transcript.push_str(&line);
+                transcript.push('\n');
+                if line.contains(needle) {
+                    return transcript.clone();
+                }
+            }
+        }
+        panic!("no {needle:?} within {within:?}:\n{transcript}");
+    };
+    use std::io::Write;
+    // The first build may compile the SDK's dependencies (shared with tests/cli_new.rs).
+    writeln!(stdin, "call rdev_echo {{\"text\": \"hi\"}}").unwrap();
+    wait_for("echo: hi", Duration::from_secs(600));
+    let main = ext.join("src/main.rs");
+    let text = std::fs::read_to_string(&main).unwrap();
+    let edited = text.replace("format!(\"echo: {text}\")", "format!(\"rebuilt: {text}\")");
+    assert_ne!(
+        edited, text,
+        "the scaffold changed: this edit needs updating"
+    );
+    std::fs::write(&main, edited).unwrap();
+    wait_for(
+        "reloaded rdev after a change to src/main.rs",
+        Duration::from_secs(300),
+    );
+    writeln!(stdin, "call rdev_echo {{\"text\": \"hi\"}}").unwrap();
+    let transcript = wait_for("rebuilt: hi", Duration::from_secs(60));
+    writeln!(stdin, "quit").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{transcript}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Built into CARGO_TARGET_DIR, run from where the manifest says.
+    assert!(ext.join("target/release/rdev").is_file());
+}

@@ -1078,3 +1078,32 @@ pub fn section(id: u8, payload: &[u8], out: &mut Vec<u8>) {
     leb(payload.len() as u64, out);
     out.extend_from_slice(payload);
 }
+
+/// The toolchain the project pins (rust-toolchain.toml): a crate outside the repository
+/// (a scaffold) is built with it too, so it has the wasm32-wasip2 target the build script
+/// added.
+pub fn pinned_toolchain() -> String {
+    let text = std::fs::read_to_string(workspace().join("rust-toolchain.toml")).unwrap();
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("channel = "))
+        .map(|c| c.trim_matches('"').to_string())
+        .expect("rust-toolchain.toml names a channel")
+}
+
+/// Where the tests build Rust scaffolds, shared so the SDK's dependencies build once, and
+/// the environment that makes those release builds quicker (the artifacts land where
+/// they always do).
+pub fn scaffold_build_env() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join("zot-new-rust")
+                .display()
+                .to_string(),
+        ),
+        ("CARGO_PROFILE_RELEASE_LTO", "false".into()),
+        ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16".into()),
+        ("RUSTUP_TOOLCHAIN", pinned_toolchain()),
+    ]
+}

@@ -25,8 +25,9 @@ const IGNORED_DIRS: &[&str] = &["target", ".git", "node_modules", "__pycache__"]
 const EXAMPLES: &str = "\
 After a change to a file of the folder (not target/, .git/, node_modules/, __pycache__/
 or editor swap files) and 300 ms of quiet: a folder with a Cargo.toml is rebuilt
-(`cargo build --release`, with --wasm `--target wasm32-wasip2`; a failed build leaves
-the running extension as it was), then the host reloads and says
+(`cargo build --release`, with --wasm `--target wasm32-wasip2`; the binary or component
+is put where the manifest runs it from, also when CARGO_TARGET_DIR builds it elsewhere;
+a failed build leaves the running extension as it was), then the host reloads and says
 `reloaded <name> after a change to <file>`. What the extension writes to stderr is
 shown as it comes. The verbs are the shell's (`help`); in a script, `sleep <ms>` waits.
 
@@ -67,11 +68,19 @@ pub(crate) fn run(mut args: DevArgs) -> ExitCode {
     if dir.join("Cargo.toml").is_file() {
         // Built before it starts, its output on stderr; a failure starts what is there.
         eprintln!("building {name}: {}", cargo_line(wasm));
-        match cargo(&dir, wasm).status() {
-            Ok(s) if s.success() => {}
-            Ok(s) => {
-                eprintln!("zot: dev: the build of {name} failed ({s}): starting what is there")
+        match cargo(&dir, wasm).output() {
+            Ok(out) if out.status.success() => {
+                let built = built_artifact(&String::from_utf8_lossy(&out.stdout));
+                match built.map(|a| place(&dir, &a)) {
+                    Some(Err(e)) => eprintln!("zot: dev: {e}"),
+                    Some(Ok(Some(to))) => eprintln!("built {}", to.display()),
+                    _ => {}
+                }
             }
+            Ok(out) => eprintln!(
+                "zot: dev: the build of {name} failed ({}): starting what is there",
+                out.status
+            ),
             Err(e) => eprintln!("zot: dev: cannot run cargo ({e}): starting what is there"),
         }
     }
@@ -117,14 +126,59 @@ fn cargo_line(wasm: bool) -> &'static str {
     }
 }
 
-/// The build command of the crate at `dir`.
+/// The build command of the crate at `dir`: its diagnostics rendered on stderr, the
+/// artifacts it built as JSON lines on stdout (read by [`built_artifact`]).
 fn cargo(dir: &Path, wasm: bool) -> std::process::Command {
     let mut cmd = std::process::Command::new("cargo");
-    cmd.args(["build", "--release"]).current_dir(dir);
+    cmd.args([
+        "build",
+        "--release",
+        "--message-format=json-render-diagnostics",
+    ])
+    .current_dir(dir)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped());
     if wasm {
         cmd.args(["--target", "wasm32-wasip2"]);
     }
     cmd
+}
+
+/// The last binary (or component) cargo's JSON messages say it built.
+fn built_artifact(messages: &str) -> Option<PathBuf> {
+    messages
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact")
+        .filter_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .next_back()
+}
+
+/// Puts the build's `artifact` where the manifest in `dir` runs it from (the program or
+/// the component), when that is elsewhere — a `CARGO_TARGET_DIR` builds outside the
+/// crate. Copied beside it, then renamed over it, so a running program is not written
+/// to. `Ok(None)` when nothing had to move.
+fn place(dir: &Path, artifact: &Path) -> Result<Option<PathBuf>, String> {
+    let m = zot_host::manifest::Manifest::read(dir).map_err(|e| e.to_string())?;
+    let (zot_host::manifest::Launch::Exec(to) | zot_host::manifest::Launch::Wasm(to)) =
+        m.launch(dir);
+    let same = std::fs::canonicalize(&to)
+        .ok()
+        .zip(std::fs::canonicalize(artifact).ok())
+        .is_some_and(|(a, b)| a == b);
+    if same || !to.starts_with(dir) {
+        return Ok(None);
+    }
+    let tmp = to.with_extension("zot-dev.tmp");
+    let copy = || -> std::io::Result<()> {
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(artifact, &tmp)?;
+        std::fs::rename(&tmp, &to)
+    };
+    copy().map_err(|e| format!("cannot put {} at {}: {e}", artifact.display(), to.display()))?;
+    Ok(Some(to))
 }
 
 /// The watched files (relative paths) with their sizes and modification times.
@@ -318,10 +372,7 @@ impl Watcher {
             ),
         );
         let mut cmd = tokio::process::Command::from(cargo(&self.dir, self.wasm));
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        cmd.stderr(Stdio::piped()).kill_on_drop(true);
         let failed = |why: String| {
             self.say(
                 Level::Error,
@@ -336,14 +387,28 @@ impl Watcher {
             Ok(child) => child,
             Err(e) => return failed(format!("cannot run cargo: {e}")),
         };
+        let messages = child.stdout.take().map(|mut out| {
+            tokio::spawn(async move {
+                let mut text = String::new();
+                let _ = tokio::io::AsyncReadExt::read_to_string(&mut out, &mut text).await;
+                text
+            })
+        });
         if let Some(stderr) = child.stderr.take() {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 self.say(Level::Dim, format!("  {}", render::clean(&line)));
             }
         }
+        let messages = match messages {
+            Some(task) => task.await.unwrap_or_default(),
+            None => String::new(),
+        };
         match child.wait().await {
-            Ok(s) if s.success() => true,
+            Ok(s) if s.success() => match built_artifact(&messages).map(|a| place(&self.dir, &a)) {
+                Some(Err(e)) => failed(e),
+                _ => true,
+            },
             Ok(s) => failed(s.to_string()),
             Err(e) => failed(e.to_string()),
         }
