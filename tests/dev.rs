@@ -189,22 +189,41 @@ fn a_failed_build_is_reported_and_the_old_extension_keeps_answering() {
 /// A Rust crate (the `zot ext new --lang rust` scaffold), built with `CARGO_TARGET_DIR`
 /// elsewhere: `dev` builds it before it starts, puts the binary where the manifest runs
 /// it from, and after a change to `src/main.rs` rebuilds it, reloads it, and the new code
-/// answers. Driven over piped stdin, each verb sent once the one before it answered.
+/// answers.
 #[test]
 fn dev_rebuilds_a_rust_crate_and_reloads_it() {
+    rust_dev_session("rdev", false);
+}
+
+/// The same with `--wasm`: the component is rebuilt, put where the manifest names it,
+/// and the sandboxed extension reloaded.
+#[test]
+fn dev_rebuilds_a_rust_component_and_reloads_it() {
+    rust_dev_session("rdevw", true);
+}
+
+/// Scaffolds the Rust extension `name` (a component with `wasm`) and drives `zot ext dev`
+/// over piped stdin, each verb sent once the one before it answered.
+fn rust_dev_session(name: &str, wasm: bool) {
     let _serial = serial();
-    let dir = TempDir::new("dev-rust");
+    let dir = TempDir::new(name);
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
+    let mut new = vec!["ext", "new", name, "--lang", "rust"];
+    let mut dev = vec!["ext", "dev"];
+    if wasm {
+        new.push("--wasm");
+        dev.push("--wasm");
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_zot"))
-        .args(["ext", "new", "rdev", "--lang", "rust"])
+        .args(&new)
         .current_dir(dir.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let ext = dir.path().join("rdev");
+    let ext = dir.path().join(name);
     let mut child = Command::new(env!("CARGO_BIN_EXE_zot"))
-        .args(["ext", "dev"])
+        .args(&dev)
         .arg(&ext)
         .arg("--zot-home")
         .arg(&home)
@@ -244,8 +263,9 @@ fn dev_rebuilds_a_rust_crate_and_reloads_it() {
         panic!("no {needle:?} within {within:?}:\n{transcript}");
     };
     use std::io::Write;
+    let call = format!("call {}_echo {{\"text\": \"hi\"}}", name.replace('-', "_"));
     // The first build may compile the SDK's dependencies (shared with tests/cli_new.rs).
-    writeln!(stdin, "call rdev_echo {{\"text\": \"hi\"}}").unwrap();
+    writeln!(stdin, "{call}").unwrap();
     wait_for("echo: hi", Duration::from_secs(600));
     let main = ext.join("src/main.rs");
     let text = std::fs::read_to_string(&main).unwrap();
@@ -256,11 +276,11 @@ fn dev_rebuilds_a_rust_crate_and_reloads_it() {
     );
     std::fs::write(&main, edited).unwrap();
     wait_for(
-        "reloaded rdev after a change to src/main.rs",
+        &format!("reloaded {name} after a change to src/main.rs"),
         Duration::from_secs(300),
     );
-    writeln!(stdin, "call rdev_echo {{\"text\": \"hi\"}}").unwrap();
-    let transcript = wait_for("rebuilt: hi", Duration::from_secs(60));
+    writeln!(stdin, "{call}").unwrap();
+    let transcript = wait_for("rebuilt: hi", Duration::from_secs(120));
     writeln!(stdin, "quit").unwrap();
     drop(stdin);
     let out = child.wait_with_output().unwrap();
@@ -270,5 +290,10 @@ fn dev_rebuilds_a_rust_crate_and_reloads_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     // Built into CARGO_TARGET_DIR, run from where the manifest says.
-    assert!(ext.join("target/release/rdev").is_file());
+    let placed = if wasm {
+        ext.join(format!("target/wasm32-wasip2/release/{name}.wasm"))
+    } else {
+        ext.join(format!("target/release/{name}"))
+    };
+    assert!(placed.is_file(), "{}", placed.display());
 }
