@@ -5,13 +5,14 @@
 //! could not be asked).
 
 use super::resolve::ScopeArgs;
+use super::shell::render::{base64_decode, image_ext, panel_box};
 use super::target::{setup, start_one, Parsed};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use zot_protocol::{CommandResponse, Panel, ToolResult};
+use zot_protocol::{CommandResponse, ToolResult};
 
 /// The extension answered with an error (`is_error`, or `error` in a command response).
 const ANSWERED_ERROR: u8 = 1;
@@ -340,7 +341,7 @@ fn image_line(block: &Value, n: usize, save: Option<&Path>) -> String {
     let Some(dir) = save else {
         return format!("[image: {mime}, {} bytes]", bytes.len());
     };
-    let file = dir.join(format!("{n}.{}", extension_of(mime)));
+    let file = dir.join(format!("{n}.{}", image_ext(mime)));
     let saved = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, &bytes));
     match saved {
         Ok(()) => format!(
@@ -356,53 +357,6 @@ fn image_line(block: &Value, n: usize, save: Option<&Path>) -> String {
     }
 }
 
-/// The file extension for an image's MIME type.
-fn extension_of(mime: &str) -> String {
-    let sub = mime.split_once('/').map_or(mime, |(_, sub)| sub);
-    let sub = sub.split([';', '+']).next().unwrap_or_default().trim();
-    match sub {
-        "jpeg" => "jpg".into(),
-        "svg" => "svg".into(),
-        s if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
-            s.to_ascii_lowercase()
-        }
-        _ => "bin".into(),
-    }
-}
-
-/// Decodes standard or URL-safe base64, padded or not, ignoring whitespace.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(text.len() / 4 * 3 + 3);
-    let (mut acc, mut bits, mut padded) = (0u32, 0u32, false);
-    for c in text.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => {
-                padded = true;
-                continue;
-            }
-            b' ' | b'\n' | b'\r' | b'\t' => continue,
-            _ => return None,
-        };
-        if padded {
-            return None;
-        }
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            bytes.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    // One character left over is not a byte.
-    (bits < 6).then_some(bytes)
-}
-
 /// A command response for people: `prompt: …`, `insert: …`, the display text, the panel
 /// in a box; nothing for `noop`; anything else as compact JSON.
 fn render_response(r: &CommandResponse) -> String {
@@ -410,7 +364,11 @@ fn render_response(r: &CommandResponse) -> String {
         "prompt" => format!("prompt: {}", r.prompt.as_deref().unwrap_or_default()),
         "insert" => format!("insert: {}", r.insert.as_deref().unwrap_or_default()),
         "display" => r.display.clone().unwrap_or_default(),
-        "open_panel" => r.open_panel.as_ref().map(render_panel).unwrap_or_default(),
+        "open_panel" => r
+            .open_panel
+            .as_ref()
+            .map(|p| panel_box(&p.title, &p.lines, &p.footer).join("\n"))
+            .unwrap_or_default(),
         "noop" | "" => String::new(),
         _ => {
             let mut value = serde_json::to_value(r).unwrap_or_default();
@@ -422,96 +380,9 @@ fn render_response(r: &CommandResponse) -> String {
     }
 }
 
-/// A panel drawn in a box: its title in the top edge, its lines, a rule and its footer
-/// (when it has one). Control characters are shown as `�` (tabs as a space), so a panel
-/// cannot drive the terminal or break the box.
-fn render_panel(panel: &Panel) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| match c {
-                '\t' => ' ',
-                c if c.is_control() => '\u{fffd}',
-                c => c,
-            })
-            .collect()
-    };
-    let title = clean(&panel.title);
-    let lines: Vec<String> = panel.lines.iter().map(|l| clean(l)).collect();
-    let footer = clean(&panel.footer);
-    let len = |s: &str| s.chars().count();
-    let width = lines
-        .iter()
-        .map(|l| len(l))
-        .chain([
-            len(&footer),
-            if title.is_empty() { 0 } else { len(&title) + 2 },
-        ])
-        .max()
-        .unwrap_or(0)
-        .max(1);
-    let rule = |n: usize| "─".repeat(n);
-    let row = |s: &str| format!("│ {s}{} │\n", " ".repeat(width - len(s)));
-    let mut text = if title.is_empty() {
-        format!("┌{}┐\n", rule(width + 2))
-    } else {
-        format!("┌─ {title} {}┐\n", rule(width - len(&title) - 1))
-    };
-    for line in &lines {
-        text += &row(line);
-    }
-    if !footer.is_empty() {
-        text += &format!("├{}┤\n", rule(width + 2));
-        text += &row(&footer);
-    }
-    text += &format!("└{}┘", rule(width + 2));
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_panel_is_drawn_in_a_box_with_its_title_lines_and_footer() {
-        let panel = Panel {
-            id: "p".into(),
-            title: "Guest panel".into(),
-            lines: vec!["line one".into(), "a longer line two".into()],
-            footer: "q to close".into(),
-            ..Panel::default()
-        };
-        let expected = "\
-┌─ Guest panel ─────┐
-│ line one          │
-│ a longer line two │
-├───────────────────┤
-│ q to close        │
-└───────────────────┘";
-        assert_eq!(render_panel(&panel), expected);
-    }
-
-    #[test]
-    fn a_panel_without_title_or_footer_and_with_control_characters() {
-        let panel = Panel {
-            lines: vec!["a\tb\x1b[2J".into()],
-            ..Panel::default()
-        };
-        assert_eq!(
-            render_panel(&panel),
-            "┌─────────┐\n│ a b\u{fffd}[2J │\n└─────────┘"
-        );
-    }
-
-    #[test]
-    fn base64_in_its_forms() {
-        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
-        assert_eq!(base64_decode("aGVs\nbG8").unwrap(), b"hello");
-        assert_eq!(base64_decode("-_-_").unwrap(), [0xfb, 0xff, 0xbf]);
-        assert_eq!(base64_decode("").unwrap(), b"");
-        assert_eq!(base64_decode("a"), None);
-        assert_eq!(base64_decode("aG!s"), None);
-        assert_eq!(base64_decode("aG=s"), None);
-    }
 
     #[test]
     fn tool_arguments_must_be_an_object() {
@@ -522,14 +393,5 @@ mod tests {
         assert!(parse_tool_args("[1]")
             .unwrap_err()
             .ends_with("not an array"));
-    }
-
-    #[test]
-    fn image_extensions() {
-        assert_eq!(extension_of("image/png"), "png");
-        assert_eq!(extension_of("image/jpeg"), "jpg");
-        assert_eq!(extension_of("image/svg+xml"), "svg");
-        assert_eq!(extension_of("weird"), "weird");
-        assert_eq!(extension_of("image/../x"), "bin");
     }
 }

@@ -8,7 +8,7 @@
 
 mod dev;
 mod editor;
-mod render;
+pub(crate) mod render;
 mod verbs;
 
 pub(crate) use dev::{run as dev, DevArgs};

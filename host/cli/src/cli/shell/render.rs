@@ -96,41 +96,50 @@ pub(crate) fn base64_len(data: &str) -> usize {
     n * 3 / 4
 }
 
-/// Decodes standard base64 (padding optional, whitespace ignored); `None` if it is not.
-pub(crate) fn base64_decode(data: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(base64_len(data));
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for b in data.bytes() {
-        let v = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
+/// Decodes standard or URL-safe base64, padded or not, ignoring whitespace.
+pub(crate) fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(text.len() / 4 * 3 + 3);
+    let (mut acc, mut bits, mut padded) = (0u32, 0u32, false);
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
             b'+' | b'-' => 62,
             b'/' | b'_' => 63,
-            b'=' => break,
-            b if b.is_ascii_whitespace() => continue,
+            b'=' => {
+                padded = true;
+                continue;
+            }
+            b' ' | b'\n' | b'\r' | b'\t' => continue,
             _ => return None,
         };
+        if padded {
+            return None;
+        }
         acc = (acc << 6) | u32::from(v);
         bits += 6;
         if bits >= 8 {
             bits -= 8;
-            out.push((acc >> bits) as u8);
+            bytes.push((acc >> bits) as u8);
             acc &= (1 << bits) - 1;
         }
     }
-    Some(out)
+    // One character left over is not a byte.
+    (bits < 6).then_some(bytes)
 }
 
-/// The file extension for an image's mime type.
-pub(crate) fn image_ext(mime: &str) -> &str {
-    match mime {
-        "image/png" => "png",
-        "image/jpeg" | "image/jpg" => "jpg",
-        "image/gif" => "gif",
-        "image/webp" => "webp",
-        "image/svg+xml" => "svg",
-        _ => "bin",
+/// The file extension for an image's MIME type.
+pub(crate) fn image_ext(mime: &str) -> String {
+    let sub = mime.split_once('/').map_or(mime, |(_, sub)| sub);
+    let sub = sub.split([';', '+']).next().unwrap_or_default().trim();
+    match sub {
+        "jpeg" => "jpg".into(),
+        "svg" => "svg".into(),
+        s if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
+            s.to_ascii_lowercase()
+        }
+        _ => "bin".into(),
     }
 }
 
@@ -707,5 +716,25 @@ mod tests {
             "properties":{"city":{"type":"string"},"days":{"type":"integer"},"ok":{"type":"boolean"}}});
         assert_eq!(skeleton(&schema), r#"{"city":"","days":0,"ok":false}"#);
         assert_eq!(skeleton(&json!({"type":"object"})), "{}");
+    }
+
+    #[test]
+    fn base64_in_its_forms() {
+        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(base64_decode("aGVs\nbG8").unwrap(), b"hello");
+        assert_eq!(base64_decode("-_-_").unwrap(), [0xfb, 0xff, 0xbf]);
+        assert_eq!(base64_decode("").unwrap(), b"");
+        assert_eq!(base64_decode("a"), None);
+        assert_eq!(base64_decode("aG!s"), None);
+        assert_eq!(base64_decode("aG=s"), None);
+    }
+
+    #[test]
+    fn image_extensions() {
+        assert_eq!(image_ext("image/png"), "png");
+        assert_eq!(image_ext("image/jpeg"), "jpg");
+        assert_eq!(image_ext("image/svg+xml"), "svg");
+        assert_eq!(image_ext("weird"), "weird");
+        assert_eq!(image_ext("image/../x"), "bin");
     }
 }
