@@ -208,18 +208,13 @@ call echo {"never":"run"}
         "echo (py): py tool echo\n  schema: {\"type\":\"object\",\"properties\":{}}",
     );
     assert_has(section(&t, "commands"), "/py-echo (py): py command py-echo");
-    assert_has(
-        section(&t, "/py-echo hello there"),
-        "/py-echo (py): display\n  display:\n    hello there\n",
-    );
-    assert_has(
-        section(&t, "/guest-cmd prompt say hi"),
-        "/guest-cmd (guest): prompt\n  prompt (the text that would be submitted):\n    say hi\n",
-    );
-    assert_has(
-        section(&t, "/guest-cmd insert some text"),
-        "  insert (into the input line):\n    some text\n",
-    );
+    for (verb, expected) in [
+        ("/py-echo hello there", "/py-echo (py): display\n  display:\n    hello there\n"),
+        ("/guest-cmd prompt say hi", "/guest-cmd (guest): prompt\n  prompt (the text that would be submitted):\n    say hi\n"),
+        ("/guest-cmd insert some text", "  insert (into the input line):\n    some text\n"),
+    ] {
+        assert_has(section(&t, verb), expected);
+    }
     let panel = section(&t, "/guest-cmd panel");
     assert_has(panel, "/guest-cmd (guest): open_panel");
     assert_has(panel, "  ┌─ Guest panel ");
@@ -231,14 +226,18 @@ call echo {"never":"run"}
     assert_has(section(&t, "close"), "panel guest-panel (guest) closed");
     assert_has(&t, "* [guest] info: panel_close");
 
-    assert_has(
-        section(&t, "call echo {\"a\":1}"),
-        "echo (py): ok\n  text:\n    {\"a\":1}\n",
-    );
-    assert_has(
-        section(&t, "call fail"),
-        "fail (py): is_error\n  text:\n    failed on purpose\n",
-    );
+    for (verb, expected) in [
+        (
+            "call echo {\"a\":1}",
+            "echo (py): ok\n  text:\n    {\"a\":1}\n",
+        ),
+        (
+            "call fail",
+            "fail (py): is_error\n  text:\n    failed on purpose\n",
+        ),
+    ] {
+        assert_has(section(&t, verb), expected);
+    }
     let saved = save.join("big-1.png");
     assert_has(
         section(&t, "call big {\"kind\":\"image\",\"bytes\":64}"),
@@ -261,26 +260,15 @@ call echo {"never":"run"}
         assert_has(&t, &format!("* [guest] {kind}"));
     }
 
-    assert_has(
-        section(&t, "intercept tool_call bash {\"command\":\"rm -rf /\"}"),
-        "intercept tool_call:\n  1. guard: block: refused: matches danger pattern \"rm -rf\"\n  verdict: block: refused",
-    );
-    assert_has(
-        section(&t, "intercept tool_call rewrite_me {\"a\":1}"),
-        "  1. guard: allow, modified_args {\"a\":1,\"rewritten\":true}\n  2. guest: allow, modified_args {\"a\":1,\"rewritten\":true,\"guest\":true}\n",
-    );
-    assert_has(
-        section(&t, "intercept turn_start"),
-        "  1. guard: allow\n  2. guest: allow\n  verdict: allow\n",
-    );
-    assert_has(
-        section(&t, "intercept assistant_message a secret plan"),
-        "verdict: allow, replace_text \"a [redacted] plan\"",
-    );
-    assert_has(
-        section(&t, "emit turn_end {\"stop\":\"end_turn\"}"),
-        "emit turn_end: queued for 2 subscriber(s)",
-    );
+    for (verb, expected) in [
+        ("intercept tool_call bash {\"command\":\"rm -rf /\"}", "intercept tool_call:\n  1. guard: block: refused: matches danger pattern \"rm -rf\"\n  verdict: block: refused"),
+        ("intercept tool_call rewrite_me {\"a\":1}", "  1. guard: allow, modified_args {\"a\":1,\"rewritten\":true}\n  2. guest: allow, modified_args {\"a\":1,\"rewritten\":true,\"guest\":true}\n"),
+        ("intercept turn_start", "  1. guard: allow\n  2. guest: allow\n  verdict: allow\n"),
+        ("intercept assistant_message a secret plan", "verdict: allow, replace_text \"a [redacted] plan\""),
+        ("emit turn_end {\"stop\":\"end_turn\"}", "emit turn_end: queued for 2 subscriber(s)"),
+    ] {
+        assert_has(section(&t, verb), expected);
+    }
     assert_has(
         &t,
         "* [py] info: event {\"type\":\"event\",\"event\":\"turn_end\",\"stop\":\"end_turn\"}",
@@ -315,14 +303,15 @@ call echo {"never":"run"}
     let reload = section(&t, "reload");
     assert_has(reload, "stopped: py, guard, guest");
     assert_has(reload, "loaded: py, guard, guest");
-    assert_has(
-        section(&t, "call echo {\"after\":\"reload\"}"),
-        "{\"after\":\"reload\"}",
-    );
-    assert_has(
-        section(&t, "teleport"),
-        "error: unknown verb \"teleport\": `help` lists them",
-    );
+    for (verb, expected) in [
+        ("call echo {\"after\":\"reload\"}", "{\"after\":\"reload\"}"),
+        (
+            "teleport",
+            "error: unknown verb \"teleport\": `help` lists them",
+        ),
+    ] {
+        assert_has(section(&t, verb), expected);
+    }
     // `quit` ends the script.
     assert!(!t.contains("never"), "{t}");
 }
@@ -358,14 +347,12 @@ fn piped_verbs_go_on_after_an_extension_crashes_and_a_component_misses_its_deadl
     assert_has(spin, "spin");
     assert_has(&t, "* [reactor] exited: deadline exceeded");
     // py is gone: its echo_2 is no more; the component too: its command says so.
-    assert_has(
-        section(&t, "call echo_2 {\"still\":\"here\"}"),
-        "error: no tool named \"echo_2\"",
-    );
-    assert_has(
-        section(&t, "/guest-cmd still here"),
-        "error: command \"/guest-cmd\" failed: extension \"reactor\" exited (deadline exceeded)",
-    );
+    for (verb, expected) in [
+        ("call echo_2 {\"still\":\"here\"}", "error: no tool named \"echo_2\""),
+        ("/guest-cmd still here", "error: command \"/guest-cmd\" failed: extension \"reactor\" exited (deadline exceeded)"),
+    ] {
+        assert_has(section(&t, verb), expected);
+    }
 }
 
 #[test]

@@ -231,11 +231,13 @@ mod tests {
             installed: true,
             trust_project: true,
         };
+        let found = |d: &Discovery| -> Vec<(String, Source)> {
+            d.found.iter().map(|f| (f.name(), f.source)).collect()
+        };
         let d = discover(&search);
-        let names: Vec<_> = d.found.iter().map(|f| (f.name(), f.source)).collect();
         assert_eq!(
-            names,
-            vec![
+            found(&d),
+            [
                 ("e".into(), Source::Explicit),
                 ("shared".into(), Source::Project),
                 ("b".into(), Source::Project),
@@ -249,10 +251,9 @@ mod tests {
         // Untrusted, the project's extensions claim no name: the global `shared` loads.
         search.trust_project = false;
         let d = discover(&search);
-        let names: Vec<_> = d.found.iter().map(|f| (f.name(), f.source)).collect();
         assert_eq!(
-            names,
-            vec![
+            found(&d),
+            [
                 ("e".into(), Source::Explicit),
                 ("broken".into(), Source::Global),
                 ("shared".into(), Source::Global),

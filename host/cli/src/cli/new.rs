@@ -78,16 +78,9 @@ const TYPESCRIPT: &[Template] = &[
     template!("README.md", "typescript/README.md"),
 ];
 
-const RUST_NATIVE: &[Template] = &[
-    template!("extension.json", "rust/extension.native.json"),
-    template!("Cargo.toml", "rust/Cargo.toml.tmpl"),
-    template!("src/main.rs", "rust/src/main.rs"),
-    template!(".gitignore", "rust/gitignore"),
-    template!("README.md", "rust/README.md"),
-];
-
-const RUST_WASM: &[Template] = &[
-    template!("extension.json", "rust/extension.wasm.json"),
+/// Native or component: the manifest's `{{launch}}` field names the `{{artifact}}`.
+const RUST: &[Template] = &[
+    template!("extension.json", "rust/extension.json"),
     template!("Cargo.toml", "rust/Cargo.toml.tmpl"),
     template!("src/main.rs", "rust/src/main.rs"),
     template!(".gitignore", "rust/gitignore"),
@@ -157,6 +150,8 @@ fn new(args: NewArgs) -> Result<(), String> {
             let build = if args.wasm {
                 vars.push(("wasm_flag", " --wasm".into()));
                 vars.push(("flavour", "sandboxed WebAssembly component".into()));
+                vars.push(("kind", "sandboxed component".into()));
+                vars.push(("launch", "wasm".into()));
                 vars.push((
                     "artifact",
                     format!("target/wasm32-wasip2/release/{krate}.wasm"),
@@ -165,12 +160,13 @@ fn new(args: NewArgs) -> Result<(), String> {
             } else {
                 vars.push(("wasm_flag", String::new()));
                 vars.push(("flavour", "native build".into()));
+                vars.push(("kind", "native".into()));
+                vars.push(("launch", "exec".into()));
                 vars.push(("artifact", format!("target/release/{krate}")));
                 "cargo build --release"
             };
             vars.push(("build", build.to_string()));
-            let templates = if args.wasm { RUST_WASM } else { RUST_NATIVE };
-            (templates, Some(build.to_string()))
+            (RUST, Some(build.to_string()))
         }
     };
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -322,7 +318,7 @@ mod tests {
     use super::*;
     use zot_host::manifest::MANIFEST_FILE;
 
-    const ALL: &[&[Template]] = &[PYTHON, NODE, TYPESCRIPT, RUST_NATIVE, RUST_WASM];
+    const ALL: &[&[Template]] = &[PYTHON, NODE, TYPESCRIPT, RUST];
 
     #[test]
     fn render_replaces_only_known_keys() {
@@ -340,6 +336,8 @@ mod tests {
             ("sdk_display", "/sdk"),
             ("wasm_flag", ""),
             ("flavour", "native build"),
+            ("kind", "native"),
+            ("launch", "exec"),
             ("artifact", "target/release/demo"),
             ("build", "cargo build --release"),
         ];
