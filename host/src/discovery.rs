@@ -1,7 +1,7 @@
 //! Finding extensions: `--ext` paths, then `./.zot/extensions` (only those the user
 //! trusts, see [`crate::trust`]), then `$ZOT_HOME/extensions`.
 
-use crate::identity::Identity;
+use crate::identity::{real, Identity};
 use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
 use crate::paths::{project_extensions_dir, ZotHome};
 use crate::trust::{self, ProjectExtension, Untrusted};
@@ -106,16 +106,22 @@ pub fn discover(search: &SearchPath) -> Discovery {
         });
     }
     if search.installed {
-        for (root, source) in [
-            (project_extensions_dir(&search.cwd), Source::Project),
-            (search.home.extensions_dir(), Source::Global),
-        ] {
-            candidates.extend(list_dir(&root).into_iter().map(|dir| Candidate {
+        let global = search.home.extensions_dir();
+        let project = project_extensions_dir(&search.cwd);
+        // $ZOT_HOME inside the project (`ZOT_HOME=./.zot`): its folders are the user's
+        // global installs, found once, as such.
+        if real(&project) != real(&global) {
+            candidates.extend(list_dir(&project).into_iter().map(|dir| Candidate {
                 dir,
-                source,
+                source: Source::Project,
                 bare: None,
             }));
         }
+        candidates.extend(list_dir(&global).into_iter().map(|dir| Candidate {
+            dir,
+            source: Source::Global,
+            bare: None,
+        }));
     }
     let mut seen = HashSet::new();
     let mut out = Discovery::default();
@@ -126,15 +132,13 @@ pub fn discover(search: &SearchPath) -> Discovery {
                 Some(wasm) => Manifest::bare_component(wasm),
                 None => Manifest::read(&dir),
             },
-            identity: Identity::of(bare.as_deref().unwrap_or(&dir), &search.home),
+            identity: identity(source, &project, bare.as_deref().unwrap_or(&dir), search),
             dir,
             source,
         };
-        if source == Source::Project && !search.trust_project {
-            if let Err(why) = trusted(&search.home, &project, &found) {
-                out.untrusted.push((found, why));
-                continue;
-            }
+        if let Err(why) = admit(search, &project, &found) {
+            out.untrusted.push((found, why));
+            continue;
         }
         // A broken manifest claims no name: it is reported, and cannot hide a good one.
         if found.manifest.is_err() || seen.insert(found.name()) {
@@ -146,20 +150,49 @@ pub fn discover(search: &SearchPath) -> Discovery {
     out
 }
 
-/// Whether the user trusts the extension `found` of `project` as it is now.
-fn trusted(home: &ZotHome, project: &Path, found: &Found) -> Result<(), Untrusted> {
-    match &found.identity {
-        Identity::Project { dir_name, .. } => trust::check(
-            home,
-            project,
-            &ProjectExtension {
-                dir_name,
-                dir: &found.dir,
-                manifest: found.manifest.as_ref().ok(),
-            },
-        ),
-        // A project folder that is the global one ($ZOT_HOME inside the project).
-        _ => Ok(()),
+/// Who an extension found at `path` is. Whatever is found in the project's
+/// `.zot/extensions` — whatever its folder is named, however `.zot` or `extensions` is
+/// linked — is that project's, by where it was found, not by where it really is.
+fn identity(source: Source, project: &Path, path: &Path, search: &SearchPath) -> Identity {
+    match source {
+        Source::Explicit | Source::Global => Identity::of(path, &search.home),
+        Source::Project => {
+            Identity::project(project.to_path_buf(), path.file_name().unwrap_or_default())
+        }
+    }
+}
+
+/// The one decision whether a found extension may start. The only starts without the
+/// user's trust of that very code are what the user named (`--ext`) and installed for
+/// themselves (`$ZOT_HOME/extensions`); everything of a project starts only if trusted
+/// as it is now (or, with `trust_project`, because the embedding agent asks the user
+/// itself). Every case is spelled out: a new source or identity does not compile until
+/// someone decides.
+fn admit(search: &SearchPath, project: &Path, found: &Found) -> Result<(), Untrusted> {
+    match found.source {
+        Source::Explicit => Ok(()),
+        Source::Global => Ok(()),
+        Source::Project if search.trust_project => Ok(()),
+        Source::Project => match &found.identity {
+            Identity::Project { dir_name, .. } => trust::check(
+                &search.home,
+                project,
+                &ProjectExtension {
+                    dir_name,
+                    dir: &found.dir,
+                    manifest: found.manifest.as_ref().ok(),
+                },
+            ),
+            // Discovery gives every project folder a project identity; were it ever
+            // otherwise, nothing of a project starts untrusted.
+            Identity::Global { .. } | Identity::Path { .. } => Err(Untrusted::unreadable(
+                project,
+                format!(
+                    "{} is not known as a project extension",
+                    found.dir.display()
+                ),
+            )),
+        },
     }
 }
 

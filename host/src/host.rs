@@ -130,7 +130,9 @@ pub struct ExtensionInfo {
     pub source: Source,
     pub transport: TransportKind,
     pub state: ExtState,
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub dir: PathBuf,
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub log: PathBuf,
     pub commands: Vec<String>,
     pub tools: Vec<String>,
@@ -214,6 +216,7 @@ pub struct LoadReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct UntrustedReport {
     pub extension: String,
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub dir: PathBuf,
     #[serde(flatten)]
     pub untrusted: Untrusted,

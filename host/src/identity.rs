@@ -6,6 +6,7 @@
 use crate::manifest::validate_name;
 use crate::paths::ZotHome;
 use sha2::{Digest, Sha256};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -14,7 +15,8 @@ use std::path::{Path, PathBuf};
 pub enum Identity {
     /// `$ZOT_HOME/extensions/<dir_name>`: installed for the user.
     Global { dir_name: String },
-    /// `<project>/.zot/extensions/<dir_name>`, `project` being a real path.
+    /// `<project>/.zot/extensions/<folder>`, `project` being a real path; `dir_name` is
+    /// the folder's name, or `@` and a hash of it ([`folder_key`]).
     Project { project: PathBuf, dir_name: String },
     /// Anything else (an `--ext` folder or component), by its real path.
     Path { path: PathBuf },
@@ -22,31 +24,42 @@ pub enum Identity {
 
 impl Identity {
     /// The identity of the extension at `path` (its folder, or a bare component file),
-    /// judged by the real path of the folder it is in. The last component is not
-    /// followed: an extension installed as a link is that link, not what it points to.
+    /// judged by the folder it is in. The last component is not followed: an extension
+    /// installed as a link is that link, not what it points to.
+    ///
+    /// Every branch is a decision: a folder of `$ZOT_HOME/extensions` with a plain name
+    /// is a global install; any folder below a project's `.zot/extensions` — as written
+    /// (however `.zot` or `extensions` is linked) or as really placed, whatever its name —
+    /// is that project's; anything else is known by its real path.
     pub fn of(path: &Path, home: &ZotHome) -> Identity {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Identity::Path { path };
         };
-        let parent = real(parent);
-        let plain = name
-            .to_str()
-            .filter(|n| validate_name(n).is_ok())
-            .map(str::to_string);
-        if let Some(dir_name) = plain {
-            if parent == real(&home.extensions_dir()) {
-                return Identity::Global { dir_name };
-            }
-            if let Some(project) = project_of(&parent) {
-                return Identity::Project {
-                    project: project.to_path_buf(),
-                    dir_name,
-                };
-            }
+        let real_parent = real(parent);
+        let plain = name.to_str().filter(|n| validate_name(n).is_ok());
+        if let Some(dir_name) = plain.filter(|_| real_parent == real(&home.extensions_dir())) {
+            return Identity::Global {
+                dir_name: dir_name.to_string(),
+            };
         }
-        Identity::Path {
-            path: parent.join(name),
+        let project = project_of(parent)
+            .map(real)
+            .or_else(|| project_of(&real_parent).map(Path::to_path_buf));
+        match project {
+            Some(project) => Identity::project(project, name),
+            None => Identity::Path {
+                path: real_parent.join(name),
+            },
+        }
+    }
+
+    /// The extension in the folder `folder` of `project`'s `.zot/extensions` (`project`
+    /// a real path), whatever the folder is named.
+    pub fn project(project: PathBuf, folder: &OsStr) -> Identity {
+        Identity::Project {
+            project,
+            dir_name: folder_key(folder),
         }
     }
 
@@ -83,10 +96,28 @@ pub fn project_key(project: &Path) -> String {
     path_key(project)
 }
 
+/// How a project's extension folder is named in its trust record and identity key: its
+/// name when it is UTF-8 and does not start with `@` (a single path component: a folder
+/// name holds no `/` and is never `.` or `..`), else `@` and 16 hex digits of the
+/// SHA-256 of its bytes (so the two forms cannot meet).
+pub fn folder_key(folder: &OsStr) -> String {
+    match folder.to_str() {
+        Some(name) if !name.starts_with('@') => name.to_string(),
+        Some(_) | None => format!("@{}", hex16(folder.as_bytes())),
+    }
+}
+
+/// 16 hex digits of the SHA-256 of `bytes`.
+fn hex16(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// `<slug>-<16 hex of sha256(path)>`: readable, and unique per path.
 fn path_key(path: &Path) -> String {
-    let digest = Sha256::digest(path.as_os_str().as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = hex16(path.as_os_str().as_bytes());
     let slug: String = path
         .file_name()
         .map(|n| n.to_string_lossy())
@@ -116,7 +147,7 @@ pub fn project_root(cwd: &Path) -> PathBuf {
     real(cwd)
 }
 
-/// The project whose `.zot/extensions` folder is `folder` (a real path), if it is one.
+/// The project whose `.zot/extensions` folder is `folder`, if it is one by its path.
 fn project_of(folder: &Path) -> Option<&Path> {
     let zot = folder
         .parent()

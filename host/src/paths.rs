@@ -72,6 +72,12 @@ impl ZotHome {
     }
 }
 
+/// Serializes a path as text, any bytes that are not UTF-8 replaced by U+FFFD (a folder
+/// a repository named is no reason for a report to fail).
+pub(crate) fn serialize_lossy<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
+}
+
 /// Project-local extensions below `cwd`: `./.zot/extensions`.
 pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
     cwd.join(".zot").join("extensions")

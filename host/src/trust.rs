@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Untrusted {
     /// The project's real path.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub project: PathBuf,
     #[serde(flatten)]
     pub why: Why,
@@ -47,6 +48,11 @@ impl Untrusted {
             why,
             command: trust_command(project),
         }
+    }
+
+    /// Untrusted because it cannot be checked: `error` says why.
+    pub fn unreadable(project: &Path, error: String) -> Untrusted {
+        Untrusted::new(project, Why::Unreadable { error })
     }
 
     /// One line: `untrusted project extension (changed since trusted: index.js): run

@@ -65,6 +65,16 @@ impl HostPattern {
         {
             return Err(bad("not a host name or IP address".into()));
         }
+        let wildcard = host.starts_with("*.");
+        let numeric = name
+            .rsplit('.')
+            .next()
+            .is_some_and(|last| last.chars().all(|c| c.is_ascii_digit()));
+        if wildcard && (name.contains(':') || numeric) {
+            return Err(bad(
+                "`*.` is for the subdomains of a domain name, not for IP addresses".into(),
+            ));
+        }
         Ok(HostPattern {
             scheme,
             host: host.to_ascii_lowercase(),
@@ -92,6 +102,10 @@ impl HostPattern {
             return false;
         }
         if let Some(domain) = self.host.strip_prefix("*.") {
+            // A wildcard names domains: an IP literal is never one of its subdomains.
+            if host.parse::<IpAddr>().is_ok() {
+                return false;
+            }
             return host
                 .strip_suffix(domain)
                 .and_then(|sub| sub.strip_suffix('.'))
@@ -142,7 +156,19 @@ mod tests {
         assert_eq!((p.host.as_str(), p.port), ("::1", Some(80)));
         let p = HostPattern::parse("[::1]").unwrap();
         assert_eq!((p.host.as_str(), p.port), ("::1", None));
-        for bad in ["ftp://x", "x.com/path", "a*.b", "", "x:port", "user@x"] {
+        for bad in [
+            "ftp://x",
+            "x.com/path",
+            "a*.b",
+            "",
+            "x:port",
+            "user@x",
+            "*.0.0.1",
+            "*.1",
+            "http://*.0.1:8080",
+            "*.[::1]",
+            "*.ffff:7f00:1",
+        ] {
             assert!(HostPattern::parse(bad).is_err(), "{bad}");
         }
     }
@@ -169,6 +195,13 @@ mod tests {
         assert!(!wild.allows("https", "badexample.com", 443));
         assert!(!wild.allows("https", ".example.com", 443));
         assert!(!wild.allows("https", "a..example.com", 443));
+        // An IP literal is never a subdomain, whatever the pattern's letters.
+        let pattern = HostPattern {
+            scheme: "https",
+            host: "*.0.0.1".into(),
+            port: None,
+        };
+        assert!(!pattern.allows("https", "127.0.0.1", 443));
         let local = p("http://127.0.0.1:8080");
         assert!(local.allows("http", "127.0.0.1", 8080));
         assert!(!local.allows("http", "127.0.0.1", 80));

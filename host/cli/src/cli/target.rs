@@ -3,11 +3,11 @@
 //! extension; made ready to load (a bare component staged as a `.wasm` install would be),
 //! and the host configuration that loads it alone.
 
-use super::resolve::{copy_at, resolve, ScopeArgs};
+use super::resolve::{copy_at, resolve, Scope, ScopeArgs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use zot_host::compile::Compiler;
-use zot_host::identity::{project_root, Identity};
+use zot_host::identity::{folder_key, project_root, Identity};
 use zot_host::install::{self, InstallSource, Progress, Request, Staged};
 use zot_host::manifest::{validate_name, Launch, Manifest, MANIFEST_FILE};
 use zot_host::paths::ZotHome;
@@ -58,16 +58,19 @@ impl Target {
                 eprintln!("{verb} the {}", copy_at(&dir, scope));
                 // Named by a path it would be trusted by naming; by its name, it is what
                 // loads here, so it runs only if it would run here.
-                if let Identity::Project { dir_name, .. } = Identity::of(&dir, home) {
-                    let project = project_root(&super::ext::cwd()?);
-                    let manifest = Manifest::read(&dir).ok();
-                    let ext = ProjectExtension {
-                        dir_name: &dir_name,
-                        dir: &dir,
-                        manifest: manifest.as_ref(),
-                    };
-                    if let Err(u) = trust::check(home, &project, &ext) {
-                        return Ok(Parsed::Untrusted(u));
+                match scope {
+                    Scope::Global => {}
+                    Scope::Project => {
+                        let project = project_root(&super::ext::cwd()?);
+                        let manifest = Manifest::read(&dir).ok();
+                        let ext = ProjectExtension {
+                            dir_name: &folder_key(dir.file_name().unwrap_or_default()),
+                            dir: &dir,
+                            manifest: manifest.as_ref(),
+                        };
+                        if let Err(u) = trust::check(home, &project, &ext) {
+                            return Ok(Parsed::Untrusted(u));
+                        }
                     }
                 }
                 Ok(Parsed::Run(Target::Dir(dir)))

@@ -71,7 +71,8 @@ pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
                 dir: &f.dir,
                 manifest: f.manifest.as_ref().ok(),
             }),
-            _ => None,
+            // Discovery gives every project folder a project identity.
+            Identity::Global { .. } | Identity::Path { .. } => None,
         })
         .collect();
     trust::trust(home, &project, &exts, true).map_err(|e| what(e.to_string()))?;
