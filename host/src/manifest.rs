@@ -8,6 +8,33 @@ use std::path::{Path, PathBuf};
 /// The manifest's file name.
 pub const MANIFEST_FILE: &str = "extension.json";
 
+/// A manifest longer than this is refused unread (no real one comes near).
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+/// The bytes of the manifest at `path`: a regular file of at most
+/// [`MAX_MANIFEST_BYTES`]. Opened without blocking, so a FIFO or a device (a link to
+/// `/dev/zero`, `/proc/self/fd/0`) is refused at once rather than read forever.
+fn read_manifest_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = Vec::new();
+    file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut text)?;
+    if text.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(std::io::Error::other(format!(
+            "longer than {MAX_MANIFEST_BYTES} bytes"
+        )));
+    }
+    Ok(text)
+}
+
 /// An extension's manifest. Fields this host does not know are kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -256,7 +283,7 @@ impl Manifest {
 
     fn parse(path: &Path) -> Result<Manifest, ManifestErrorKind> {
         use ManifestErrorKind::*;
-        let text = std::fs::read(path).map_err(|e| Unreadable(e.to_string()))?;
+        let text = read_manifest_file(path).map_err(|e| Unreadable(e.to_string()))?;
         let value: Value = serde_json::from_slice(&text).map_err(|e| InvalidJson(e.to_string()))?;
         Manifest::from_value(value)
     }
@@ -501,6 +528,35 @@ mod tests {
         for bad in ["", "../evil", "a/b", ".hidden", "-x", "a b", "ü"] {
             assert!(validate_name(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_manifest_that_is_no_regular_file_or_too_long_is_refused_at_once() {
+        let dir = std::env::temp_dir().join(format!("zot-manifest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(MANIFEST_FILE);
+        let unreadable = |why: &str| {
+            let err = Manifest::read(&dir).unwrap_err();
+            assert!(
+                matches!(&err.kind, ManifestErrorKind::Unreadable(e) if e.contains(why)),
+                "{err}"
+            );
+        };
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        unreadable("not a regular file");
+        std::fs::remove_file(&path).unwrap();
+        let fifo = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        unreadable("not a regular file");
+        std::fs::remove_file(&path).unwrap();
+        let long = format!(
+            r#"{{"name":"x","exec":"x","description":"{}"}}"#,
+            "a".repeat(MAX_MANIFEST_BYTES as usize)
+        );
+        std::fs::write(&path, long).unwrap();
+        unreadable("longer than");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
