@@ -231,9 +231,7 @@ impl Walk {
         for entry in entries {
             let rel = format!("{prefix}{}", entry.file_name().to_string_lossy());
             let path = self.top.join(&rel);
-            let kind = entry
-                .file_type()
-                .map_err(|e| TreeError::new(&path, e))?;
+            let kind = entry.file_type().map_err(|e| TreeError::new(&path, e))?;
             if kind.is_dir() {
                 self.dir(&rel)?;
             } else if kind.is_file() {
