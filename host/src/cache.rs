@@ -1,8 +1,12 @@
 //! Compiled components, cached under `$ZOT_HOME/cache/`, keyed by the component's SHA-256
-//! and the engine's compatibility hash. An entry is `[sha256 of the rest][artifact]`,
-//! written to a temporary file and renamed into place; one whose checksum does not match
-//! (torn, corrupt, tampered with by accident) is compiled again and replaced. Compiling
-//! ([`crate::compile`]) runs on a blocking thread, never on the async runtime's workers.
+//! and the engine's compatibility hash. An entry is `[sha256 of the rest][sha256 of the
+//! component it was compiled from][artifact]`, written to a temporary file and renamed
+//! into place; one whose checksum does not match (torn, corrupt) or that was compiled
+//! from another component than the bytes just hashed (a copied or planted entry) is
+//! compiled again and replaced. The component file is read once, as a regular file of
+//! at most [`MAX_COMPONENT_BYTES`](crate::compile::caps::MAX_COMPONENT_BYTES) opened
+//! without blocking; those bytes are hashed and compiled. Compiling ([`crate::compile`])
+//! runs on a blocking thread, never on the async runtime's workers.
 
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -64,9 +68,13 @@ pub async fn load(
     cache_dir: &Path,
     compiler: &Compiler,
 ) -> Result<Loaded, String> {
-    let bytes = tokio::fs::read(wasm)
-        .await
-        .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+    let path = wasm.to_path_buf();
+    let bytes = tokio::task::spawn_blocking(move || {
+        crate::tree::read_regular(&path, crate::compile::caps::MAX_COMPONENT_BYTES as u64)
+    })
+    .await
+    .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?
+    .map_err(|e| e.to_string())?;
     if let Some(what) = crate::filetype::not_a_component(&bytes) {
         return Err(format!("not a WebAssembly component (it is {what})"));
     }
@@ -82,9 +90,9 @@ pub async fn load(
     let component = cell
         .get_or_try_init(|| async {
             let (engine, compiler) = (engine.clone(), compiler.clone());
-            let (sha, wasm) = (sha256.clone(), wasm.to_path_buf());
+            let sha = sha256.clone();
             let loaded = tokio::task::spawn_blocking(move || {
-                load_blocking(&engine, &compiler, &bytes, &wasm, sha, &entry)
+                load_blocking(&engine, &compiler, &bytes, sha, &entry)
             })
             .await
             .map_err(|e| format!("compiling the component failed: {e}"))??;
@@ -106,12 +114,11 @@ fn load_blocking(
     engine: &Engine,
     compiler: &Compiler,
     bytes: &[u8],
-    wasm: &Path,
     sha256: String,
     entry: &Path,
 ) -> Result<Loaded, String> {
     let started = Instant::now();
-    let rejected = match read_entry(engine, entry) {
+    let rejected = match read_entry(engine, entry, &sha256) {
         Ok(component) => {
             return Ok(Loaded {
                 component,
@@ -124,7 +131,7 @@ fn load_blocking(
         Err(Some(why)) => Some(why),
     };
     let started = Instant::now();
-    let component = compiler.compile(engine, bytes, wasm, entry)?;
+    let component = compiler.compile(engine, bytes, &sha256, entry)?;
     Ok(Loaded {
         component,
         sha256,
@@ -133,37 +140,71 @@ fn load_blocking(
     })
 }
 
-/// The component in the cache entry `entry`: `Err(None)` when there is none, else why it
+/// The component in the cache entry `entry`, which must have been compiled from the
+/// component whose hex SHA-256 is `sha256`: `Err(None)` when there is none, else why it
 /// cannot be used.
-pub(crate) fn read_entry(engine: &Engine, entry: &Path) -> Result<Component, Option<String>> {
-    let data = match std::fs::read(entry) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
-        Err(e) => return Err(Some(format!("cannot read {}: {e}", entry.display()))),
+pub(crate) fn read_entry(
+    engine: &Engine,
+    entry: &Path,
+    sha256: &str,
+) -> Result<Component, Option<String>> {
+    let data = match crate::tree::read_regular(entry, crate::tree::MAX_FILE_BYTES) {
+        Err(e) if e.cause.kind() == std::io::ErrorKind::NotFound => return Err(None),
+        Err(e) => return Err(Some(e.to_string())),
         Ok(data) => data,
     };
-    let artifact =
+    let (source, artifact) =
         verified(&data).ok_or_else(|| Some(format!("{} fails its checksum", entry.display())))?;
-    // SAFETY: the artifact is one this host (or its compiler child) serialised, its
-    // checksum matches what was written beside it, and the entry's name carries the
-    // engine's compatibility hash; wasmtime checks the header and target again.
+    if hex(source) != sha256 {
+        return Err(Some(format!(
+            "{} was compiled from another component (SHA-256 {}), not this one",
+            entry.display(),
+            hex(source)
+        )));
+    }
+    // SAFETY: the artifact is one this host (or its compiler child) serialised from the
+    // component with this SHA-256, its checksum matches what was written beside it, and
+    // the entry's name carries the engine's compatibility hash; wasmtime checks the
+    // header and target again.
     unsafe { Component::deserialize(engine, artifact) }
         .map_err(|e| Some(format!("{} is not usable: {e}", entry.display())))
 }
 
-/// The artifact in `data` if its checksum prefix matches.
-fn verified(data: &[u8]) -> Option<&[u8]> {
-    if data.len() < 32 {
+/// The SHA-256 of the component and the artifact in `data`, if its checksum matches.
+fn verified(data: &[u8]) -> Option<(&[u8], &[u8])> {
+    if data.len() < 64 {
         return None;
     }
-    let (sum, artifact) = data.split_at(32);
-    (Sha256::digest(artifact).as_slice() == sum).then_some(artifact)
+    let (sum, rest) = data.split_at(32);
+    (Sha256::digest(rest).as_slice() == sum).then(|| rest.split_at(32))
 }
 
-/// Writes the cache entry `entry` for `artifact` (its checksum, then it), atomically.
-pub(crate) fn store(entry: &Path, artifact: &[u8]) -> std::io::Result<()> {
-    let mut data = Sha256::digest(artifact).to_vec();
-    data.extend_from_slice(artifact);
+/// Writes the cache entry `entry` for `artifact`, compiled from the component whose hex
+/// SHA-256 is `sha256` (a checksum, then that SHA-256, then the artifact), atomically.
+pub(crate) fn store(entry: &Path, sha256: &str, artifact: &[u8]) -> std::io::Result<()> {
+    let source = unhex(sha256).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{sha256:?} is not a SHA-256"),
+        )
+    })?;
+    let mut rest = source.to_vec();
+    rest.extend_from_slice(artifact);
+    let mut data = Sha256::digest(&rest).to_vec();
+    data.extend_from_slice(&rest);
     crate::paths::write_atomic(entry, &data)
+}
+
+/// The 32 bytes written as 64 hex digits in `text`.
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -171,14 +212,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn checksums() {
-        let artifact = b"compiled code";
-        let mut data = Sha256::digest(artifact).to_vec();
-        data.extend_from_slice(artifact);
-        assert_eq!(verified(&data), Some(&artifact[..]));
+    fn checksums_and_the_source_it_was_compiled_from() {
+        let dir = std::env::temp_dir().join(format!("zot-cache-{}", std::process::id()));
+        let entry = dir.join("entry.cwasm");
+        let sha = sha256_hex(b"component");
+        store(&entry, &sha, b"compiled code").unwrap();
+        let mut data = std::fs::read(&entry).unwrap();
+        let (source, artifact) = verified(&data).unwrap();
+        assert_eq!(
+            (hex(source), artifact),
+            (sha.clone(), &b"compiled code"[..])
+        );
         let last = data.len() - 1;
         data[last] ^= 1;
         assert_eq!(verified(&data), None);
         assert_eq!(verified(b"short"), None);
+        assert!(store(&entry, "not hex", b"x").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,9 +1,17 @@
 //! The SHA-256 of every file below a folder, by relative path: what an install record
-//! keeps (links by their text) and what project trust is bound to (links followed, so
-//! that what a link points to is what is trusted).
+//! keeps (links by their text) and what project trust is bound to (links followed inside
+//! the folder, so that what a link points to is what is trusted).
+//!
+//! Only regular files are read, each at most [`MAX_FILE_BYTES`], opened without blocking
+//! and checked through the opened handle, so a FIFO, a device or a socket is an error
+//! naming it, never a hang. Links are resolved from the folder itself, as a program
+//! running there would, by the kernel beneath the folder's handle (`openat2` with
+//! `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, through cap-std): a link that leads out of
+//! it (absolute, `..` above it, `/proc/self/…`) is an error naming the link.
 
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::io::Read;
@@ -15,7 +23,9 @@ use std::path::{Path, PathBuf};
 pub enum Links {
     /// Record it as `symlink:<its text>` (an install record; targets are checked apart).
     Record,
-    /// Hash what it points to, wherever that is; a folder is walked (once: a loop ends).
+    /// Hash what it points to inside the folder (a folder under its own name and each
+    /// link's; a link back to a folder being walked, a loop, is skipped); a link that
+    /// leads out of the folder is an error.
     Follow,
 }
 
@@ -23,11 +33,27 @@ pub enum Links {
 /// error, not a hang.
 pub const MAX_FILES: usize = 100_000;
 
+/// At most this many bytes in one file that is hashed (1 GiB): a larger one is an error.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
 /// Why a folder could not be hashed: the path and the cause.
 #[derive(Debug)]
 pub struct TreeError {
     pub path: PathBuf,
     pub cause: std::io::Error,
+}
+
+impl TreeError {
+    fn new(path: &Path, cause: std::io::Error) -> TreeError {
+        TreeError {
+            path: path.to_path_buf(),
+            cause,
+        }
+    }
+
+    fn refused(path: &Path, why: String) -> TreeError {
+        TreeError::new(path, std::io::Error::other(why))
+    }
 }
 
 impl fmt::Display for TreeError {
@@ -45,29 +71,104 @@ impl std::error::Error for TreeError {
 /// The SHA-256 of every file below `dir` by relative path (`/`-separated), links as
 /// `links` says.
 pub fn hash_tree(dir: &Path, links: Links) -> Result<BTreeMap<String, String>, TreeError> {
+    let root = Dir::open_ambient_dir(dir, cap_std::ambient_authority())
+        .map_err(|e| TreeError::new(dir, e))?;
     let mut walk = Walk {
+        root,
+        top: dir.to_path_buf(),
         links,
         files: BTreeMap::new(),
-        seen: HashSet::new(),
+        open: Vec::new(),
     };
-    walk.dir(dir, "")?;
+    walk.dir("")?;
     Ok(walk.files)
 }
 
-/// Hex SHA-256 of the file at `path`, read in pieces.
+/// Hex SHA-256 of the regular file at `path` (not a link to one), read in pieces.
 pub fn sha256_file(path: &Path) -> Result<String, TreeError> {
-    let err = |cause| TreeError {
-        path: path.to_path_buf(),
-        cause,
-    };
-    let mut file = fs::File::open(path).map_err(err)?;
+    let file = open_regular(path, MAX_FILE_BYTES)?;
+    sha256_of(file, path, MAX_FILE_BYTES)
+}
+
+/// The bytes of the regular file at `path` (not a link to one), at most `max` of them:
+/// a FIFO, a device, a socket or a larger file is an error, never a hang.
+pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, TreeError> {
+    let file = open_regular(path, max)?;
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| TreeError::new(path, e))?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(path, max));
+    }
+    Ok(bytes)
+}
+
+/// Opens `path` without following a final link and without blocking, and checks through
+/// the handle that it is a regular file of at most `max` bytes.
+fn open_regular(path: &Path, max: u64) -> Result<fs::File, TreeError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| TreeError::new(path, e))?;
+    checked(file, path, max)
+}
+
+/// `file` if its handle says it is a regular file of at most `max` bytes.
+fn checked(file: fs::File, path: &Path, max: u64) -> Result<fs::File, TreeError> {
+    let meta = file.metadata().map_err(|e| TreeError::new(path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular(path, meta.mode()));
+    }
+    if meta.len() > max {
+        return Err(too_large(path, max));
+    }
+    Ok(file)
+}
+
+fn not_regular(path: &Path, mode: u32) -> TreeError {
+    TreeError::refused(
+        path,
+        format!("it is {}, not a regular file", kind_name(mode)),
+    )
+}
+
+fn too_large(path: &Path, max: u64) -> TreeError {
+    TreeError::refused(path, format!("it is larger than {max} bytes"))
+}
+
+/// `a FIFO`, `a socket`, …: what a file of mode `mode` that is not a regular one is.
+fn kind_name(mode: u32) -> &'static str {
+    match mode & libc::S_IFMT {
+        libc::S_IFDIR => "a directory",
+        libc::S_IFLNK => "a symbolic link",
+        libc::S_IFIFO => "a FIFO",
+        libc::S_IFSOCK => "a socket",
+        libc::S_IFCHR => "a character device",
+        libc::S_IFBLK => "a block device",
+        _ => "of an unknown kind",
+    }
+}
+
+/// Hex SHA-256 of what `file` holds, at most `max` bytes (more is an error).
+fn sha256_of(file: fs::File, path: &Path, max: u64) -> Result<String, TreeError> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0; 64 * 1024];
+    let mut file = file.take(max + 1);
+    let mut total = 0u64;
     loop {
-        match file.read(&mut buf).map_err(err)? {
+        match file.read(&mut buf).map_err(|e| TreeError::new(path, e))? {
             0 => break,
-            n => hasher.update(&buf[..n]),
+            n => {
+                total += n as u64;
+                hasher.update(&buf[..n]);
+            }
         }
+    }
+    if total > max {
+        return Err(too_large(path, max));
     }
     Ok(hasher
         .finalize()
@@ -77,100 +178,272 @@ pub fn sha256_file(path: &Path) -> Result<String, TreeError> {
 }
 
 struct Walk {
+    /// The folder's handle: every path is resolved beneath it.
+    root: Dir,
+    /// The folder's path, for messages.
+    top: PathBuf,
     links: Links,
     files: BTreeMap<String, String>,
-    /// Folders walked, by device and inode (a followed link to one seen is skipped).
-    seen: HashSet<(u64, u64)>,
+    /// The folders being walked, from the root down, by device and inode: a followed
+    /// link to one of them (a loop) is skipped.
+    open: Vec<(u64, u64)>,
 }
 
 impl Walk {
-    fn dir(&mut self, dir: &Path, prefix: &str) -> Result<(), TreeError> {
-        let err = |path: &Path| {
-            let path = path.to_path_buf();
-            move |cause| TreeError { path, cause }
+    /// Walks the folder `rel` (relative to the root, `""` for the root itself).
+    fn dir(&mut self, rel: &str) -> Result<(), TreeError> {
+        let path = self.top.join(rel);
+        let err = |e| TreeError::new(&path, e);
+        let dir = if rel.is_empty() {
+            self.root.try_clone().map_err(err)?
+        } else {
+            self.root.open_dir(rel).map_err(err)?
         };
-        let meta = fs::metadata(dir).map_err(err(dir))?;
-        if !self.seen.insert((meta.dev(), meta.ino())) {
+        let meta = dir.dir_metadata().map_err(err)?;
+        let id = {
+            use cap_std::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        if self.open.contains(&id) {
             return Ok(());
         }
-        let mut entries: Vec<_> = fs::read_dir(dir)
-            .map_err(err(dir))?
+        self.open.push(id);
+        let walked = self.entries(&dir, rel);
+        self.open.pop();
+        walked
+    }
+
+    /// Hashes the entries of the folder `dir`, at `rel`.
+    fn entries(&mut self, dir: &Dir, rel: &str) -> Result<(), TreeError> {
+        let path = self.top.join(rel);
+        let err = |e| TreeError::new(&path, e);
+        let mut entries: Vec<_> = dir
+            .entries()
+            .map_err(err)?
             .collect::<Result<_, _>>()
-            .map_err(err(dir))?;
+            .map_err(err)?;
         entries.sort_by_key(|e| e.file_name());
+        let prefix = if rel.is_empty() {
+            String::new()
+        } else {
+            format!("{rel}/")
+        };
         for entry in entries {
             let rel = format!("{prefix}{}", entry.file_name().to_string_lossy());
-            let path = entry.path();
-            let mut kind = entry.file_type().map_err(err(&path))?;
-            if kind.is_symlink() {
-                if self.links == Links::Record {
-                    let target = fs::read_link(&path).map_err(err(&path))?;
-                    self.add(rel, format!("symlink:{}", target.display()), &path)?;
-                    continue;
-                }
-                kind = match fs::metadata(&path) {
-                    Ok(meta) => meta.file_type(),
-                    // A dangling link: what it says is what is bound.
-                    Err(_) => {
-                        let target = fs::read_link(&path).map_err(err(&path))?;
-                        self.add(rel, format!("missing:{}", target.display()), &path)?;
-                        continue;
-                    }
-                };
-            }
+            let path = self.top.join(&rel);
+            let kind = entry.file_type().map_err(|e| TreeError::new(&path, e))?;
             if kind.is_dir() {
-                self.dir(&path, &format!("{rel}/"))?;
-            } else {
-                let hash = sha256_file(&path)?;
+                self.dir(&rel)?;
+            } else if kind.is_file() {
+                let hash = self.hash(&rel, false)?;
                 self.add(rel, hash, &path)?;
+            } else if kind.is_symlink() {
+                self.link(rel, &path)?;
+            } else {
+                // Open nothing that is not a regular file: name what it is.
+                let meta = entry.metadata().map_err(|e| TreeError::new(&path, e))?;
+                return Err(not_regular(&path, cap_std::fs::MetadataExt::mode(&meta)));
             }
         }
         Ok(())
     }
 
+    /// The link at `rel`: its text (recorded), or what it leads to inside the folder.
+    fn link(&mut self, rel: String, path: &Path) -> Result<(), TreeError> {
+        let target = self
+            .root
+            .read_link_contents(&rel)
+            .map_err(|e| TreeError::new(path, e))?;
+        if self.links == Links::Record {
+            return self.add(rel, format!("symlink:{}", target.display()), path);
+        }
+        let leaves = || {
+            TreeError::refused(
+                path,
+                format!(
+                    "it is a link to {}, which leads out of the extension's folder (links \
+                     are followed only inside it)",
+                    target.display()
+                ),
+            )
+        };
+        if target.is_absolute() {
+            return Err(leaves());
+        }
+        match self.root.metadata(&rel) {
+            Ok(meta) if meta.is_dir() => self.dir(&rel),
+            Ok(meta) if meta.is_file() => {
+                let hash = self.hash(&rel, true)?;
+                self.add(rel, hash, path)
+            }
+            // Open nothing that is not a regular file: name what it is.
+            Ok(meta) => Err(not_regular(path, cap_std::fs::MetadataExt::mode(&meta))),
+            // A dangling link inside: what it says is what is bound.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.add(rel, format!("missing:{}", target.display()), path)
+            }
+            Err(e) if leads_out(&e) => Err(leaves()),
+            Err(e) => Err(TreeError::new(path, e)),
+        }
+    }
+
+    /// The SHA-256 of the regular file at `rel`, opened beneath the root (following a
+    /// link there only when `follow`), without blocking, checked through its handle.
+    fn hash(&self, rel: &str, follow: bool) -> Result<String, TreeError> {
+        let path = self.top.join(rel);
+        let flags = if follow {
+            NONBLOCK
+        } else {
+            NONBLOCK | libc::O_NOFOLLOW
+        };
+        let file = self
+            .root
+            .open_with(rel, OpenOptions::new().read(true).custom_flags(flags))
+            .map_err(|e| {
+                if leads_out(&e) {
+                    TreeError::refused(&path, "it leads out of the extension's folder".into())
+                } else {
+                    TreeError::new(&path, e)
+                }
+            })?;
+        let file = checked(file.into_std(), &path, MAX_FILE_BYTES)?;
+        sha256_of(file, &path, MAX_FILE_BYTES)
+    }
+
     fn add(&mut self, rel: String, hash: String, path: &Path) -> Result<(), TreeError> {
         if self.files.len() >= MAX_FILES {
-            return Err(TreeError {
-                path: path.to_path_buf(),
-                cause: std::io::Error::other(format!("more than {MAX_FILES} files")),
-            });
+            return Err(TreeError::refused(
+                path,
+                format!("more than {MAX_FILES} files"),
+            ));
         }
         self.files.insert(rel, hash);
         Ok(())
     }
 }
 
+/// Open flags that never wait (a FIFO) and never take a terminal.
+const NONBLOCK: i32 = libc::O_NONBLOCK | libc::O_NOCTTY;
+
+/// Whether resolving beneath the root failed because the path leads out of it (`EXDEV`
+/// from `openat2`'s `RESOLVE_BENEATH`, or cap-std's own check), or through a magic link.
+fn leads_out(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EXDEV)
+        || (e.kind() == std::io::ErrorKind::PermissionDenied
+            && e.raw_os_error().is_none()
+            && e.to_string().contains("outside"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::symlink;
 
-    #[test]
-    fn links_recorded_or_followed_and_loops_end() {
-        let root = std::env::temp_dir().join(format!("zot-tree-{}", std::process::id()));
+    /// A fresh folder `ext` in a fresh temporary folder: (root, ext).
+    fn folder(name: &str) -> (PathBuf, PathBuf) {
+        let root = std::env::temp_dir().join(format!("zot-tree-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         let dir = root.join("ext");
         fs::create_dir_all(dir.join("sub")).unwrap();
         fs::write(dir.join("sub/a.txt"), "a").unwrap();
         fs::write(root.join("outside.txt"), "outside").unwrap();
-        std::os::unix::fs::symlink("../outside.txt", dir.join("link")).unwrap();
-        std::os::unix::fs::symlink("..", dir.join("sub/up")).unwrap();
-        std::os::unix::fs::symlink("nowhere", dir.join("dangling")).unwrap();
+        (root, dir)
+    }
+
+    /// The error hashing `dir` (links followed) gives, as text.
+    fn refused(dir: &Path, links: Links) -> String {
+        match hash_tree(dir, links) {
+            Ok(files) => panic!("hashed: {files:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn links_recorded_or_followed_inside_and_loops_end() {
+        let (root, dir) = folder("links");
+        symlink("sub/a.txt", dir.join("link")).unwrap();
+        symlink("..", dir.join("sub/up")).unwrap();
+        symlink("nowhere", dir.join("dangling")).unwrap();
+        symlink("sub", dir.join("alias")).unwrap();
 
         let recorded = hash_tree(&dir, Links::Record).unwrap();
-        assert_eq!(recorded["link"], "symlink:../outside.txt");
+        assert_eq!(recorded["link"], "symlink:sub/a.txt");
         assert_eq!(recorded["sub/up"], "symlink:..");
 
         let followed = hash_tree(&dir, Links::Follow).unwrap();
-        assert_eq!(
-            followed["link"],
-            sha256_file(&root.join("outside.txt")).unwrap()
-        );
+        assert_eq!(followed["link"], crate::cache::sha256_hex(b"a"));
         assert_eq!(followed["sub/a.txt"], crate::cache::sha256_hex(b"a"));
+        assert_eq!(followed["alias/a.txt"], crate::cache::sha256_hex(b"a"));
         assert_eq!(followed["dangling"], "missing:nowhere");
         assert!(
-            !followed.keys().any(|k| k.starts_with("sub/up/")),
+            !followed.keys().any(|k| k.contains("up/")),
             "a loop is walked once: {followed:?}"
         );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn links_leading_out_of_the_folder_are_refused_naming_the_link() {
+        for (name, target) in [
+            ("dev-zero", "/dev/zero"),
+            ("stdin", "/proc/self/fd/0"),
+            ("cwd", "/proc/self/cwd/../lib/x.py"),
+            ("absolute", "/etc/passwd"),
+            ("up", "../outside.txt"),
+            ("up-dangling", "../nothing-there"),
+        ] {
+            let (root, dir) = folder(name);
+            symlink(target, dir.join("lib.py")).unwrap();
+            let e = refused(&dir, Links::Follow);
+            assert!(
+                e.contains("lib.py") && e.contains(target) && e.contains("leads out"),
+                "{target}: {e}"
+            );
+            fs::remove_dir_all(&root).unwrap();
+        }
+        // Through a link inside that itself stays inside, then up.
+        let (root, dir) = folder("hop");
+        symlink("..", dir.join("sub/top")).unwrap();
+        symlink("sub/top/../outside.txt", dir.join("hop")).unwrap();
+        let e = refused(&dir, Links::Follow);
+        assert!(e.contains("hop") && e.contains("leads out"), "{e}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        // A FIFO, directly or through a link: refused, not opened for a blocking read.
+        for via_link in [false, true] {
+            let (root, dir) = folder(&format!("fifo-{via_link}"));
+            let fifo = dir.join("sub/pipe");
+            let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+            // SAFETY: mkfifo reads the NUL-terminated path it is given.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            if via_link {
+                // Sorted before `sub`: the link is met first.
+                symlink("sub/pipe", dir.join("a-link")).unwrap();
+            }
+            let e = refused(&dir, Links::Follow);
+            let named = if via_link { "a-link" } else { "sub/pipe" };
+            assert!(e.contains("a FIFO") && e.contains(named), "{e}");
+            let e = refused(&dir, Links::Record);
+            assert!(e.contains("a FIFO") && e.contains("sub/pipe"), "{e}");
+            fs::remove_dir_all(&root).unwrap();
+        }
+        let (root, dir) = folder("socket");
+        let _listener = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
+        let e = refused(&dir, Links::Follow);
+        assert!(e.contains("a socket") && e.contains("sock"), "{e}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused_unread() {
+        let (root, dir) = folder("big");
+        let big = fs::File::create(dir.join("sub/big.bin")).unwrap();
+        big.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let e = refused(&dir, Links::Follow);
+        assert!(e.contains("big.bin") && e.contains("larger than"), "{e}");
         fs::remove_dir_all(&root).unwrap();
     }
 }

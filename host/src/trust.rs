@@ -4,7 +4,7 @@
 //!
 //! The record is `$ZOT_HOME/trust/<project key>.json` (outside the project, so a
 //! repository cannot trust itself): the project's real path and, per extension folder,
-//! the SHA-256 of every file in it (what links point to, not their text) and of every
+//! the SHA-256 of every file in it (what links point to inside it, not their text; one leading out of it makes the folder untrustable) and of every
 //! file outside it that its manifest names (the program, a component, an argument that
 //! is a file). A new extension, or any changed, added or removed file, is untrusted
 //! until trusted again.
@@ -141,7 +141,8 @@ pub struct ProjectExtension<'a> {
     pub manifest: Option<&'a Manifest>,
 }
 
-/// The SHA-256 of every file of the extension in `dir` (links followed) and, keyed
+/// The SHA-256 of every file of the extension in `dir` (links followed inside it; one
+/// leading out of it, or a file that is not a regular one, is an error) and, keyed
 /// `outside:<real path>`, of each file outside `dir` that `manifest` names.
 pub fn fingerprint(
     dir: &Path,
@@ -158,8 +159,17 @@ pub fn fingerprint(
     named.extend(m.args.iter().map(|a| dir.join(a)));
     for path in named {
         let real = crate::identity::real(&path);
-        if real.is_file() && !real.starts_with(&inside) {
-            files.insert(format!("outside:{}", real.display()), sha256_file(&real)?);
+        if real.starts_with(&inside) {
+            continue;
+        }
+        // A regular file is bound; a FIFO, device or socket is refused (read without
+        // blocking, checked through its handle); a folder or nothing is not a file.
+        match std::fs::metadata(&real) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                files.insert(format!("outside:{}", real.display()), sha256_file(&real)?);
+            }
+            Err(_) => {}
         }
     }
     Ok(files)

@@ -2,21 +2,36 @@
 //! component built to be expensive before any work is done; what passes is compiled in a
 //! child process (the `zot` binary again, as `zot __compile`) under an address-space
 //! limit, a CPU-time limit and a wall deadline ([`CompileLimits`]), which writes the
-//! artifact into the compilation cache for the host to load. A compile that fails or runs
-//! out fails that one extension, with the reason.
+//! artifact into the compilation cache for the host to load. The child is given the very
+//! bytes the host hashed, on its stdin (it never opens the component's file), so what is
+//! compiled is what a grant and the cache key name. At most [`MAX_COMPILES`] compiles run
+//! at once in one process; the others wait their turn. A compile that fails or runs out
+//! fails that one extension, with the reason.
 
 pub mod caps;
 
 use std::ffi::OsString;
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
 /// The first argument that makes the `zot` binary a compiler: `zot __compile …`.
 pub const SUBCOMMAND: &str = "__compile";
+
+/// At most this many compiles run at once in one process (each may use
+/// [`CompileLimits::memory_mb`] and a core); the others wait their turn, at most
+/// [`QUEUE_WAITS`] times the wall limit.
+pub const MAX_COMPILES: usize = 2;
+/// How many wall limits a compile waits for its turn before it fails.
+pub const QUEUE_WAITS: u32 = 8;
+/// How many more seconds of CPU the hard limit (SIGKILL) allows than the soft one
+/// (SIGXCPU), so that the two are told apart.
+const CPU_HARD_EXTRA: u64 = 2;
 
 /// Limits on one compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,32 +101,41 @@ impl Compiler {
         })
     }
 
-    /// Compiles `bytes` (the component at `wasm`), writing the artifact to the cache
-    /// entry `entry`: the component, or why not. Blocks: call it off the async runtime.
+    /// Compiles `bytes` (whose hex SHA-256 is `sha256`), writing the artifact to the
+    /// cache entry `entry`: the component, or why not. Waits for its turn
+    /// ([`MAX_COMPILES`]). Blocks: call it off the async runtime.
     pub(crate) fn compile(
         &self,
         engine: &Engine,
         bytes: &[u8],
-        wasm: &Path,
+        sha256: &str,
         entry: &Path,
     ) -> Result<Component, String> {
         caps::check(bytes)?;
+        let _turn = Turn::take(self.limits.wall * QUEUE_WAITS)?;
         let Some(program) = &self.program else {
             let component = Component::new(engine, bytes)
                 .map_err(|e| format!("not a valid component: {e:#}"))?;
             if let Ok(artifact) = component.serialize() {
-                let _ = crate::cache::store(entry, &artifact);
+                let _ = crate::cache::store(entry, sha256, &artifact);
             }
             return Ok(component);
         };
-        self.in_child(program, wasm, entry)?;
-        crate::cache::read_entry(engine, entry)
+        self.in_child(program, bytes, sha256, entry)?;
+        crate::cache::read_entry(engine, entry, sha256)
             .map_err(|e| e.unwrap_or_else(|| "the compiler wrote no artifact".into()))
     }
 
-    /// Runs `program __compile MEMORY_MB CPU_SECS WASM ENTRY` and waits at most the wall
-    /// deadline: `Ok` once it wrote the entry, else why it did not, in words.
-    fn in_child(&self, program: &Path, wasm: &Path, entry: &Path) -> Result<(), String> {
+    /// Runs `program __compile MEMORY_MB CPU_SECS SHA256 ENTRY` with `bytes` on its stdin
+    /// and waits at most the wall deadline: `Ok` once it wrote the entry, else why it did
+    /// not, in words.
+    fn in_child(
+        &self,
+        program: &Path,
+        bytes: &[u8],
+        sha256: &str,
+        entry: &Path,
+    ) -> Result<(), String> {
         let limits = self.limits;
         if let Some(dir) = entry.parent() {
             std::fs::create_dir_all(dir)
@@ -121,9 +145,9 @@ impl Compiler {
             .arg(SUBCOMMAND)
             .arg(limits.memory_mb.to_string())
             .arg(limits.cpu.as_secs().to_string())
-            .arg(wasm)
+            .arg(sha256)
             .arg(entry)
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -137,54 +161,134 @@ impl Compiler {
                 String::from_utf8_lossy(&kept).trim().to_string()
             })
         });
-        let deadline = Instant::now() + limits.wall;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) => return Err(format!("cannot wait for the compiler: {e}")),
+        let stdin = child.stdin.take();
+        let ended = std::thread::scope(|scope| {
+            // The bytes hashed, not the file (which may have changed since). The write
+            // ends when the child has read them or has died (the pipe closes).
+            if let Some(mut stdin) = stdin {
+                scope.spawn(move || {
+                    let _ = stdin.write_all(bytes);
+                });
             }
-        };
+            wait(&mut child, Instant::now() + limits.wall)
+        })?;
         let said = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
-        let Some(status) = status else {
+        let Some((status, cpu_used)) = ended else {
             return Err(format!(
                 "compiling took longer than {} s: stopped (ZOT_COMPILE_WALL_SECS raises the \
                  limit)",
                 limits.wall.as_secs()
             ));
         };
-        use std::os::unix::process::ExitStatusExt;
         let out_of_memory = format!(
             "compiling needed more than {} MiB of memory: stopped (ZOT_COMPILE_MEMORY_MB \
              raises the limit)",
             limits.memory_mb
         );
+        let out_of_cpu = format!(
+            "compiling used more than {} s of CPU time: stopped (ZOT_COMPILE_CPU_SECS raises \
+             the limit)",
+            limits.cpu.as_secs()
+        );
+        let killed = |signal: i32| {
+            let mut text = format!("the compiler was killed by signal {signal}");
+            if !said.is_empty() {
+                text.push_str(": ");
+                text.push_str(&said);
+            }
+            text
+        };
         match (status.code(), status.signal()) {
             (Some(0), _) => Ok(()),
             _ if said.contains("memory allocation") || said.contains("out of memory") => {
                 Err(out_of_memory)
             }
-            (_, Some(libc::SIGXCPU)) | (_, Some(libc::SIGKILL)) => Err(format!(
-                "compiling used more than {} s of CPU time: stopped (ZOT_COMPILE_CPU_SECS \
-                 raises the limit)",
-                limits.cpu.as_secs()
-            )),
-            (_, Some(libc::SIGABRT)) | (_, Some(libc::SIGSEGV)) => Err(out_of_memory),
-            (_, Some(signal)) => Err(format!("the compiler died of signal {signal}: {said}")),
+            // The soft limit's signal: the CPU limit it is.
+            (_, Some(libc::SIGXCPU)) => Err(out_of_cpu),
+            // The hard limit's, only once the CPU time used passed the soft one (whose
+            // SIGXCPU it survived); else it came from outside.
+            (_, Some(libc::SIGKILL)) if cpu_used > limits.cpu => Err(out_of_cpu),
+            (_, Some(signal)) => Err(killed(signal)),
             _ if said.is_empty() => Err(format!("the compiler failed ({status})")),
             _ => Err(said),
         }
     }
 }
 
-/// What `zot __compile MEMORY_MB CPU_SECS WASM ENTRY` runs (`args` after the
-/// subcommand): limits this process, compiles the component at WASM and writes the cache
-/// entry ENTRY. Exit 0, or the reason on stderr and exit 1.
+/// Waits for `child` until `deadline`, then kills it: its status and the CPU time it
+/// used, or `None` if it was killed at the deadline.
+fn wait(
+    child: &mut std::process::Child,
+    deadline: Instant,
+) -> Result<Option<(ExitStatus, Duration)>, String> {
+    let pid = child.id() as libc::pid_t;
+    loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 on our own child, with pointers to the locals above.
+        match unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } {
+            0 if Instant::now() >= deadline => {
+                let _ = child.kill();
+                // SAFETY: as above; it was killed, so this returns at once.
+                unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+                return Ok(None);
+            }
+            0 => std::thread::sleep(Duration::from_millis(10)),
+            n if n == pid => {
+                let time = |t: libc::timeval| {
+                    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+                };
+                let cpu = time(usage.ru_utime) + time(usage.ru_stime);
+                return Ok(Some((ExitStatus::from_raw(status), cpu)));
+            }
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(format!("cannot wait for the compiler: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// A turn to compile: one of [`MAX_COMPILES`], given back when dropped.
+struct Turn;
+
+static RUNNING: Mutex<usize> = Mutex::new(0);
+static FREED: Condvar = Condvar::new();
+
+impl Turn {
+    /// Waits at most `patience` for a turn.
+    fn take(patience: Duration) -> Result<Turn, String> {
+        let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut running, waited) = FREED
+            .wait_timeout_while(running, patience, |n| *n >= MAX_COMPILES)
+            .unwrap_or_else(|e| e.into_inner());
+        if waited.timed_out() && *running >= MAX_COMPILES {
+            return Err(format!(
+                "waited {} s for a turn to compile (at most {MAX_COMPILES} compiles run at \
+                 once): stopped",
+                patience.as_secs()
+            ));
+        }
+        *running += 1;
+        Ok(Turn)
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        *running -= 1;
+        FREED.notify_one();
+    }
+}
+
+/// What `zot __compile MEMORY_MB CPU_SECS SHA256 ENTRY` runs (`args` after the
+/// subcommand): limits this process, reads the component from stdin (it must have the
+/// SHA-256 SHA256), compiles it and writes the cache entry ENTRY. Exit 0, or the reason
+/// on stderr and exit 1.
 pub fn child_main(args: &[OsString]) -> ExitCode {
     match compile_here(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -196,9 +300,10 @@ pub fn child_main(args: &[OsString]) -> ExitCode {
 }
 
 fn compile_here(args: &[OsString]) -> Result<(), String> {
-    let [memory_mb, cpu_secs, wasm, entry] = args else {
+    let [memory_mb, cpu_secs, sha256, entry] = args else {
         return Err(format!(
-            "usage: zot {SUBCOMMAND} MEMORY_MB CPU_SECS WASM ENTRY (used by zot itself)"
+            "usage: zot {SUBCOMMAND} MEMORY_MB CPU_SECS SHA256 ENTRY, the component on stdin \
+             (used by zot itself)"
         ));
     };
     let number = |v: &OsString| {
@@ -217,18 +322,34 @@ fn compile_here(args: &[OsString]) -> Result<(), String> {
         number(memory_mb)?.saturating_mul(1 << 20),
         0,
     )?;
-    // The soft limit sends SIGXCPU; the hard one, a little later, SIGKILL.
-    limit(libc::RLIMIT_CPU, number(cpu_secs)?, 2)?;
-    let (wasm, entry) = (Path::new(wasm), Path::new(entry));
-    let bytes = std::fs::read(wasm).map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+    // The soft limit sends SIGXCPU, which ends this process (its default action, restored
+    // here in case it was inherited ignored); the hard one, later, SIGKILL.
+    // SAFETY: restoring a signal's default action changes only this process.
+    unsafe {
+        libc::signal(libc::SIGXCPU, libc::SIG_DFL);
+    }
+    limit(libc::RLIMIT_CPU, number(cpu_secs)?, CPU_HARD_EXTRA)?;
+    let sha256 = sha256.to_str().unwrap_or_default();
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(caps::MAX_COMPONENT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the component from stdin: {e}"))?;
+    if crate::cache::sha256_hex(&bytes) != sha256 {
+        return Err(format!(
+            "the component read from stdin is not the one with SHA-256 {sha256}"
+        ));
+    }
     caps::check(&bytes)?;
+    let entry = Path::new(entry);
     let engine = crate::transport::wasm::compile_engine()?;
     let component =
         Component::new(&engine, &bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
     let artifact = component
         .serialize()
         .map_err(|e| format!("cannot serialise the compiled component: {e:#}"))?;
-    crate::cache::store(entry, &artifact)
+    crate::cache::store(entry, sha256, &artifact)
         .map_err(|e| format!("cannot write {}: {e}", entry.display()))
 }
 
