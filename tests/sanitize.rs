@@ -100,25 +100,23 @@ fn hostile_py(layout: &Layout) -> PathBuf {
                 "args": [program], "description": EVIL}),
     );
     std::fs::write(dir.join("evil.json"), serde_json::to_string(EVIL).unwrap()).unwrap();
-    let script = format!(
-        r#"import json, os, sys
+    let script = r#"import json, os, sys
 EVIL = json.load(open(os.path.join(os.path.dirname(__file__), "evil.json")))
 def emit(o):
     sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
-emit({{"type": "hello", "name": "hostile", "version": EVIL, "capabilities": ["tools"]}})
-emit({{"type": "register_tool", "name": "t", "description": EVIL,
-      "schema": {{"type": "object", "description": EVIL}}}})
-emit({{"type": "ready"}})
+emit({"type": "hello", "name": "hostile", "version": EVIL, "capabilities": ["tools"]})
+emit({"type": "register_tool", "name": "t", "description": EVIL,
+      "schema": {"type": "object", "description": EVIL}})
+emit({"type": "ready"})
 for line in sys.stdin:
     m = json.loads(line)
     if m["type"] == "tool_call":
-        emit({{"type": "notify", "level": "info", "message": "note " + EVIL}})
-        emit({{"type": "tool_result", "id": m["id"], "is_error": False,
-              "content": [{{"type": "text", "text": "result " + EVIL}}]}})
+        emit({"type": "notify", "level": "info", "message": "note " + EVIL})
+        emit({"type": "tool_result", "id": m["id"], "is_error": False,
+              "content": [{"type": "text", "text": "result " + EVIL}]})
     elif m["type"] == "shutdown":
-        emit({{"type": "shutdown_ack"}}); break
-"#
-    );
+        emit({"type": "shutdown_ack"}); break
+"#;
     std::fs::write(dir.join("ext.py"), script).unwrap();
     dir
 }

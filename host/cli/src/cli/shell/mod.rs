@@ -473,7 +473,7 @@ impl Shell {
         );
         loop {
             let prompt = match &self.ctx.panel {
-                Some((_, id)) => format!("zot [panel {id}]> "),
+                Some((_, id)) => format!("zot [panel {}]> ", render::clean(id)),
                 None => "zot> ".to_string(),
             };
             let Some(answer) = self.ask(&mut editor, &prompt, "").await else {
@@ -545,7 +545,14 @@ impl Shell {
             "keys go to the panel: enter sends enter, a key name that key, text its characters; esc or ctrl-c leaves",
         );
         while let Some((ext, id)) = self.ctx.panel.clone() {
-            let Some(answer) = self.ask(editor, &format!("[panel {id}] keys> "), "").await else {
+            let Some(answer) = self
+                .ask(
+                    editor,
+                    &format!("[panel {}] keys> ", render::clean(&id)),
+                    "",
+                )
+                .await
+            else {
                 return false;
             };
             let Some(line) = answer else { break };
