@@ -78,6 +78,7 @@ pub mod manifest;
 pub mod paths;
 mod registry;
 pub mod sandbox;
+pub mod terminal_text;
 pub mod transport;
 mod tree;
 pub mod trust;

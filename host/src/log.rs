@@ -3,11 +3,12 @@
 //!
 //! Every line is `<time> [<source>] …` with `source` one of `zot` (the host), `guest`
 //! (`host.log` of a component) or `stderr` (anything the extension wrote there), and
-//! control characters escaped, so an extension cannot pass for the host or send escape
-//! sequences to whoever reads the log. A log is capped at [`MAX_LOG_BYTES`]: the line
+//! control characters (a newline too) and the other characters that can disguise text
+//! escaped ([`crate::terminal_text::one_line`]), so an extension cannot pass for the host
+//! or send escape sequences to whoever reads the log. A log is capped at [`MAX_LOG_BYTES`]: the line
 //! that would pass the cap first renames it to `<path>.1` (replacing an older one).
 
-use std::borrow::Cow;
+use crate::terminal_text::one_line;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -129,7 +130,7 @@ impl ExtLog {
     }
 
     fn stderr_line(&self, bytes: &[u8], cut: bool) {
-        let mut text = escape_controls(&String::from_utf8_lossy(bytes)).into_owned();
+        let mut text = one_line(&String::from_utf8_lossy(bytes)).into_owned();
         if cut {
             text.push_str(&format!(" [cut at {MAX_STDERR_LINE} bytes]"));
         }
@@ -147,7 +148,7 @@ impl ExtLog {
     }
 
     fn line(&self, source: &str, level: &str, message: &str) {
-        let message = escape_controls(message);
+        let message = one_line(message);
         self.append(&format!("{} [{source}] {level}: {message}\n", now()));
     }
 
@@ -199,24 +200,6 @@ fn append(path: &Path) -> std::io::Result<(File, u64)> {
 
 fn now() -> humantime::Rfc3339Timestamp {
     humantime::format_rfc3339_millis(std::time::SystemTime::now())
-}
-
-/// `text` with its control characters (C0 but tab, DEL, C1) escaped as `\xNN` or
-/// `\u{NN}`; a newline too, so that one line stays one line.
-pub fn escape_controls(text: &str) -> Cow<'_, str> {
-    let control = |c: char| c.is_control() && c != '\t';
-    if !text.contains(control) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c as u32 {
-            _ if !control(c) => out.push(c),
-            n @ 0..=0x7f => out.push_str(&format!("\\x{n:02x}")),
-            n => out.push_str(&format!("\\u{{{n:x}}}")),
-        }
-    }
-    Cow::Owned(out)
 }
 
 /// The start of `bytes` as text, for quoting a bad line in a diagnostic.
@@ -281,7 +264,7 @@ mod tests {
             ),
             "{text}"
         );
-        assert_eq!(escape_controls("tab\tand text"), "tab\tand text");
+        assert_eq!(one_line("tab\tand text"), "tab\tand text");
     }
 
     #[tokio::test]

@@ -2,6 +2,7 @@
 
 use super::{Grant, Limit};
 use crate::manifest::{Manifest, Permissions};
+use crate::terminal_text::one_line;
 
 /// What `m` asks for, in plain words: its memory, and the other limits it asks above
 /// their defaults.
@@ -23,7 +24,8 @@ fn raised(value: impl Fn(Limit) -> u64) -> Vec<(Limit, u64)> {
         .collect()
 }
 
-/// Permissions in plain words, one line each, then `limits`.
+/// Permissions in plain words, one line each (names from the manifest shown with
+/// [`one_line`]), then `limits`.
 pub(super) fn in_words(p: &Permissions, limits: &[(Limit, u64)]) -> Vec<String> {
     let mut out = Vec::new();
     if p.data_dir {
@@ -35,12 +37,12 @@ pub(super) fn in_words(p: &Permissions, limits: &[(Limit, u64)]) -> Vec<String> 
     out.extend(
         p.env
             .iter()
-            .map(|name| format!("read the environment variable {name}")),
+            .map(|name| format!("read the environment variable {}", one_line(name))),
     );
     out.extend(
         p.http
             .iter()
-            .map(|host| format!("make HTTP requests to {host}")),
+            .map(|host| format!("make HTTP requests to {}", one_line(host))),
     );
     out.extend(limits.iter().map(|(l, v)| l.words(*v)));
     out

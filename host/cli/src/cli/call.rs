@@ -149,7 +149,7 @@ pub(crate) fn invoke(args: InvokeArgs) -> ExitCode {
             match &response.error {
                 Some(error) => {
                     if !args.json {
-                        eprintln!("error: {error}");
+                        esay!("error: {error}");
                     }
                     ExitCode::from(ANSWERED_ERROR)
                 }
@@ -163,7 +163,7 @@ pub(crate) fn invoke(args: InvokeArgs) -> ExitCode {
 
 /// `zot: <why>` on stderr, exit 2.
 fn fail(why: &str) -> ExitCode {
-    eprintln!("zot: {why}");
+    esay!("zot: {why}");
     ExitCode::from(NOT_CALLED)
 }
 
@@ -279,8 +279,14 @@ fn has(ext: &str, what: &str, names: &[String]) -> String {
     }
 }
 
-/// Writes `text` to stdout at once; a closed stdout (`| head`) is not an error.
+/// Writes text for people to stdout at once, shown with `terminal_text::multi_line`; a
+/// closed stdout (`| head`) is not an error.
 fn out(text: &str) {
+    write_line(&zot_host::terminal_text::multi_line(text));
+}
+
+/// Writes `text` and a newline (unless it ends with one) to stdout at once, as it is.
+fn write_line(text: &str) {
     let mut text = text.to_string();
     if !text.ends_with('\n') {
         text.push('\n');
@@ -288,11 +294,12 @@ fn out(text: &str) {
     let _ = std::io::stdout().write_all(text.as_bytes());
 }
 
+/// JSON as serde writes it: its data exact, the control characters escaped by JSON.
 fn print_json(value: &Value) {
-    out(&serde_json::to_string_pretty(value).unwrap_or_default());
+    write_line(&serde_json::to_string_pretty(value).unwrap_or_default());
 }
 
-/// A tool result for people: text blocks as they are, images as a line (saved to `save`
+/// A tool result for people (shown with `terminal_text`): text blocks, images as a line (saved to `save`
 /// when given), other blocks as compact JSON, then `structured_content` as pretty JSON.
 /// An error result goes to stderr, its text after `error: `.
 fn print_result(result: &ToolResult, save: Option<&Path>) {
@@ -311,13 +318,13 @@ fn print_result(result: &ToolResult, save: Option<&Path>) {
             _ => serde_json::to_string(block).unwrap_or_default(),
         };
         if result.is_error {
-            eprintln!("error: {}", text.trim_end_matches('\n'));
+            esay!("error: {}", text.trim_end_matches('\n'));
         } else if !text.is_empty() {
             out(&text);
         }
     }
     if let Some(structured) = result.extra.get("structured_content") {
-        print_json(structured);
+        out(&serde_json::to_string_pretty(structured).unwrap_or_default());
     }
 }
 

@@ -16,6 +16,7 @@ use zot_host::host::SandboxInfo;
 use zot_host::install::Progress;
 use zot_host::manifest::{Manifest, TransportKind};
 use zot_host::paths::ZotHome;
+use zot_host::terminal_text::{multi_line, one_line};
 use zot_host::trust::Untrusted;
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
 use zot_protocol::Hello;
@@ -116,7 +117,7 @@ pub(crate) fn run(args: CheckArgs) -> ExitCode {
     let (home, target, compiler, runtime) = match ready {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("zot: {e}");
+            esay!("zot: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -131,7 +132,7 @@ pub(crate) fn run(args: CheckArgs) -> ExitCode {
     if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(text) => println!("{text}"),
-            Err(e) => eprintln!("zot: check {}: {e}", args.path),
+            Err(e) => esay!("zot: check {}: {e}", args.path),
         }
     } else {
         print_text(&report);
@@ -360,7 +361,8 @@ fn word(value: &impl Serialize) -> String {
     }
 }
 
-/// The report as text. Printed at once, so a closed stdout (`| head`) is not an error.
+/// The report as text, shown with `terminal_text` (each name and description on its own
+/// line). Printed at once, so a closed stdout (`| head`) is not an error.
 fn print_text(r: &CheckReport) {
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -390,10 +392,10 @@ fn print_text(r: &CheckReport) {
             Some(hello) => {
                 let _ = writeln!(
                     out,
-                    "  hello      {:>10}  name {:?}, version {:?}, capabilities {}",
+                    "  hello      {:>10}  name \"{}\", version \"{}\", capabilities {}",
                     ms(f.hello_ms),
-                    hello.name,
-                    hello.version,
+                    one_line(&hello.name),
+                    one_line(&hello.version),
                     serde_json::to_string(&hello.capabilities).unwrap_or_default()
                 );
             }
@@ -415,7 +417,8 @@ fn print_text(r: &CheckReport) {
                 let _ = writeln!(
                     out,
                     "  {label:<10} {prefix}{} - {}",
-                    item.name, item.description
+                    one_line(&item.name),
+                    one_line(&item.description)
                 );
             }
         }
@@ -472,5 +475,5 @@ fn print_text(r: &CheckReport) {
             let _ = writeln!(out, "  - {v}");
         }
     }
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), multi_line(&out).as_bytes());
 }

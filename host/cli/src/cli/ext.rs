@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 use zot_host::identity::{project_root, Identity};
 use zot_host::install::{self, Listed};
-use zot_host::log::escape_controls;
 use zot_host::paths::ZotHome;
 use zot_host::sandbox::grants;
+use zot_host::terminal_text::one_line;
 use zot_host::trust;
 
 /// Runs one management subcommand; a failure is one `zot: …` line on stderr, exit 1.
@@ -19,7 +19,7 @@ pub(crate) fn run(cmd: ExtCommand) -> ExitCode {
     match dispatch(cmd) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("zot: {message}");
+            esay!("zot: {message}");
             ExitCode::FAILURE
         }
     }
@@ -80,15 +80,15 @@ fn list(home: &ZotHome, json: bool) -> Result<(), String> {
         let text = serde_json::to_string_pretty(&listing.active).expect("rows serialise");
         println!("{text}");
     } else if listing.active.is_empty() {
-        println!("No extensions installed.");
-        println!("Install one with `zot ext install <path|git-url>`.");
+        say!("No extensions installed.");
+        say!("Install one with `zot ext install <path|git-url>`.");
     } else {
         print_table(&listing.active);
         for s in &listing.shadowed {
-            println!(
+            say!(
                 "shadowed: {} at {} (a {} extension of that name wins)",
-                s.name,
-                s.dir,
+                one_line(&s.name),
+                one_line(&s.dir),
                 source_name(&listing.active, &s.name)
             );
         }
@@ -102,20 +102,22 @@ fn source_name(rows: &[Listed], name: &str) -> &'static str {
         .map_or("", |r| r.source.as_str())
 }
 
-/// Prints aligned columns, and each manifest error below its row.
+/// Prints aligned columns (each cell one line, shown with `terminal_text`), and each
+/// manifest error below its row.
 fn print_table(rows: &[Listed]) {
     let cells = |r: &Listed| {
         [
-            r.source.as_str().into(),
-            r.name.clone(),
+            r.source.as_str(),
+            &r.name,
             if r.version.is_empty() {
-                "-".into()
+                "-"
             } else {
-                r.version.clone()
+                &r.version
             },
-            r.state.as_str().into(),
-            r.description.clone(),
+            r.state.as_str(),
+            &r.description,
         ]
+        .map(|cell| one_line(cell).into_owned())
     };
     let header = ["SOURCE", "NAME", "VERSION", "STATE", "DESCRIPTION"].map(String::from);
     let table: Vec<[String; 5]> = std::iter::once(header)
@@ -136,17 +138,17 @@ fn print_table(rows: &[Listed]) {
             .zip(&widths)
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
-        println!("{}", line.join("  ").trim_end());
+        say!("{}", line.join("  ").trim_end());
         let Some(r) = i.checked_sub(1).map(|j| &rows[j]) else {
             continue;
         };
         match (&r.untrusted, &r.error) {
-            (Some(u), _) => println!("    {}", u.message()),
-            (None, Some(error)) => println!("    error: {error}"),
+            (Some(u), _) => say!("    {}", one_line(&u.message())),
+            (None, Some(error)) => say!("    error: {}", one_line(error)),
             (None, None) => {}
         }
         if let Some(warning) = &r.warning {
-            println!("    {warning}");
+            say!("    {}", one_line(warning));
         }
     }
 }
@@ -171,7 +173,7 @@ fn remove(
         trust::untrust(home, &project_root(&cwd()?), Some(dir_name))
             .map_err(|e| what(e.to_string()))?;
     }
-    println!("Removed {name} ({copy}), its install record and its grant");
+    say!("Removed {name} ({copy}), its install record and its grant");
     let data = home.data_dir(&id);
     if !data.exists() {
         return Ok(());
@@ -185,9 +187,9 @@ fn remove(
     if purge {
         std::fs::remove_dir_all(&data)
             .map_err(|e| what(format!("cannot delete {}: {e}", data.display())))?;
-        println!("Deleted its data at {}", data.display());
+        say!("Deleted its data at {}", data.display());
     } else {
-        println!(
+        say!(
             "Kept its data at {} (`--purge` deletes it; a new install there gets it back)",
             data.display()
         );
@@ -205,8 +207,8 @@ fn set_enabled(
     let what = |e: String| format!("{verb} {name}: {e}");
     let (dir, scope) = resolve(home, &cwd()?, name, scope).map_err(what)?;
     zot_host::manifest::set_enabled(&dir, enabled).map_err(|e| what(e.to_string()))?;
-    println!("{name} is now {verb}d ({})", copy_at(&dir, scope));
-    println!("It takes effect the next time zot starts.");
+    say!("{name} is now {verb}d ({})", copy_at(&dir, scope));
+    say!("It takes effect the next time zot starts.");
     Ok(())
 }
 
@@ -226,7 +228,7 @@ fn logs(home: &ZotHome, name: &str, follow: bool) -> Result<(), String> {
         return ignore_broken_pipe(copy_escaped(&mut file, &mut io::stdout().lock())).map_err(what);
     }
     if !path.exists() {
-        eprintln!("zot: no log at {} yet; waiting for it", path.display());
+        esay!("zot: no log at {} yet; waiting for it", path.display());
     }
     let mut offset = 0;
     loop {
@@ -254,7 +256,7 @@ fn print_from(path: &Path, offset: u64) -> io::Result<u64> {
     };
     let len = file.metadata()?.len();
     let start = if len < offset {
-        eprintln!(
+        esay!(
             "zot: {} was truncated; following from its start",
             path.display()
         );
@@ -269,8 +271,8 @@ fn print_from(path: &Path, offset: u64) -> io::Result<u64> {
     Ok(start + copied)
 }
 
-/// Copies `from` line by line with control characters but newline and tab escaped
-/// ([`escape_controls`]), so a log cannot drive the terminal; returns the bytes read.
+/// Copies `from` line by line, each shown with [`one_line`] (its newline kept), so a log
+/// cannot drive the terminal; returns the bytes read.
 fn copy_escaped(from: impl Read, out: &mut impl Write) -> io::Result<u64> {
     let mut from = io::BufReader::new(from);
     let mut line = Vec::new();
@@ -279,7 +281,7 @@ fn copy_escaped(from: impl Read, out: &mut impl Write) -> io::Result<u64> {
         copied += line.len() as u64;
         let newline = line.last() == Some(&b'\n');
         let text = String::from_utf8_lossy(&line[..line.len() - usize::from(newline)]);
-        out.write_all(escape_controls(&text).as_bytes())?;
+        out.write_all(one_line(&text).as_bytes())?;
         if newline {
             out.write_all(b"\n")?;
         }

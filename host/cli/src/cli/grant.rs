@@ -49,10 +49,10 @@ pub(crate) fn revoke(args: RevokeArgs) -> ExitCode {
             let (dir, copy) = locate_dir(&home, &args.target, args.scope)?;
             let shown = copy.map_or(args.target.clone(), |c| format!("{} ({c})", args.target));
             match grants::revoke(&home, &Identity::of(&dir, &home)) {
-                Ok(true) => println!(
-                    "revoked every permission granted to {shown}: it keeps only its data dir"
-                ),
-                Ok(false) => println!("{shown} had no grant"),
+                Ok(true) => {
+                    say!("revoked every permission granted to {shown}: it keeps only its data dir")
+                }
+                Ok(false) => say!("{shown} had no grant"),
                 Err(e) => return Err(e.to_string()),
             }
             Ok(())
@@ -65,7 +65,7 @@ fn report(what: &str, result: Result<(), String>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("zot: {what}: {e}");
+            esay!("zot: {what}: {e}");
             ExitCode::FAILURE
         }
     }
@@ -110,31 +110,31 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
     let sha256 = grants::sha256_of(&wasm).map_err(|e| e.to_string())?;
     let old = grants::load(&home, &id).map_err(|e| e.to_string())?;
     match &copy {
-        Some(copy) => println!("{} ({copy}) asks for:", m.name),
-        None => println!("{} asks for:", m.name),
+        Some(copy) => say!("{} ({copy}) asks for:", m.name),
+        None => say!("{} asks for:", m.name),
     }
     print_list(&asked_words(&m));
     if !args.all && args.permissions.is_empty() {
         match &old {
             Some(g) if g.sha256 != sha256 => {
-                println!(
+                say!(
                     "granted to another build of the component (not applied; granting again \
                      gives it to this one):"
                 );
                 print_list(&granted_words(g));
             }
             Some(g) => {
-                println!("granted:");
+                say!("granted:");
                 print_list(&granted_words(g));
             }
-            None => println!("granted: nothing beyond its data dir (no grant recorded)"),
+            None => say!("granted: nothing beyond its data dir (no grant recorded)"),
         }
         return Ok(());
     }
     // A grant given to another build is not carried over: what is granted now is for
     // this component only.
     if old.as_ref().is_some_and(|g| g.sha256 != sha256) {
-        println!("(the grant given to another build of the component is replaced)");
+        say!("(the grant given to another build of the component is replaced)");
     }
     let mut grant = old.filter(|g| g.sha256 == sha256).unwrap_or_default();
     grant.sha256 = sha256;
@@ -145,7 +145,7 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
         grant.add(&m, permission).map_err(|e| e.to_string())?;
     }
     grants::save(&home, &id, &grant).map_err(|e| e.to_string())?;
-    println!("granted:");
+    say!("granted:");
     print_list(&granted_words(&grant));
     Ok(())
 }
@@ -153,6 +153,6 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
 /// Prints lines as a list.
 pub(crate) fn print_list(lines: &[String]) {
     for line in lines {
-        println!("  - {line}");
+        say!("  - {line}");
     }
 }

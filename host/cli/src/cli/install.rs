@@ -14,6 +14,7 @@ use zot_host::install::{self, provenance, InstallSource, Progress, Request, Stag
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::{project_extensions_dir, ZotHome};
 use zot_host::sandbox::{asked_words, granted_words, grants, grown_since};
+use zot_host::terminal_text::{self, one_line};
 use zot_host::trust::{self, ProjectExtension};
 
 #[derive(clap::Args)]
@@ -86,7 +87,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
         _ => None,
     };
     if let Some(m) = &bare {
-        println!("{} (a component file)", args.source);
+        say!("{} (a component file)", args.source);
         let question = describe_asks(m);
         ask(&question, args.yes).map_err(what)?;
     }
@@ -110,7 +111,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
         };
         return Err(what(taken.to_string()));
     }
-    println!("{}", headline(&staged));
+    say!("{}", headline(&staged));
     if bare.is_none() {
         let question = describe_asks(m);
         ask(&question, args.yes).map_err(what)?;
@@ -127,15 +128,15 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
     consented(home, &id, &done, wasm).map_err(what)?;
     let version = match done.manifest.version.as_str() {
         "" => String::new(),
-        v => format!(" {v}"),
+        v => format!(" {}", one_line(v)),
     };
-    println!(
+    say!(
         "Installed {}{version} into {}",
         done.manifest.name,
         done.dir.display()
     );
     if !done.manifest.enabled {
-        println!(
+        say!(
             "It is disabled; turn it on with `zot ext enable {}`.",
             done.manifest.name
         );
@@ -201,8 +202,12 @@ fn compile_staged(home: &ZotHome, compiler: &Compiler, wasm: &Path) -> Result<()
         .map_err(|e| format!("cannot compile it, so it was not installed: {e}"))
 }
 
-/// `name version from source (--ref REF, --path SUBDIR) at commit`.
+/// `name version from source (--ref REF, --path SUBDIR) at commit`, one line.
 fn headline(staged: &Staged) -> String {
+    one_line(&headline_text(staged)).into_owned()
+}
+
+fn headline_text(staged: &Staged) -> String {
     let m = &staged.manifest;
     let r = &staged.record;
     let mut line = m.name.clone();
@@ -231,21 +236,31 @@ fn short(commit: &str) -> &str {
         .map_or(commit, |(end, _)| &commit[..end])
 }
 
-/// Prints what `m` may do once installed; returns the question to ask.
+/// Prints what `m` may do once installed (a classic extension: the command it runs,
+/// exactly); returns the question to ask.
 fn describe_asks(m: &Manifest) -> String {
     if m.wasm.is_some() {
-        println!("It is a sandboxed WebAssembly component. It asks to:");
+        say!("It is a sandboxed WebAssembly component. It asks to:");
         grant::print_list(&asked_words(m));
         format!("Grant this and install {}?", m.name)
     } else {
-        eprintln!(
+        esay!(
             "warning: {} is a classic extension: it runs as a program with your full user \
              permissions (every file you can read or write, the network, your environment). \
              Install only extensions you trust.",
             m.name
         );
+        say!("It runs (from its folder's copy):");
+        say!("  {}", runs(m));
         format!("Install {}?", m.name)
     }
+}
+
+/// The command line a classic extension's manifest runs, `exec` and `args` exactly as
+/// written, each quoted for a POSIX shell.
+fn runs(m: &Manifest) -> String {
+    let exec = m.exec.as_deref().unwrap_or_default();
+    terminal_text::command_line(std::iter::once(exec).chain(m.args.iter().map(String::as_str)))
 }
 
 /// The component file of a staged component, relative to its folder.
@@ -277,7 +292,7 @@ pub(crate) fn ask(question: &str, yes: bool) -> Result<(), String> {
 
 /// Asks `question` on the terminal: whether the answer was yes.
 pub(crate) fn confirm(question: &str) -> Result<bool, String> {
-    eprint!("{question} [y/N] ");
+    eprint!("{} [y/N] ", one_line(question));
     let _ = io::stderr().flush();
     let mut answer = String::new();
     io::stdin()
@@ -305,13 +320,13 @@ pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), String> {
         })
         .collect();
     if targets.is_empty() {
-        println!("Nothing to update: no extension has an install record.");
+        say!("Nothing to update: no extension has an install record.");
         return Ok(());
     }
     let mut failed = Vec::new();
     for (name, dir, scope) in targets {
         if let Err(e) = update_one(home, &dir, scope, None, args.yes) {
-            eprintln!("zot: update {name}: {e}");
+            esay!("zot: update {name}: {e}");
             failed.push(name);
         }
     }
@@ -362,35 +377,52 @@ fn update_one(
         ));
     }
     if staged.record.files == record.files && staged.record.git_ref == record.git_ref {
-        println!("{name} is up to date ({}; {copy}).", headline(&staged));
+        say!("{name} is up to date ({}; {copy}).", headline(&staged));
         return Ok(());
     }
-    println!("{name}: an update is available for the {copy}:");
-    println!("  source   {}", headline(&staged));
+    say!("{name}: an update is available for the {copy}:");
+    say!("  source   {}", headline(&staged));
     if record.git_ref != staged.record.git_ref {
         let shown = |r: &Option<String>| r.clone().unwrap_or_else(|| "(default branch)".into());
-        println!(
+        say!(
             "  ref      {} -> {}",
-            shown(&record.git_ref),
-            shown(&staged.record.git_ref)
+            one_line(&shown(&record.git_ref)),
+            one_line(&shown(&staged.record.git_ref))
         );
     }
     match (&record.commit, &staged.record.commit) {
-        (Some(a), Some(b)) if a != b => println!("  commit   {} -> {}", short(a), short(b)),
+        (Some(a), Some(b)) if a != b => say!(
+            "  commit   {} -> {}",
+            one_line(short(a)),
+            one_line(short(b))
+        ),
         _ => {}
     }
     if old.version != new.version {
-        println!("  version  {} -> {}", old.version, new.version);
+        say!(
+            "  version  {} -> {}",
+            one_line(&old.version),
+            one_line(&new.version)
+        );
+    }
+    if new.wasm.is_none() {
+        let (was, now) = (runs(&old), runs(new));
+        if was == now {
+            say!("  runs     {now}");
+        } else {
+            say!("  runs     {was}");
+            say!("       ->  {now}");
+        }
     }
     let changed = provenance::verify(staged.tree(), &record).map_err(|e| e.to_string())?;
-    println!("  files    {} changed", changed.len());
+    say!("  files    {} changed", changed.len());
     let grown = grown_since(&old, new);
     if grown.is_empty() {
-        println!("  It asks for nothing more than before.");
+        say!("  It asks for nothing more than before.");
     } else {
-        println!("  It now also asks to:");
+        say!("  It now also asks to:");
         for line in &grown {
-            println!("  - {line}");
+            say!("  - {line}");
         }
         ask(&format!("Grant this and update {name}?"), yes)?;
     }
@@ -408,7 +440,7 @@ fn update_one(
         }
         wasm => consented(home, &id, &done, wasm)?,
     }
-    println!("Updated {name} in {}", done.dir.display());
+    say!("Updated {name} in {}", done.dir.display());
     Ok(())
 }
 
@@ -480,7 +512,7 @@ pub(crate) fn info(
         );
         return Ok(());
     }
-    let row = |k: &str, v: &str| println!("{k:<13}{v}");
+    let row = |k: &str, v: &str| say!("{k:<13}{}", one_line(v));
     let rows = |k: &str, lines: &[String]| {
         for (i, line) in lines.iter().enumerate() {
             row(if i == 0 { k } else { "" }, line);
@@ -594,7 +626,7 @@ pub(crate) fn verify(
             serde_json::to_string_pretty(&value).expect("JSON serialises")
         );
     } else if changes.is_empty() {
-        println!(
+        say!(
             "{name}: all {} files match the install record of {} ({copy})",
             record.files.len(),
             record.installed_at
@@ -606,7 +638,7 @@ pub(crate) fn verify(
                 provenance::Change::Added(p) => ("added", p),
                 provenance::Change::Removed(p) => ("removed", p),
             };
-            println!("{label:<9}{path}");
+            say!("{label:<9}{}", one_line(path));
         }
     }
     if changes.is_empty() {
@@ -640,7 +672,7 @@ impl Progress for TermProgress {
             return;
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let (flag, what) = (stop.clone(), what.to_string());
+        let (flag, what) = (stop.clone(), one_line(what).into_owned());
         let thread = std::thread::spawn(move || {
             let started = Instant::now();
             let frames = ['|', '/', '-', '\\'];
@@ -655,7 +687,7 @@ impl Progress for TermProgress {
                 i += 1;
                 std::thread::sleep(Duration::from_millis(100));
             }
-            eprintln!("\r\x1b[2K{what}: {:.1}s", started.elapsed().as_secs_f64());
+            esay!("\r\x1b[2K{what}: {:.1}s", started.elapsed().as_secs_f64());
         });
         *self.running.lock().unwrap() = Some((stop, thread));
     }

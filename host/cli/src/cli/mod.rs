@@ -1,4 +1,24 @@
 //! Command-line parsing; each subcommand lives in its own module.
+//!
+//! Whatever is printed for people goes through [`say!`] (stdout) or [`esay!`] (stderr),
+//! which show the whole text with [`zot_host::terminal_text::multi_line`]: nothing from
+//! outside (a manifest, a frame, a file name, an error quoting them) drives the terminal.
+//! JSON output is printed as serde writes it, its data exact.
+
+/// `println!` for people: the text shown with `terminal_text::multi_line`.
+macro_rules! say {
+    () => { println!() };
+    ($($arg:tt)*) => {
+        println!("{}", zot_host::terminal_text::multi_line(&format!($($arg)*)))
+    };
+}
+
+/// `eprintln!` for people: the text shown with `terminal_text::multi_line`.
+macro_rules! esay {
+    ($($arg:tt)*) => {
+        eprintln!("{}", zot_host::terminal_text::multi_line(&format!($($arg)*)))
+    };
+}
 
 mod call;
 mod check;
@@ -206,7 +226,7 @@ pub fn main() -> ExitCode {
 fn man() -> ExitCode {
     let mut page = Vec::new();
     if let Err(e) = clap_mangen::Man::new(Cli::command()).render(&mut page) {
-        eprintln!("zot: man: {e}");
+        esay!("zot: man: {e}");
         return ExitCode::FAILURE;
     }
     let _ = std::io::Write::write_all(&mut std::io::stdout(), &page);

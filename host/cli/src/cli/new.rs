@@ -101,7 +101,7 @@ pub(crate) fn run(args: NewArgs) -> ExitCode {
     match new(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("zot: {message}");
+            esay!("zot: {message}");
             ExitCode::FAILURE
         }
     }
@@ -182,33 +182,33 @@ fn new(args: NewArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     }
 
-    let shown = shell_word(&dir.display().to_string());
+    let shown = zot_host::terminal_text::shell_word(&dir.display().to_string());
     let flavour = match (args.lang, args.wasm) {
         (Lang::Rust, true) => "rust, sandboxed component",
         (Lang::Rust, false) => "rust, native",
         (lang, _) => lang.word(),
     };
-    println!("Created {name} ({flavour}) in {}:", dir.display());
+    say!("Created {name} ({flavour}) in {}:", dir.display());
     for (path, _) in templates {
-        println!("  {path}");
+        say!("  {path}");
     }
-    println!();
-    println!("Next:");
+    say!();
+    say!("Next:");
     if let Some(build) = next_build {
-        println!("  cd {shown}");
+        say!("  cd {shown}");
         for line in build.lines() {
-            println!("  {line}");
+            say!("  {line}");
         }
-        println!("  zot ext check .");
-        println!("  zot ext install .");
+        say!("  zot ext check .");
+        say!("  zot ext install .");
     } else {
         let wait = if args.lang == Lang::Typescript {
             " --wait 120s   # the first start downloads tsx"
         } else {
             ""
         };
-        println!("  zot ext check {shown}{wait}");
-        println!("  zot ext install {shown}");
+        say!("  zot ext check {shown}{wait}");
+        say!("  zot ext install {shown}");
     }
     Ok(())
 }
@@ -300,19 +300,6 @@ fn toml_string(text: &str) -> String {
     out
 }
 
-/// `text` quoted for a POSIX shell when it needs quoting.
-fn shell_word(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=@".contains(c));
-    if plain {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,7 +353,5 @@ mod tests {
         assert_eq!(npm_name("My_Ext"), "my_ext");
         assert_eq!(npm_name("_x"), "ext_x");
         assert_eq!(toml_string(r#"C:\a "b""#), r#""C:\\a \"b\"""#);
-        assert_eq!(shell_word("./a b"), "'./a b'");
-        assert_eq!(shell_word("demo"), "demo");
     }
 }

@@ -38,12 +38,12 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("zot: {what}: cannot start the async runtime: {e}");
+            esay!("zot: {what}: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     let code = runtime.block_on(bridge(args)).unwrap_or_else(|e| {
-        eprintln!("zot: {what}: {e}");
+        esay!("zot: {what}: {e}");
         1
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

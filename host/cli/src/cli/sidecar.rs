@@ -102,14 +102,14 @@ pub(crate) fn run(args: HostArgs) -> ExitCode {
     let config = match args.config() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("zot: host: {e}");
+            esay!("zot: host: {e}");
             return ExitCode::FAILURE;
         }
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("zot: host: cannot start the async runtime: {e}");
+            esay!("zot: host: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -150,13 +150,13 @@ async fn serve(config: HostConfig) {
 
     let report = host.load().await;
     for e in &report.errors {
-        eprintln!("zot: extension {}: {}", e.extension, e.error);
+        esay!("zot: extension {}: {}", e.extension, e.error);
     }
     for u in &report.untrusted {
-        eprintln!("zot: extension {}: {}", u.extension, u.untrusted.message());
+        esay!("zot: extension {}: {}", u.extension, u.untrusted.message());
     }
     for w in &report.warnings {
-        eprintln!("zot: extension {}: {}", w.extension, w.warning);
+        esay!("zot: extension {}: {}", w.extension, w.warning);
     }
     let _ = out
         .send(encode(&json!({

@@ -55,7 +55,7 @@ impl Target {
                              or a .wasm file)"
                         )
                     })?;
-                eprintln!("{verb} the {}", copy_at(&dir, scope));
+                esay!("{verb} the {}", copy_at(&dir, scope));
                 // Named by a path it would be trusted by naming; by its name, it is what
                 // loads here, so it runs only if it would run here.
                 match scope {

@@ -9,6 +9,7 @@ use zot_host::install::search_path;
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::ZotHome;
 use zot_host::sandbox::asked_words;
+use zot_host::terminal_text::{self, one_line};
 use zot_host::trust::{self, ProjectExtension, Untrusted};
 
 #[derive(clap::Args)]
@@ -43,18 +44,18 @@ pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
     let what = |e: String| format!("trust {}: {e}", project.display());
     let found = project_extensions(home, &dir);
     if found.is_empty() {
-        println!(
+        say!(
             "Nothing to trust: {} holds no extension.",
             zot_host::paths::project_extensions_dir(&project).display()
         );
         return Ok(());
     }
-    println!("Extensions of the project {}:", project.display());
+    say!("Extensions of the project {}:", project.display());
     for (f, untrusted) in &found {
         show(f, untrusted.as_ref());
     }
     if found.iter().all(|(_, u)| u.is_none()) {
-        println!("All are trusted as they are; nothing changed.");
+        say!("All are trusted as they are; nothing changed.");
         return Ok(());
     }
     let question = format!(
@@ -76,7 +77,7 @@ pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
         })
         .collect();
     trust::trust(home, &project, &exts, true).map_err(|e| what(e.to_string()))?;
-    println!(
+    say!(
         "Trusted {} extension(s) of {}. They start the next time zot starts there; any \
          change to their files needs trust again. `zot ext untrust '{}'` takes it back.",
         exts.len(),
@@ -90,11 +91,11 @@ pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
 pub(crate) fn untrust(home: &ZotHome, args: UntrustArgs) -> Result<(), String> {
     let (_, project) = project_of(args.dir)?;
     match trust::untrust(home, &project, None) {
-        Ok(true) => println!(
+        Ok(true) => say!(
             "{}'s extensions are no longer trusted: zot will not start them there.",
             project.display()
         ),
-        Ok(false) => println!("Nothing was trusted in {}.", project.display()),
+        Ok(false) => say!("Nothing was trusted in {}.", project.display()),
         Err(e) => return Err(format!("untrust {}: {e}", project.display())),
     }
     Ok(())
@@ -116,48 +117,47 @@ fn project_extensions(home: &ZotHome, dir: &Path) -> Vec<(Found, Option<Untruste
     all
 }
 
-/// One extension as `trust` shows it: name, folder, transport, state, what it may do.
+/// One extension as `trust` shows it: name, folder, transport, state, what it may do or
+/// the command it runs, each on its own line (shown with `terminal_text`).
 fn show(f: &Found, untrusted: Option<&Untrusted>) {
     let state = match untrusted {
         None => "trusted".to_string(),
         Some(u) => u.why.to_string(),
     };
-    println!();
-    println!("  {} ({}) — {state}", f.name(), f.dir.display());
+    say!();
+    say!(
+        "  {} ({}) — {}",
+        one_line(&f.name()),
+        one_line(&f.dir.to_string_lossy()),
+        one_line(&state)
+    );
     match &f.manifest {
-        Err(e) => println!("    its manifest cannot be used: {e}"),
+        Err(e) => say!(
+            "    its manifest cannot be used: {}",
+            one_line(&e.to_string())
+        ),
         Ok(m) => match m.launch(&f.dir) {
             Launch::Wasm(_) => {
-                println!("    a sandboxed WebAssembly component; it asks to:");
+                say!("    a sandboxed WebAssembly component; it asks to:");
                 for line in asked_words(m) {
-                    println!("      - {line}");
+                    say!("      - {line}");
                 }
-                println!(
-                    "    (a project component gets no grant of its own until `zot ext grant`)"
-                );
+                say!("    (a project component gets no grant of its own until `zot ext grant`)");
             }
             Launch::Exec(program) => {
-                println!(
+                say!(
                     "    warning: a classic extension: it runs as a program with your full \
                      user permissions (every file you can read or write, the network, your \
                      environment):"
                 );
-                println!("      {}", command_line(m, &program));
+                say!("      {}", command_line(m, &program));
             }
         },
     }
 }
 
-/// `program arg…`, arguments quoted when they hold spaces.
+/// `program arg…` exactly as it runs, each word quoted for a POSIX shell.
 fn command_line(m: &Manifest, program: &Path) -> String {
-    std::iter::once(program.display().to_string())
-        .chain(m.args.iter().map(|a| {
-            if a.contains(char::is_whitespace) || a.is_empty() {
-                format!("{a:?}")
-            } else {
-                a.clone()
-            }
-        }))
-        .collect::<Vec<_>>()
-        .join(" ")
+    let program = program.to_string_lossy();
+    terminal_text::command_line(std::iter::once(&*program).chain(m.args.iter().map(String::as_str)))
 }

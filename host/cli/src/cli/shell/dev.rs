@@ -53,7 +53,7 @@ pub(crate) struct DevArgs {
 /// Runs `zot ext dev`: like `zot ext shell`, with the watcher.
 pub(crate) fn run(mut args: DevArgs) -> ExitCode {
     let fail = |e: String| {
-        eprintln!("zot: dev: {e}");
+        esay!("zot: dev: {e}");
         ExitCode::FAILURE
     };
     let dir = match std::path::absolute(&args.dir) {
@@ -67,21 +67,21 @@ pub(crate) fn run(mut args: DevArgs) -> ExitCode {
     let wasm = args.wasm;
     if dir.join("Cargo.toml").is_file() {
         // Built before it starts, its output on stderr; a failure starts what is there.
-        eprintln!("building {name}: {}", cargo_line(wasm));
+        esay!("building {name}: {}", cargo_line(wasm));
         match cargo(&dir, wasm).output() {
             Ok(out) if out.status.success() => {
                 let built = built_artifact(&String::from_utf8_lossy(&out.stdout));
                 match built.map(|a| place(&dir, &a)) {
-                    Some(Err(e)) => eprintln!("zot: dev: {e}"),
-                    Some(Ok(Some(to))) => eprintln!("built {}", to.display()),
+                    Some(Err(e)) => esay!("zot: dev: {e}"),
+                    Some(Ok(Some(to))) => esay!("built {}", to.display()),
                     _ => {}
                 }
             }
-            Ok(out) => eprintln!(
+            Ok(out) => esay!(
                 "zot: dev: the build of {name} failed ({}): starting what is there",
                 out.status
             ),
-            Err(e) => eprintln!("zot: dev: cannot run cargo ({e}): starting what is there"),
+            Err(e) => esay!("zot: dev: cannot run cargo ({e}): starting what is there"),
         }
     }
     args.shell.host.ext_first(dir.clone());

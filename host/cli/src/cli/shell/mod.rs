@@ -26,6 +26,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use verbs::Verb;
+use zot_host::terminal_text::multi_line;
 use zot_host::{ExtState, Host, HostEvent, LoadReport};
 use zot_protocol::{Event, PanelKey};
 
@@ -114,7 +115,7 @@ pub(crate) fn run(args: ShellArgs) -> ExitCode {
 /// error messages.
 fn run_with(args: ShellArgs, what: &'static str, watch: Option<Watch>) -> ExitCode {
     let fail = |e: String| {
-        eprintln!("zot: {what}: {e}");
+        esay!("zot: {what}: {e}");
         ExitCode::FAILURE
     };
     let config = match args.host.config() {
@@ -187,7 +188,7 @@ fn run_with(args: ShellArgs, what: &'static str, watch: Option<Watch>) -> ExitCo
     std::process::exit(match code {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("zot: {what}: {e}");
+            esay!("zot: {what}: {e}");
             1
         }
     })
@@ -220,7 +221,10 @@ impl Out {
         if lines.is_empty() {
             return;
         }
-        let text = render::paint(level, &lines.join("\n"), self.colour);
+        // Every line is shown with `terminal_text` before it is painted: the colours are
+        // the only escape sequences that reach the terminal.
+        let shown: Vec<_> = lines.iter().map(|l| multi_line(l)).collect();
+        let text = render::paint(level, &shown.join("\n"), self.colour);
         if self.reading {
             if let Some(printer) = &self.printer {
                 // Outside raw mode the printer writes the text as it is: end the line.
@@ -469,7 +473,7 @@ impl Shell {
         );
         loop {
             let prompt = match &self.ctx.panel {
-                Some((_, id)) => format!("zot [panel {id}]> "),
+                Some((_, id)) => format!("zot [panel {}]> ", render::clean(id)),
                 None => "zot> ".to_string(),
             };
             let Some(answer) = self.ask(&mut editor, &prompt, "").await else {
@@ -541,7 +545,14 @@ impl Shell {
             "keys go to the panel: enter sends enter, a key name that key, text its characters; esc or ctrl-c leaves",
         );
         while let Some((ext, id)) = self.ctx.panel.clone() {
-            let Some(answer) = self.ask(editor, &format!("[panel {id}] keys> "), "").await else {
+            let Some(answer) = self
+                .ask(
+                    editor,
+                    &format!("[panel {}] keys> ", render::clean(&id)),
+                    "",
+                )
+                .await
+            else {
                 return false;
             };
             let Some(line) = answer else { break };

@@ -52,18 +52,10 @@ pub(crate) fn paint(level: Level, text: &str, colour: bool) -> String {
         .join("\n")
 }
 
-/// Control characters (but tab) as `\u{…}` escapes: nothing an extension sends can
-/// drive the terminal.
+/// One line of outside text, every character that could drive the terminal or disguise
+/// text shown as an escape ([`zot_host::terminal_text::one_line`]).
 pub(crate) fn clean(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() && c != '\t' {
-            out.push_str(&c.escape_unicode().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    zot_host::terminal_text::one_line(text).into_owned()
 }
 
 /// Multi-line `text`, each line indented by `indent`, cut at [`SHOWN_TEXT`].
@@ -692,7 +684,7 @@ mod tests {
         };
         let (level, lines) = event(&e);
         assert_eq!(level, Level::Warn);
-        assert_eq!(lines, ["[py] warning: careful\\u{1b}[2J"]);
+        assert_eq!(lines, ["[py] warning: careful\\x1b[2J"]);
         assert_eq!(paint(level, "x", true), "\x1b[33mx\x1b[0m");
         assert_eq!(paint(level, "x", false), "x");
         let e = HostEvent::ExtensionExited {
