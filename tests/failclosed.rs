@@ -260,6 +260,11 @@ fn whatever_a_repository_lays_out_starts_only_once_trusted() {
             text(&refused)
         );
         assert!(
+            text(&refused).contains("not what the program loads from elsewhere"),
+            "the review says what trust does not cover: {}",
+            text(&refused)
+        );
+        assert!(
             !text(&refused).contains("All are trusted"),
             "{}",
             text(&refused)

@@ -151,6 +151,11 @@ fn show(f: &Found, untrusted: Option<&Untrusted>) {
                      environment):"
                 );
                 say!("      {}", command_line(m, &program));
+                say!(
+                    "    trust covers this folder and the files its manifest names, not what \
+                     the program loads from elsewhere when it runs (imports, modules, \
+                     downloads): review its code as you would any program's"
+                );
             }
         },
     }
