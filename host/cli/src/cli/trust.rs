@@ -125,25 +125,29 @@ fn show(f: &Found, untrusted: Option<&Untrusted>) {
     println!("  {} ({}) — {state}", f.name(), f.dir.display());
     match &f.manifest {
         Err(e) => println!("    its manifest cannot be used: {e}"),
-        Ok(m) => match m.launch(&f.dir) {
-            Launch::Wasm(_) => {
-                println!("    a sandboxed WebAssembly component; it asks to:");
-                for line in asked_words(m) {
-                    println!("      - {line}");
-                }
-                println!(
-                    "    (a project component gets no grant of its own until `zot ext grant`)"
-                );
+        Ok(m) => review(m, &f.dir),
+    }
+}
+
+/// What the extension of manifest `m` in `dir` may do once it runs: what a component
+/// asks, or a classic extension's command line with a warning.
+pub(crate) fn review(m: &Manifest, dir: &Path) {
+    match m.launch(dir) {
+        Launch::Wasm(_) => {
+            println!("    a sandboxed WebAssembly component; it asks to:");
+            for line in asked_words(m) {
+                println!("      - {line}");
             }
-            Launch::Exec(program) => {
-                println!(
-                    "    warning: a classic extension: it runs as a program with your full \
+            println!("    (a project component gets no grant of its own until `zot ext grant`)");
+        }
+        Launch::Exec(program) => {
+            println!(
+                "    warning: a classic extension: it runs as a program with your full \
                      user permissions (every file you can read or write, the network, your \
                      environment):"
-                );
-                println!("      {}", command_line(m, &program));
-            }
-        },
+            );
+            println!("      {}", command_line(m, &program));
+        }
     }
 }
 
