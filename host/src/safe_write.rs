@@ -99,6 +99,26 @@ impl SafeDir {
     /// there is replaced, never written through). A link at the temporary name is refused,
     /// naming it.
     pub fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        self.replace(name, 0o666, |file| file.write_all(bytes))
+    }
+
+    /// Replaces the file `name` in this folder with a copy of the file `from`, with its
+    /// permission bits (an executable stays one), as [`SafeDir::write`] does.
+    pub fn copy_from(&self, name: &str, from: &Path) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut source = std::fs::File::open(from)?;
+        let mode = source.metadata()?.permissions().mode() & 0o777;
+        self.replace(name, mode, |file| io::copy(&mut source, file).map(drop))
+    }
+
+    /// Creates `.<name>.<pid>.tmp` with `mode` (less the umask), has `fill` write it, and
+    /// renames it over `name`.
+    fn replace(
+        &self,
+        name: &str,
+        mode: u32,
+        fill: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+    ) -> io::Result<()> {
         if !is_plain(Path::new(name)) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -107,18 +127,18 @@ impl SafeDir {
         }
         let tmp = OsString::from(format!(".{name}.{}.tmp", std::process::id()));
         let c_tmp = c_name(&tmp)?;
-        let mut file = match self.create_new(&c_tmp) {
+        let mut file = match self.create_new(&c_tmp, mode) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 if let Some(link) = self.refuse_link(&tmp) {
                     return Err(link);
                 }
                 // Left by a killed process that had our id: ours to replace.
                 self.dir.remove_file(&tmp)?;
-                self.create_new(&c_tmp)?
+                self.create_new(&c_tmp, mode)?
             }
             other => other?,
         };
-        let written = file.write_all(bytes).and_then(|()| {
+        let written = fill(&mut file).and_then(|()| {
             self.dir
                 .rename(&tmp, &self.dir, name)
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot rename into place: {e}")))
@@ -129,11 +149,11 @@ impl SafeDir {
         written
     }
 
-    fn create_new(&self, name: &CString) -> io::Result<std::fs::File> {
+    fn create_new(&self, name: &CString, mode: u32) -> io::Result<std::fs::File> {
         let flags =
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: a valid directory fd and a NUL-terminated name; the fd is owned below.
-        let fd = unsafe { libc::openat(self.fd(), name.as_ptr(), flags, 0o666 as libc::c_uint) };
+        let fd = unsafe { libc::openat(self.fd(), name.as_ptr(), flags, mode as libc::c_uint) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
