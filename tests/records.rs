@@ -265,11 +265,10 @@ fn a_project_copy_is_updated_only_with_consent_after_its_review() {
     let out = env.zot(&["info", "kept", "--json"]);
     let info: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(info["version"], "2.0.0", "{info}");
-    assert_ok(&env.zot(&["list"]));
-    assert!(
-        stdout(&env.zot(&["list"])).contains("enabled"),
-        "trusted again"
-    );
+    let out = env.zot(&["list", "--json"]);
+    let rows: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(rows[0]["state"], "enabled", "trusted again: {rows}");
+    assert_eq!(rows[0]["installed_from"]["source"], url.as_str(), "{rows}");
 
     // `remove` forgets the record under $ZOT_HOME.
     assert_ok(&env.zot(&["remove", "kept", "--yes"]));
