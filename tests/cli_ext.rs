@@ -1062,7 +1062,15 @@ fn project_installs_go_to_the_project() {
     assert_ok(&env.zot(&["install", src.to_str().unwrap(), "--project", "--yes"]));
     let cwd = env.root.join("cwd");
     assert!(cwd.join(".zot/extensions/local/extension.json").is_file());
-    assert!(cwd.join(".zot/provenance/local.json").is_file());
+    // Its record is under $ZOT_HOME, keyed by the project, never in the project.
+    assert!(!cwd.join(".zot/provenance").exists());
+    let records = env.home().join("provenance/@project");
+    let keys: Vec<_> = fs::read_dir(&records)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert!(keys[0].join("local.json").is_file());
     assert_eq!(env.installed(), Vec::<String>::new());
     let info = info_json(&env, "local");
     assert_eq!(info["scope"], "project");

@@ -77,6 +77,7 @@ pub mod log;
 pub mod manifest;
 pub mod paths;
 mod registry;
+pub mod safe_write;
 pub mod sandbox;
 pub mod terminal_text;
 pub mod transport;

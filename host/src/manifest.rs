@@ -497,7 +497,8 @@ pub fn set_enabled(dir: &Path, enabled: bool) -> Result<(), ManifestError> {
 }
 
 /// Sets one top-level field of `dir/extension.json`, keeping every other field and their
-/// order. The file is replaced atomically.
+/// order. The file is replaced atomically, never through a link (see
+/// [`crate::safe_write`]).
 pub fn set_field(dir: &Path, key: &str, value: Value) -> Result<(), ManifestError> {
     use ManifestErrorKind::*;
     let path = dir.join(MANIFEST_FILE);
@@ -512,9 +513,9 @@ pub fn set_field(dir: &Path, key: &str, value: Value) -> Result<(), ManifestErro
     object.insert(key.into(), value);
     let mut out = serde_json::to_vec_pretty(&manifest).expect("JSON value serialises");
     out.push(b'\n');
-    let tmp = dir.join(format!(".{MANIFEST_FILE}.tmp"));
-    std::fs::write(&tmp, out).map_err(|e| err(Unwritable(e.to_string())))?;
-    std::fs::rename(&tmp, &path).map_err(|e| err(Unreplaceable(e.to_string())))
+    crate::safe_write::SafeDir::open(dir)
+        .and_then(|d| d.write(MANIFEST_FILE, &out))
+        .map_err(|e| err(Unwritable(e.to_string())))
 }
 
 #[cfg(test)]

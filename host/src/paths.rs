@@ -66,6 +66,15 @@ impl ZotHome {
         path
     }
 
+    /// One install's record: `$ZOT_HOME/provenance/<its identity's key>.json`
+    /// (`provenance/<name>.json` for a global install). A project's copies are recorded
+    /// here too, never in the project, which anyone who can write to it could forge.
+    pub fn provenance_path(&self, identity: &Identity) -> PathBuf {
+        let mut path = self.root.join("provenance").join(identity.key());
+        path.as_mut_os_string().push(".json");
+        path
+    }
+
     /// Project trust records: `$ZOT_HOME/trust`.
     pub fn trust_dir(&self) -> PathBuf {
         self.root.join("trust")
@@ -83,20 +92,8 @@ pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
     cwd.join(".zot").join("extensions")
 }
 
-/// Replaces the file at `path` with `bytes` atomically (a temporary file beside it, named
-/// for this process, renamed into place), creating its folder.
+/// Replaces the file at `path` with `bytes` atomically, creating its folder, without
+/// following a link (see [`crate::safe_write`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(std::io::Error::other(format!(
-            "{} is not a file path",
-            path.display()
-        )));
-    };
-    std::fs::create_dir_all(dir)?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    crate::safe_write::write_file(path, bytes)
 }

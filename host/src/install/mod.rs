@@ -1,10 +1,12 @@
 //! Managing installed extensions: install, update, remove, enable/disable, list.
 //!
 //! An install is staged in a fresh folder inside the extensions directory (same
-//! filesystem): fetched ([`fetch`]), checked (symlinks stay inside, `extension.json` is
-//! valid and names a program or component that is there), then renamed to
-//! `<extensions>/<manifest name>` and recorded ([`provenance`]). A failure removes the
-//! staging folder; one left by a killed process is removed by the next install.
+//! filesystem), opened without following links ([`SafeDir`]: a `.zot` or
+//! `.zot/extensions` that is a link is refused): fetched ([`fetch`]), checked (symlinks
+//! stay inside, `extension.json` is valid and names a program or component that is
+//! there), then renamed to `<extensions>/<manifest name>` within that folder's handle and
+//! recorded under `$ZOT_HOME` ([`provenance`]). A failure removes the staging folder; one
+//! left by a killed process is removed by the next install.
 
 mod error;
 mod fetch;
@@ -15,8 +17,11 @@ pub use fetch::{Progress, Quiet};
 pub use provenance::{Provenance, SourceKind};
 
 use crate::discovery::{discover, Found, SearchPath, Source};
+use crate::identity::Identity;
 use crate::manifest::{self, Manifest, TransportKind, MANIFEST_FILE};
 use crate::paths::{project_extensions_dir, ZotHome};
+use crate::safe_write::SafeDir;
+use cap_std::fs::Dir;
 use serde::Serialize;
 use serde_json::Value;
 use std::fs;
@@ -110,9 +115,10 @@ pub struct Installed {
 /// trace.
 pub struct Staged {
     /// Removed on drop, with whatever is still in it.
-    _staging: Staging,
+    staging: Staging,
     tree: PathBuf,
     root: PathBuf,
+    home: ZotHome,
     /// Its manifest (with `--name` applied).
     pub manifest: Manifest,
     /// What will be recorded once it is installed.
@@ -126,10 +132,10 @@ pub struct Staged {
 /// Its file and git work blocks the thread it runs on; probing a component needs a tokio
 /// runtime with time enabled.
 pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, InstallError> {
-    fs::create_dir_all(&req.root).map_err(InstallError::io("create", &req.root))?;
-    sweep_stale(&req.root);
-    let staging = Staging::create(&req.root)?;
-    let tree = staging.0.join("tree");
+    let root = SafeDir::create(&req.root).map_err(InstallError::io("create", &req.root))?;
+    sweep(&root);
+    let staging = Staging::create(&root)?;
+    let tree = staging.path.join("tree");
     if req.git_ref.is_some() && !matches!(req.source, InstallSource::Git(_)) {
         return Err(InstallError::RefNeedsGit);
     }
@@ -150,7 +156,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
             (SourceKind::Dir, src.display().to_string(), None)
         }
         InstallSource::Git(url) => {
-            let checkout = staging.0.join("checkout");
+            let checkout = staging.path.join("checkout");
             let commit = fetch::clone(url, req.git_ref.as_deref(), &checkout, progress)?;
             let (from, _) = fetch::open_sub(&checkout, sub.as_deref(), req.path.as_deref())?;
             fetch::copy_dir(&from, &tree)?;
@@ -195,11 +201,12 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         targets: provenance::link_targets(&tree, &files)?,
         files,
     };
-    drop(fs::remove_dir_all(staging.0.join("checkout")));
+    drop(fs::remove_dir_all(staging.path.join("checkout")));
     Ok(Staged {
-        _staging: staging,
+        staging,
         tree,
         root: req.root.clone(),
+        home: req.home.clone(),
         manifest,
         record,
     })
@@ -216,26 +223,29 @@ impl Staged {
         &self.tree
     }
 
-    /// Moves the staged extension into place and records its provenance. An existing
-    /// install of that name is refused unless `replace`, in which case the two are
-    /// swapped in one atomic rename (Linux; elsewhere two renames, rolled back on
-    /// failure) and the old one is deleted.
+    /// Moves the staged extension into place (within the extensions directory's handle)
+    /// and records its provenance under `$ZOT_HOME`. An existing install of that name is
+    /// refused unless `replace`, in which case the two are swapped in one atomic rename
+    /// (Linux; elsewhere two renames, rolled back on failure) and the old one is deleted.
     pub fn commit(self, replace: bool) -> Result<Installed, InstallError> {
         let dest = self.dest();
         let name = &self.manifest.name;
-        if dest.symlink_metadata().is_ok() {
+        let root = &self.staging.root;
+        let tree = Path::new(&self.staging.name).join("tree");
+        if root.symlink_metadata(name).is_ok() {
             if !replace {
                 return Err(InstallError::AlreadyInstalled {
                     name: name.clone(),
                     dest,
                 });
             }
-            exchange(&self.tree, &dest).map_err(InstallError::io("replace", &dest))?;
+            exchange(root, &tree, name).map_err(InstallError::io("replace", &dest))?;
         } else {
-            fs::rename(&self.tree, &dest)
+            root.rename(&tree, root, name)
                 .map_err(InstallError::io("move the extension to", &dest))?;
         }
-        provenance::save(&self.root, &self.record).map_err(|e| InstallError::NotRecorded {
+        let id = Identity::of(&dest, &self.home);
+        provenance::save(&self.home, &id, &self.record).map_err(|e| InstallError::NotRecorded {
             name: name.clone(),
             cause: Box::new(e),
         })?;
@@ -246,24 +256,19 @@ impl Staged {
     }
 }
 
-/// Swaps `new` and `old` atomically: afterwards `old` holds the new tree and `new` the
-/// old one (which goes with the staging folder).
+/// Swaps `new` and `old`, both in `dir`, atomically: afterwards `old` holds the new tree
+/// and `new` the old one (which goes with the staging folder).
 #[cfg(target_os = "linux")]
-fn exchange(new: &Path, old: &Path) -> std::io::Result<()> {
+fn exchange(dir: &Dir, new: &Path, old: &str) -> std::io::Result<()> {
     use std::ffi::CString;
+    use std::os::fd::{AsFd, AsRawFd};
     use std::os::unix::ffi::OsStrExt;
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
-    let (a, b) = (c(new)?, c(old)?);
-    // SAFETY: two valid NUL-terminated paths; renameat2 reads them only.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
+    let (a, b) = (c(new)?, c(Path::new(old))?);
+    let fd = dir.as_fd().as_raw_fd();
+    // SAFETY: a valid directory fd and two valid NUL-terminated paths; renameat2 reads
+    // them only.
+    let rc = unsafe { libc::renameat2(fd, a.as_ptr(), fd, b.as_ptr(), libc::RENAME_EXCHANGE) };
     if rc == 0 {
         Ok(())
     } else {
@@ -273,14 +278,14 @@ fn exchange(new: &Path, old: &Path) -> std::io::Result<()> {
 
 /// Two renames where the platform has no atomic exchange, undone on failure.
 #[cfg(not(target_os = "linux"))]
-fn exchange(new: &Path, old: &Path) -> std::io::Result<()> {
+fn exchange(dir: &Dir, new: &Path, old: &str) -> std::io::Result<()> {
     let aside = new.with_file_name("replaced");
-    fs::rename(old, &aside)?;
-    if let Err(e) = fs::rename(new, old) {
-        let _ = fs::rename(&aside, old);
+    dir.rename(old, dir, &aside)?;
+    if let Err(e) = dir.rename(new, dir, old) {
+        let _ = dir.rename(&aside, dir, old);
         return Err(e);
     }
-    fs::rename(&aside, new)
+    dir.rename(&aside, dir, new)
 }
 
 /// The canonical path of a directory source, or why it is not one.
@@ -350,17 +355,36 @@ async fn stage_component(
 /// Staging folders are `.tmp-install-<pid>-<n>`.
 const STAGING_PREFIX: &str = ".tmp-install-";
 
-/// A staging folder, removed with everything in it on drop.
-struct Staging(PathBuf);
+/// A staging folder, created (exclusively) in the extensions directory's handle and
+/// removed with everything in it on drop.
+struct Staging {
+    /// The extensions directory.
+    root: Dir,
+    /// The staging folder's name in it.
+    name: String,
+    /// Its path.
+    path: PathBuf,
+}
 
 impl Staging {
-    fn create(root: &Path) -> Result<Staging, InstallError> {
+    fn create(root: &SafeDir) -> Result<Staging, InstallError> {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let handle = root
+            .dir()
+            .try_clone()
+            .map_err(InstallError::io("open", root.path()))?;
         loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = root.join(format!("{STAGING_PREFIX}{}-{n}", std::process::id()));
-            match fs::create_dir(&path) {
-                Ok(()) => return Ok(Staging(path)),
+            let name = format!("{STAGING_PREFIX}{}-{n}", std::process::id());
+            let path = root.path().join(&name);
+            match handle.create_dir(&name) {
+                Ok(()) => {
+                    return Ok(Staging {
+                        root: handle,
+                        name,
+                        path,
+                    })
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(InstallError::io("create", path)(e)),
             }
@@ -370,13 +394,20 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
+        let _ = self.root.remove_dir_all(&self.name);
     }
 }
 
-/// Removes the staging folders of installs whose process is gone (killed mid-install).
+/// Removes the staging folders of installs whose process is gone (killed mid-install)
+/// from the extensions directory `root`, unless it is reached through a link.
 pub fn sweep_stale(root: &Path) {
-    let Ok(entries) = fs::read_dir(root) else {
+    if let Ok(root) = SafeDir::open(root) {
+        sweep(&root);
+    }
+}
+
+fn sweep(root: &SafeDir) {
+    let Ok(entries) = root.dir().entries() else {
         return;
     };
     for entry in entries.filter_map(Result::ok) {
@@ -386,7 +417,7 @@ pub fn sweep_stale(root: &Path) {
         };
         let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
         if pid.is_some_and(|pid| !process_alive(pid)) {
-            let _ = fs::remove_dir_all(entry.path());
+            let _ = root.dir().remove_dir_all(&name);
         }
     }
 }
@@ -428,18 +459,23 @@ fn plain_name(name: &str) -> Result<(), InstallError> {
 }
 
 /// Deletes an installed extension's directory (a symlinked install loses only the link)
-/// and its install record.
-pub fn remove(dir: &Path) -> Result<(), InstallError> {
+/// within its extensions directory opened without following links (so a `.zot` or
+/// `.zot/extensions` that is a link is refused), and its install record.
+pub fn remove(home: &ZotHome, dir: &Path) -> Result<(), InstallError> {
     let err = InstallError::io("delete", dir);
-    if dir.symlink_metadata().map_err(&err)?.is_dir() {
-        fs::remove_dir_all(dir).map_err(&err)?;
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Err(err(std::io::Error::other(
+            "not an installed extension's folder",
+        )));
+    };
+    let id = Identity::of(dir, home);
+    let root = SafeDir::open(parent).map_err(&err)?;
+    if root.dir().symlink_metadata(name).map_err(&err)?.is_dir() {
+        root.dir().remove_dir_all(name).map_err(&err)?;
     } else {
-        fs::remove_file(dir).map_err(err)?;
+        root.dir().remove_file(name).map_err(err)?;
     }
-    match (dir.parent(), dir.file_name().and_then(|n| n.to_str())) {
-        (Some(root), Some(name)) => provenance::forget(root, name),
-        _ => Ok(()),
-    }
+    provenance::forget(home, &id)
 }
 
 /// Every extension installed for `cwd` (project-local, then global), one per name.
@@ -566,8 +602,9 @@ pub struct ListedSandbox {
     pub grant_stale: bool,
 }
 
-impl From<&Found> for Listed {
-    fn from(found: &Found) -> Listed {
+impl Listed {
+    /// The row of `found`, with its install record from `home`.
+    pub fn of(found: &Found, home: &ZotHome) -> Listed {
         let raw = raw_manifest(&found.dir);
         let text = |key: &str| raw.get(key).and_then(Value::as_str).unwrap_or_default();
         let enabled = raw.get("enabled").and_then(Value::as_bool).unwrap_or(true);
@@ -594,9 +631,9 @@ impl From<&Found> for Listed {
             grant: None,
             untrusted: None,
             warning: None,
-            installed_from: match (found.source, found.dir.parent()) {
-                (Source::Explicit, _) | (_, None) => None,
-                (_, Some(root)) => provenance::load(root, &found.name())
+            installed_from: match found.source {
+                Source::Explicit => None,
+                Source::Project | Source::Global => provenance::load(home, &found.identity)
                     .ok()
                     .flatten()
                     .map(Origin::from),
@@ -631,7 +668,7 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
     sweep_stale(&project_extensions_dir(cwd));
     let found = discover(&search_path(cwd, home));
     let row = |f: &Found| {
-        let mut row = Listed::from(f);
+        let mut row = Listed::of(f, home);
         if let Some(m) = f.manifest.as_ref().ok().filter(|m| m.wasm.is_some()) {
             let bytes = match m.launch(&f.dir) {
                 crate::manifest::Launch::Wasm(path) => fs::read(path).ok(),
@@ -717,9 +754,9 @@ mod tests {
     fn staging_is_removed_on_drop() {
         let root = temp("staging");
         let path = {
-            let staging = Staging::create(&root).unwrap();
-            fs::write(staging.0.join("f"), "x").unwrap();
-            staging.0.clone()
+            let staging = Staging::create(&SafeDir::create(&root).unwrap()).unwrap();
+            fs::write(staging.path.join("f"), "x").unwrap();
+            staging.path.clone()
         };
         assert!(!path.exists());
         fs::remove_dir_all(&root).unwrap();

@@ -1,15 +1,19 @@
-//! Where an install came from and what it was: recorded beside (not inside) the
-//! extensions directory, in `<root>/../provenance/<name>.json` — `$ZOT_HOME/provenance`
-//! for global installs, `./.zot/provenance` for project ones — so an extension cannot
-//! rewrite its own record. A symlink is recorded by its text and by the content of
-//! what it resolves to, so repointing what it names is a change too. `zot ext verify` compares the files against it and `zot ext
+//! Where an install came from and what it was: recorded under `$ZOT_HOME/provenance`,
+//! keyed by the install's identity (`<name>.json` for a global install,
+//! `@project/<project key>/<name>.json` for a project's copy; see
+//! [`ZotHome::provenance_path`]), never inside the extension or the project: neither can
+//! rewrite or forge its record, and a record a project holds is never read. A symlink is
+//! recorded by its text and by the content of what it resolves to, so repointing what it
+//! names is a change too. `zot ext verify` compares the files against it and `zot ext
 //! update` fetches again from the recorded source.
 
 use super::InstallError;
+use crate::identity::Identity;
+use crate::paths::ZotHome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What kind of source an install came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,17 +60,9 @@ pub struct Provenance {
     pub targets: BTreeMap<String, String>,
 }
 
-/// `<root>/../provenance/<name>.json` for the extensions directory `root`.
-pub fn path(root: &Path, name: &str) -> PathBuf {
-    root.parent()
-        .unwrap_or(root)
-        .join("provenance")
-        .join(format!("{name}.json"))
-}
-
-/// The record of `name` installed under `root`, if there is one.
-pub fn load(root: &Path, name: &str) -> Result<Option<Provenance>, InstallError> {
-    let file = path(root, name);
+/// The record of the install `id`, if there is one.
+pub fn load(home: &ZotHome, id: &Identity) -> Result<Option<Provenance>, InstallError> {
+    let file = home.provenance_path(id);
     match fs::read(&file) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
@@ -76,17 +72,17 @@ pub fn load(root: &Path, name: &str) -> Result<Option<Provenance>, InstallError>
     }
 }
 
-/// Writes the record (to a temporary file renamed into place).
-pub fn save(root: &Path, record: &Provenance) -> Result<(), InstallError> {
-    let file = path(root, &record.name);
+/// Writes the record of the install `id` (atomically, never through a link).
+pub fn save(home: &ZotHome, id: &Identity, record: &Provenance) -> Result<(), InstallError> {
+    let file = home.provenance_path(id);
     let mut text = serde_json::to_vec_pretty(record).expect("the record serialises");
     text.push(b'\n');
     crate::paths::write_atomic(&file, &text).map_err(InstallError::io("write", &file))
 }
 
-/// Deletes the record of `name`, if any.
-pub fn forget(root: &Path, name: &str) -> Result<(), InstallError> {
-    let file = path(root, name);
+/// Deletes the record of the install `id`, if any.
+pub fn forget(home: &ZotHome, id: &Identity) -> Result<(), InstallError> {
+    let file = home.provenance_path(id);
     match fs::remove_file(&file) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(InstallError::io("delete", file)(e))
@@ -214,28 +210,30 @@ mod tests {
     /// are no files of the install are reported removed, never opened.
     #[test]
     fn an_odd_record_is_an_error_or_its_odd_paths_are_removed() {
-        let root =
-            std::env::temp_dir().join(format!("zot-prov-odd-{}/extensions", std::process::id()));
-        let dir = root.join("x");
+        let root = std::env::temp_dir().join(format!("zot-prov-odd-{}", std::process::id()));
+        let home = ZotHome::new(root.join("home"));
+        let dir = home.extensions_dir().join("x");
         fs::create_dir_all(&dir).unwrap();
-        fs::create_dir_all(path(&root, "x").parent().unwrap()).unwrap();
+        let id = Identity::of(&dir, &home);
+        let file = home.provenance_path(&id);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
         for bytes in [&b""[..], b"\xff", b"[]", br#"{"name": "x", "kind": "ftp"}"#] {
-            fs::write(path(&root, "x"), bytes).unwrap();
-            let e = load(&root, "x").unwrap_err().to_string();
+            fs::write(&file, bytes).unwrap();
+            let e = load(&home, &id).unwrap_err().to_string();
             assert!(e.contains("x.json is damaged"), "{e}");
         }
         fs::write(
-            path(&root, "x"),
+            &file,
             r#"{"name": "x", "kind": "git", "source": "", "commit": "\u00e9",
                 "installed_at": "", "files": {"../../etc/passwd": "", "": "", "/abs": ""}}"#,
         )
         .unwrap();
-        let record = load(&root, "x").unwrap().unwrap();
+        let record = load(&home, &id).unwrap().unwrap();
         let removed = |p: &str| Change::Removed(p.into());
         assert_eq!(
             verify(&dir, &record).unwrap(),
             [removed(""), removed("../../etc/passwd"), removed("/abs")]
         );
-        fs::remove_dir_all(root.parent().unwrap()).unwrap();
+        fs::remove_dir_all(&root).unwrap();
     }
 }

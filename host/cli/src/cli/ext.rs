@@ -167,7 +167,7 @@ fn remove(
     let copy = copy_at(&dir, scope);
     let id = Identity::of(&dir, home);
     super::install::ask(&format!("Remove the {copy}?"), yes).map_err(what)?;
-    install::remove(&dir).map_err(|e| what(e.to_string()))?;
+    install::remove(home, &dir).map_err(|e| what(e.to_string()))?;
     grants::revoke(home, &id).map_err(|e| what(e.to_string()))?;
     if let Identity::Project { dir_name, .. } = &id {
         trust::untrust(home, &project_root(&cwd()?), Some(dir_name))

@@ -315,8 +315,8 @@ pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), String> {
     let targets: Vec<(String, PathBuf, Scope)> = install::installed(&cwd, home)
         .into_iter()
         .filter_map(|f| Some((f.name(), f.dir, Scope::of(f.source)?)))
-        .filter(|(name, dir, s)| {
-            scope.is_none_or(|want| want == *s) && record_of(dir, name).is_ok_and(|r| r.is_some())
+        .filter(|(_, dir, s)| {
+            scope.is_none_or(|want| want == *s) && record_of(home, dir).is_ok_and(|r| r.is_some())
         })
         .collect();
     if targets.is_empty() {
@@ -340,9 +340,26 @@ pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), String> {
     }
 }
 
-/// The install record of `name`, installed in `dir`.
-fn record_of(dir: &Path, name: &str) -> Result<Option<provenance::Provenance>, String> {
-    provenance::load(dir.parent().unwrap_or(dir), name).map_err(|e| e.to_string())
+/// The install record of the extension installed in `dir`, from `$ZOT_HOME` (a record a
+/// project holds is never read).
+fn record_of(home: &ZotHome, dir: &Path) -> Result<Option<provenance::Provenance>, String> {
+    provenance::load(home, &Identity::of(dir, home)).map_err(|e| e.to_string())
+}
+
+/// Why there is nothing to compare with or fetch again for the `copy` in `dir`.
+fn no_record(home: &ZotHome, dir: &Path, copy: &str) -> String {
+    match Identity::of(dir, home) {
+        Identity::Project { .. } => format!(
+            "no install record for the {copy} in {}: zot reads a project copy's record \
+             only from there, never from the project (anyone who can write to the project \
+             could forge it); reinstall it with `zot ext install --project <source> --force`",
+            home.root().join("provenance").display()
+        ),
+        Identity::Global { .. } | Identity::Path { .. } => format!(
+            "no install record for the {copy} (installed by hand or by an older zot); \
+             reinstall it with `zot ext install <source> --force`"
+        ),
+    }
 }
 
 /// Updates the install in `dir`, moving it to `git_ref` when given.
@@ -357,12 +374,7 @@ fn update_one(
     let name = old.name.as_str();
     let copy = copy_at(dir, scope);
     let root = dir.parent().unwrap_or(dir).to_path_buf();
-    let record = record_of(dir, name)?.ok_or_else(|| {
-        format!(
-            "no install record for the {copy} (installed by hand or by an older zot); \
-             reinstall it with `zot ext install <source> --force`"
-        )
-    })?;
+    let record = record_of(home, dir)?.ok_or_else(|| no_record(home, dir, &copy))?;
     let compiler = Compiler::this_program()?;
     let mut req = Request::again(&record, root, home.clone(), compiler.clone());
     if let Some(r) = git_ref {
@@ -424,7 +436,39 @@ fn update_one(
         for line in &grown {
             say!("  - {line}");
         }
-        ask(&format!("Grant this and update {name}?"), yes)?;
+    }
+    // A project copy is trusted again as updated: only after the review `zot ext trust`
+    // gives, and the user's yes.
+    let trusted_in = match Identity::of(dir, home) {
+        Identity::Project { project, .. } => Some(project),
+        Identity::Global { .. } | Identity::Path { .. } => None,
+    };
+    if let Some(project) = &trusted_in {
+        say!(
+            "  Updated, it is trusted to run whenever zot starts in {}:",
+            one_line(&project.to_string_lossy())
+        );
+        say!(
+            "  {} ({})",
+            one_line(name),
+            one_line(&staged.dest().to_string_lossy())
+        );
+        super::trust::review(new, &staged.dest());
+    }
+    let question = match (&trusted_in, grown.is_empty()) {
+        (None, true) => None,
+        (None, false) => Some(format!("Grant this and update {name}?")),
+        (Some(p), true) => Some(format!(
+            "Update {name}, trusting it to run whenever zot starts in {}?",
+            p.display()
+        )),
+        (Some(p), false) => Some(format!(
+            "Grant this, update {name} and trust it to run whenever zot starts in {}?",
+            p.display()
+        )),
+    };
+    if let Some(question) = question {
+        ask(&question, yes)?;
     }
     let wasm = component_of(&staged);
     if let Some(file) = &wasm {
@@ -478,7 +522,7 @@ pub(crate) fn info(
     let what = |e: String| format!("info {name}: {e}");
     let (dir, scope) = resolve(home, &super::ext::cwd()?, name, scope).map_err(what)?;
     let m = Manifest::read(&dir).map_err(|e| what(e.to_string()))?;
-    let record = record_of(&dir, &m.name).map_err(what)?;
+    let record = record_of(home, &dir).map_err(what)?;
     let id = Identity::of(&dir, home);
     let grant = grants::load(home, &id)
         .ok()
@@ -609,10 +653,10 @@ pub(crate) fn verify(
     let what = |e: String| format!("verify {name}: {e}");
     let (dir, scope) = resolve(home, &super::ext::cwd()?, name, scope).map_err(what)?;
     let copy = copy_at(&dir, scope);
-    let record = record_of(&dir, name).map_err(what)?.ok_or_else(|| {
+    let record = record_of(home, &dir).map_err(what)?.ok_or_else(|| {
         what(format!(
-            "no install record for the {copy} (installed by hand or by an older zot): nothing \
-             to compare with"
+            "{}: nothing to compare with",
+            no_record(home, &dir, &copy)
         ))
     })?;
     let changes = provenance::verify(&dir, &record).map_err(|e| what(e.to_string()))?;

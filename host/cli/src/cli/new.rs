@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use zot_host::manifest::validate_name;
+use zot_host::safe_write::SafeDir;
 
 /// The languages a scaffold can be written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -171,15 +172,26 @@ fn new(args: NewArgs) -> Result<(), String> {
     };
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
 
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Nothing is written through a link: the folder and its subfolders are opened
+    // without following one, each file created afresh in them (see `safe_write`).
+    let root = SafeDir::create(&args.dir)
+        .and_then(|parent| parent.create_sub(name))
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for (path, template) in templates {
-        let file = dir.join(path);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        let mut parts: Vec<&str> = path.split('/').collect();
+        let file = parts.pop().unwrap_or_default();
+        let mut sub: Option<SafeDir> = None;
+        for part in parts {
+            let here = sub.as_ref().unwrap_or(&root);
+            let next = here
+                .create_sub(part)
+                .map_err(|e| format!("cannot create {}: {e}", here.path().join(part).display()))?;
+            sub = Some(next);
         }
-        std::fs::write(&file, render(template, &vars))
-            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        sub.as_ref()
+            .unwrap_or(&root)
+            .write(file, render(template, &vars).as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", dir.join(path).display()))?;
     }
 
     let shown = zot_host::terminal_text::shell_word(&dir.display().to_string());
@@ -213,8 +225,18 @@ fn new(args: NewArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Refuses a target that exists, unless it is an empty folder.
+/// Refuses a target that exists, unless it is an empty folder (not a link to one).
 fn refuse_existing(dir: &Path) -> Result<(), String> {
+    if dir
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(format!(
+            "{} is a link: zot writes a new extension only into a folder of its own; \
+             choose another name or --dir",
+            dir.display()
+        ));
+    }
     match std::fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {

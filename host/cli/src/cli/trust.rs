@@ -136,28 +136,34 @@ fn show(f: &Found, untrusted: Option<&Untrusted>) {
             "    its manifest cannot be used: {}",
             one_line(&e.to_string())
         ),
-        Ok(m) => match m.launch(&f.dir) {
-            Launch::Wasm(_) => {
-                say!("    a sandboxed WebAssembly component; it asks to:");
-                for line in asked_words(m) {
-                    say!("      - {line}");
-                }
-                say!("    (a project component gets no grant of its own until `zot ext grant`)");
+        Ok(m) => review(m, &f.dir),
+    }
+}
+
+/// What the extension of manifest `m` in `dir` may do once it runs: what a component
+/// asks, or a classic extension's command line with a warning.
+pub(crate) fn review(m: &Manifest, dir: &Path) {
+    match m.launch(dir) {
+        Launch::Wasm(_) => {
+            say!("    a sandboxed WebAssembly component; it asks to:");
+            for line in asked_words(m) {
+                say!("      - {line}");
             }
-            Launch::Exec(program) => {
-                say!(
-                    "    warning: a classic extension: it runs as a program with your full \
-                     user permissions (every file you can read or write, the network, your \
-                     environment):"
-                );
-                say!("      {}", command_line(m, &program));
-                say!(
-                    "    trust covers this folder and the files its manifest names, not what \
-                     the program loads from elsewhere when it runs (imports, modules, \
-                     downloads): review its code as you would any program's"
-                );
-            }
-        },
+            say!("    (a project component gets no grant of its own until `zot ext grant`)");
+        }
+        Launch::Exec(program) => {
+            say!(
+                "    warning: a classic extension: it runs as a program with your full \
+                 user permissions (every file you can read or write, the network, your \
+                 environment):"
+            );
+            say!("      {}", command_line(m, &program));
+            say!(
+                "    trust covers this folder and the files its manifest names, not what \
+                 the program loads from elsewhere when it runs (imports, modules, \
+                 downloads): review its code as you would any program's"
+            );
+        }
     }
 }
 

@@ -166,16 +166,30 @@ fn place(dir: &Path, artifact: &Path) -> Result<Option<PathBuf>, String> {
         .ok()
         .zip(std::fs::canonicalize(artifact).ok())
         .is_some_and(|(a, b)| a == b);
-    if same || !to.starts_with(dir) {
+    // Only a plain path inside the folder, its folders opened without following a link
+    // and the file replaced, never written through (see `zot_host::safe_write`).
+    let parts: Option<Vec<&str>> = match to.strip_prefix(dir) {
+        Ok(rel) => rel
+            .components()
+            .map(|c| match c {
+                std::path::Component::Normal(part) => part.to_str(),
+                _ => None,
+            })
+            .collect(),
+        Err(_) => None,
+    };
+    let Some((file, folders)) = parts.as_deref().and_then(<[&str]>::split_last) else {
+        return Ok(None);
+    };
+    if same {
         return Ok(None);
     }
-    let tmp = to.with_extension("zot-dev.tmp");
     let copy = || -> std::io::Result<()> {
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)?;
+        let mut here = zot_host::safe_write::SafeDir::open(dir)?;
+        for folder in folders {
+            here = here.create_sub(folder)?;
         }
-        std::fs::copy(artifact, &tmp)?;
-        std::fs::rename(&tmp, &to)
+        here.copy_from(file, artifact)
     };
     copy().map_err(|e| format!("cannot put {} at {}: {e}", artifact.display(), to.display()))?;
     Ok(Some(to))
