@@ -506,7 +506,7 @@ pub fn set_field(dir: &Path, key: &str, value: Value) -> Result<(), ManifestErro
         path: path.clone(),
         kind,
     };
-    let text = std::fs::read(&path).map_err(|e| err(Unreadable(e.to_string())))?;
+    let text = read_manifest_file(&path).map_err(|e| err(Unreadable(e.to_string())))?;
     let mut manifest: Value =
         serde_json::from_slice(&text).map_err(|e| err(Invalid(e.to_string())))?;
     let object = manifest.as_object_mut().ok_or_else(|| err(NotAnObject))?;
