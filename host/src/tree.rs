@@ -84,14 +84,15 @@ pub fn hash_tree(dir: &Path, links: Links) -> Result<BTreeMap<String, String>, T
     Ok(walk.files)
 }
 
-/// Hex SHA-256 of the regular file at `path` (not a link to one), read in pieces.
+/// Hex SHA-256 of the regular file at `path` (a link to one is followed), read in
+/// pieces: a FIFO, a device, a socket or a file over [`MAX_FILE_BYTES`] is an error.
 pub fn sha256_file(path: &Path) -> Result<String, TreeError> {
     let file = open_regular(path, MAX_FILE_BYTES)?;
     sha256_of(file, path, MAX_FILE_BYTES)
 }
 
-/// The bytes of the regular file at `path` (not a link to one), at most `max` of them:
-/// a FIFO, a device, a socket or a larger file is an error, never a hang.
+/// The bytes of the regular file at `path` (a link to one is followed), at most `max`
+/// of them: a FIFO, a device, a socket or a larger file is an error, never a hang.
 pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, TreeError> {
     let file = open_regular(path, max)?;
     let mut bytes = Vec::new();
@@ -104,13 +105,13 @@ pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, TreeError> {
     Ok(bytes)
 }
 
-/// Opens `path` without following a final link and without blocking, and checks through
-/// the handle that it is a regular file of at most `max` bytes.
+/// Opens `path` without blocking, and checks through the handle that it is a regular
+/// file of at most `max` bytes.
 fn open_regular(path: &Path, max: u64) -> Result<fs::File, TreeError> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .custom_flags(NONBLOCK)
         .open(path)
         .map_err(|e| TreeError::new(path, e))?;
     checked(file, path, max)
@@ -415,10 +416,7 @@ mod tests {
         // A FIFO, directly or through a link: refused, not opened for a blocking read.
         for via_link in [false, true] {
             let (root, dir) = folder(&format!("fifo-{via_link}"));
-            let fifo = dir.join("sub/pipe");
-            let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-            // SAFETY: mkfifo reads the NUL-terminated path it is given.
-            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            mkfifo(&dir.join("sub/pipe"));
             if via_link {
                 // Sorted before `sub`: the link is met first.
                 symlink("sub/pipe", dir.join("a-link")).unwrap();
@@ -434,6 +432,34 @@ mod tests {
         let _listener = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
         let e = refused(&dir, Links::Follow);
         assert!(e.contains("a socket") && e.contains("sock"), "{e}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path it is given.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    /// A file named by path (a manifest's, a component): a link to a regular file is
+    /// followed; a FIFO, a device or a file over the cap is refused.
+    #[test]
+    fn a_named_file_must_be_a_regular_one() {
+        let (root, dir) = folder("named");
+        mkfifo(&dir.join("pipe"));
+        let e = sha256_file(&dir.join("pipe")).unwrap_err().to_string();
+        assert!(e.contains("a FIFO"), "{e}");
+        let e = read_regular(Path::new("/dev/zero"), 10).unwrap_err();
+        assert!(e.to_string().contains("a character device"), "{e}");
+        symlink("sub/a.txt", dir.join("link")).unwrap();
+        assert_eq!(
+            sha256_file(&dir.join("link")).unwrap(),
+            crate::cache::sha256_hex(b"a")
+        );
+        fs::write(dir.join("eleven"), [0u8; 11]).unwrap();
+        let e = read_regular(&dir.join("eleven"), 10).unwrap_err();
+        assert!(e.to_string().contains("larger than 10 bytes"), "{e}");
+        assert_eq!(read_regular(&dir.join("eleven"), 11).unwrap(), [0u8; 11]);
         fs::remove_dir_all(&root).unwrap();
     }
 
