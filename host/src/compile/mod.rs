@@ -245,6 +245,8 @@ fn wait(
             _ => {
                 let e = std::io::Error::last_os_error();
                 if e.kind() != std::io::ErrorKind::Interrupted {
+                    // Not left running (nor its stdin's writer waiting on it).
+                    let _ = child.kill();
                     return Err(format!("cannot wait for the compiler: {e}"));
                 }
             }
