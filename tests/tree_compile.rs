@@ -19,9 +19,10 @@ use zot_host::transport::wasm::{self, Kind};
 use zot_test_guests::{COMMAND, REACTOR};
 
 /// `zot ext <args>` with `ZOT_HOME=home`, in `cwd`, stdin closed: its exit code and
-/// output, or a panic if it has not ended within `REQUEST_TIMEOUT` (it hung).
+/// stdout (its stderr in `cwd/../zot-stderr.txt`), or a panic if it has not ended within
+/// `REQUEST_TIMEOUT` (it hung).
 fn zot(home: &Path, cwd: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let out = cwd.join(format!("zot-out-{}.txt", std::process::id()));
+    let out = cwd.join("../zot-stdout.txt");
     let mut child = Command::new(env!("CARGO_BIN_EXE_zot"))
         .arg("ext")
         .args(args)
@@ -29,7 +30,7 @@ fn zot(home: &Path, cwd: &Path, args: &[&str]) -> (Option<i32>, String) {
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(Stdio::inherit())
+        .stderr(std::fs::File::create(cwd.join("../zot-stderr.txt")).unwrap())
         .spawn()
         .expect("zot runs");
     let deadline = Instant::now() + REQUEST_TIMEOUT;
@@ -69,7 +70,8 @@ fn mkfifo(path: &Path) {
 
 /// A trusted project extension that later gains a link to `/dev/zero` (or to
 /// `/proc/self/fd/0`), or a FIFO: `zot ext list` and `zot host` answer, and report it
-/// untrusted (`unreadable`) naming the file and why; it is not started.
+/// untrusted (`unreadable`) naming the file and why; it is not started, and `zot ext
+/// trust` refuses it with the reason.
 #[test]
 fn a_trusted_project_extension_gaining_a_device_link_or_a_fifo_is_untrusted_not_a_hang() {
     let scratch = TempDir::new("tree-special");
@@ -107,6 +109,11 @@ fn a_trusted_project_extension_gaining_a_device_link_or_a_fifo_is_untrusted_not_
         assert_eq!(row["untrusted"]["why"], "unreadable", "{row}");
         let error = row["untrusted"]["error"].as_str().unwrap_or_default();
         assert!(error.contains(reason), "{reason}: {row}");
+
+        let (code, _) = zot(&home, &cwd, &["trust", "--yes"]);
+        let said = std::fs::read_to_string(root.join("zot-stderr.txt")).unwrap();
+        assert_eq!(code, Some(1), "trusted anyway: {said}");
+        assert!(said.contains(reason), "{reason}: {said}");
 
         let host = HostBuilder::in_dir(root).start();
         let ready = host.ready_event();

@@ -11,7 +11,7 @@
 
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::fs;
 use std::io::Read;
@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 pub enum Links {
     /// Record it as `symlink:<its text>` (an install record; targets are checked apart).
     Record,
-    /// Hash what it points to inside the folder (a folder under its own name and each
-    /// link's; a link back to a folder being walked, a loop, is skipped); a link that
-    /// leads out of the folder is an error.
+    /// Hash what it points to inside the folder: a file's content, or for a folder
+    /// `folder:<its path>` (each folder is walked once, by its own path, so a loop ends);
+    /// a link that leads out of the folder is an error.
     Follow,
 }
 
@@ -78,20 +78,25 @@ pub fn hash_tree(dir: &Path, links: Links) -> Result<BTreeMap<String, String>, T
         top: dir.to_path_buf(),
         links,
         files: BTreeMap::new(),
-        open: Vec::new(),
+        folders: HashMap::new(),
+        links_found: Vec::new(),
     };
     walk.dir("")?;
+    for (rel, path) in std::mem::take(&mut walk.links_found) {
+        walk.follow(rel, &path)?;
+    }
     Ok(walk.files)
 }
 
-/// Hex SHA-256 of the regular file at `path` (not a link to one), read in pieces.
+/// Hex SHA-256 of the regular file at `path` (a link to one is followed), read in
+/// pieces: a FIFO, a device, a socket or a file over [`MAX_FILE_BYTES`] is an error.
 pub fn sha256_file(path: &Path) -> Result<String, TreeError> {
     let file = open_regular(path, MAX_FILE_BYTES)?;
     sha256_of(file, path, MAX_FILE_BYTES)
 }
 
-/// The bytes of the regular file at `path` (not a link to one), at most `max` of them:
-/// a FIFO, a device, a socket or a larger file is an error, never a hang.
+/// The bytes of the regular file at `path` (a link to one is followed), at most `max`
+/// of them: a FIFO, a device, a socket or a larger file is an error, never a hang.
 pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, TreeError> {
     let file = open_regular(path, max)?;
     let mut bytes = Vec::new();
@@ -104,13 +109,13 @@ pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, TreeError> {
     Ok(bytes)
 }
 
-/// Opens `path` without following a final link and without blocking, and checks through
-/// the handle that it is a regular file of at most `max` bytes.
+/// Opens `path` without blocking, and checks through the handle that it is a regular
+/// file of at most `max` bytes.
 fn open_regular(path: &Path, max: u64) -> Result<fs::File, TreeError> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .custom_flags(NONBLOCK)
         .open(path)
         .map_err(|e| TreeError::new(path, e))?;
     checked(file, path, max)
@@ -184,13 +189,16 @@ struct Walk {
     top: PathBuf,
     links: Links,
     files: BTreeMap<String, String>,
-    /// The folders being walked, from the root down, by device and inode: a followed
-    /// link to one of them (a loop) is skipped.
-    open: Vec<(u64, u64)>,
+    /// Every folder walked (by its own path, never through a link), by device and
+    /// inode: its path relative to the root.
+    folders: HashMap<(u64, u64), String>,
+    /// The links met ([`Links::Follow`]), resolved once every folder is walked.
+    links_found: Vec<(String, PathBuf)>,
 }
 
 impl Walk {
-    /// Walks the folder `rel` (relative to the root, `""` for the root itself).
+    /// Walks the folder `rel` (relative to the root, `""` for the root itself; no link on
+    /// the way).
     fn dir(&mut self, rel: &str) -> Result<(), TreeError> {
         let path = self.top.join(rel);
         let err = |e| TreeError::new(&path, e);
@@ -200,17 +208,8 @@ impl Walk {
             self.root.open_dir(rel).map_err(err)?
         };
         let meta = dir.dir_metadata().map_err(err)?;
-        let id = {
-            use cap_std::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        };
-        if self.open.contains(&id) {
-            return Ok(());
-        }
-        self.open.push(id);
-        let walked = self.entries(&dir, rel);
-        self.open.pop();
-        walked
+        self.folders.insert(id(&meta), rel.to_string());
+        self.entries(&dir, rel)
     }
 
     /// Hashes the entries of the folder `dir`, at `rel`.
@@ -248,15 +247,28 @@ impl Walk {
         Ok(())
     }
 
-    /// The link at `rel`: its text (recorded), or what it leads to inside the folder.
+    /// The link at `rel`: its text (recorded), or kept to be followed once every folder
+    /// is walked.
     fn link(&mut self, rel: String, path: &Path) -> Result<(), TreeError> {
+        if self.links == Links::Follow {
+            self.links_found.push((rel, path.to_path_buf()));
+            return Ok(());
+        }
         let target = self
             .root
             .read_link_contents(&rel)
             .map_err(|e| TreeError::new(path, e))?;
-        if self.links == Links::Record {
-            return self.add(rel, format!("symlink:{}", target.display()), path);
-        }
+        self.add(rel, format!("symlink:{}", target.display()), path)
+    }
+
+    /// What the link at `rel` leads to inside the folder: a file's SHA-256, a folder's
+    /// path (`folder:<path>`, `.` for the root; it was walked by that path), or
+    /// `missing:<its text>`. One leading out of the folder is an error.
+    fn follow(&mut self, rel: String, path: &Path) -> Result<(), TreeError> {
+        let target = self
+            .root
+            .read_link_contents(&rel)
+            .map_err(|e| TreeError::new(path, e))?;
         let leaves = || {
             TreeError::refused(
                 path,
@@ -271,7 +283,18 @@ impl Walk {
             return Err(leaves());
         }
         match self.root.metadata(&rel) {
-            Ok(meta) if meta.is_dir() => self.dir(&rel),
+            Ok(meta) if meta.is_dir() => match self.folders.get(&id(&meta)) {
+                Some(folder) if folder.is_empty() => self.add(rel, "folder:.".into(), path),
+                Some(folder) => {
+                    let folder = format!("folder:{folder}");
+                    self.add(rel, folder, path)
+                }
+                // Beneath the root, yet not walked: it changed meanwhile.
+                None => Err(TreeError::refused(
+                    path,
+                    "it leads to a folder that changed while it was read".into(),
+                )),
+            },
             Ok(meta) if meta.is_file() => {
                 let hash = self.hash(&rel, true)?;
                 self.add(rel, hash, path)
@@ -320,6 +343,12 @@ impl Walk {
         self.files.insert(rel, hash);
         Ok(())
     }
+}
+
+/// A folder's device and inode.
+fn id(meta: &cap_std::fs::Metadata) -> (u64, u64) {
+    use cap_std::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }
 
 /// Open flags that never wait (a FIFO) and never take a terminal.
@@ -373,11 +402,14 @@ mod tests {
         let followed = hash_tree(&dir, Links::Follow).unwrap();
         assert_eq!(followed["link"], crate::cache::sha256_hex(b"a"));
         assert_eq!(followed["sub/a.txt"], crate::cache::sha256_hex(b"a"));
-        assert_eq!(followed["alias/a.txt"], crate::cache::sha256_hex(b"a"));
+        assert_eq!(followed["alias"], "folder:sub");
+        assert_eq!(followed["sub/up"], "folder:.");
         assert_eq!(followed["dangling"], "missing:nowhere");
         assert!(
-            !followed.keys().any(|k| k.contains("up/")),
-            "a loop is walked once: {followed:?}"
+            !followed
+                .keys()
+                .any(|k| k.starts_with("alias/") || k.contains("up/")),
+            "a folder is walked once, by its own path: {followed:?}"
         );
         fs::remove_dir_all(&root).unwrap();
     }
@@ -412,28 +444,71 @@ mod tests {
 
     #[test]
     fn only_regular_files_are_read() {
-        // A FIFO, directly or through a link: refused, not opened for a blocking read.
+        // A FIFO, also when a link leads to it: refused, not opened for a blocking read.
         for via_link in [false, true] {
             let (root, dir) = folder(&format!("fifo-{via_link}"));
-            let fifo = dir.join("sub/pipe");
-            let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-            // SAFETY: mkfifo reads the NUL-terminated path it is given.
-            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            mkfifo(&dir.join("sub/pipe"));
             if via_link {
-                // Sorted before `sub`: the link is met first.
                 symlink("sub/pipe", dir.join("a-link")).unwrap();
             }
-            let e = refused(&dir, Links::Follow);
-            let named = if via_link { "a-link" } else { "sub/pipe" };
-            assert!(e.contains("a FIFO") && e.contains(named), "{e}");
-            let e = refused(&dir, Links::Record);
-            assert!(e.contains("a FIFO") && e.contains("sub/pipe"), "{e}");
+            for links in [Links::Follow, Links::Record] {
+                let e = refused(&dir, links);
+                assert!(e.contains("a FIFO") && e.contains("sub/pipe"), "{e}");
+            }
             fs::remove_dir_all(&root).unwrap();
         }
         let (root, dir) = folder("socket");
         let _listener = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
         let e = refused(&dir, Links::Follow);
         assert!(e.contains("a socket") && e.contains("sock"), "{e}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Links that would double the walk at each of many levels: each folder is walked
+    /// once, a link to it names it (not a walk of 2^30 folders).
+    #[test]
+    fn links_to_folders_name_them_and_multiply_nothing() {
+        let (root, dir) = folder("multiply");
+        for level in 0..30 {
+            fs::create_dir_all(dir.join(format!("d{level}"))).unwrap();
+            for link in ["x", "y"] {
+                let next = format!("../d{}", level + 1);
+                symlink(&next, dir.join(format!("d{level}/{link}"))).unwrap();
+            }
+        }
+        fs::create_dir_all(dir.join("d30")).unwrap();
+        let followed = hash_tree(&dir, Links::Follow).unwrap();
+        assert_eq!(followed["d0/x"], "folder:d1");
+        assert_eq!(followed["d29/y"], "folder:d30");
+        assert_eq!(followed.len(), 61, "{followed:?}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path it is given.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    /// A file named by path (a manifest's, a component): a link to a regular file is
+    /// followed; a FIFO, a device or a file over the cap is refused.
+    #[test]
+    fn a_named_file_must_be_a_regular_one() {
+        let (root, dir) = folder("named");
+        mkfifo(&dir.join("pipe"));
+        let e = sha256_file(&dir.join("pipe")).unwrap_err().to_string();
+        assert!(e.contains("a FIFO"), "{e}");
+        let e = read_regular(Path::new("/dev/zero"), 10).unwrap_err();
+        assert!(e.to_string().contains("a character device"), "{e}");
+        symlink("sub/a.txt", dir.join("link")).unwrap();
+        assert_eq!(
+            sha256_file(&dir.join("link")).unwrap(),
+            crate::cache::sha256_hex(b"a")
+        );
+        fs::write(dir.join("eleven"), [0u8; 11]).unwrap();
+        let e = read_regular(&dir.join("eleven"), 10).unwrap_err();
+        assert!(e.to_string().contains("larger than 10 bytes"), "{e}");
+        assert_eq!(read_regular(&dir.join("eleven"), 11).unwrap(), [0u8; 11]);
         fs::remove_dir_all(&root).unwrap();
     }
 

@@ -4,9 +4,10 @@
 //!
 //! The record is `$ZOT_HOME/trust/<project key>.json` (outside the project, so a
 //! repository cannot trust itself): the project's real path and, per extension folder,
-//! the SHA-256 of every file in it (what links point to inside it, not their text; one leading out of it makes the folder untrustable) and of every
-//! file outside it that its manifest names (the program, a component, an argument that
-//! is a file). A new extension, or any changed, added or removed file, is untrusted
+//! the SHA-256 of every file in it (what links point to inside it, not their text; one
+//! leading out of it, or a FIFO, device or socket, makes the folder untrustable) and of
+//! every file outside it that its manifest names (the program, a component, an argument
+//! that is a file). A new extension, or any changed, added or removed file, is untrusted
 //! until trusted again.
 
 use crate::manifest::{Launch, Manifest};

@@ -245,6 +245,8 @@ fn wait(
             _ => {
                 let e = std::io::Error::last_os_error();
                 if e.kind() != std::io::ErrorKind::Interrupted {
+                    // Not left running (nor its stdin's writer waiting on it).
+                    let _ = child.kill();
                     return Err(format!("cannot wait for the compiler: {e}"));
                 }
             }
@@ -372,5 +374,34 @@ fn limit(resource: Resource, value: u64, extra: u64) -> Result<(), String> {
             "cannot limit the compile: {}",
             std::io::Error::last_os_error()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// However many compiles start at once, at most [`MAX_COMPILES`] hold a turn.
+    #[test]
+    fn at_most_max_compiles_at_once() {
+        static NOW: AtomicUsize = AtomicUsize::new(0);
+        static MOST: AtomicUsize = AtomicUsize::new(0);
+        let threads: Vec<_> = (0..6)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let _turn = Turn::take(Duration::from_secs(60)).unwrap();
+                    let now = NOW.fetch_add(1, Ordering::SeqCst) + 1;
+                    MOST.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(50));
+                    NOW.fetch_sub(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let most = MOST.load(Ordering::SeqCst);
+        assert!((1..=MAX_COMPILES).contains(&most), "{most} at once");
     }
 }
