@@ -12,27 +12,10 @@ pub const MANIFEST_FILE: &str = "extension.json";
 pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 /// The bytes of the manifest at `path`: a regular file of at most
-/// [`MAX_MANIFEST_BYTES`]. Opened without blocking, so a FIFO or a device (a link to
+/// [`MAX_MANIFEST_BYTES`], opened without blocking, so a FIFO or a device (a link to
 /// `/dev/zero`, `/proc/self/fd/0`) is refused at once rather than read forever.
-fn read_manifest_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut text = Vec::new();
-    file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut text)?;
-    if text.len() as u64 > MAX_MANIFEST_BYTES {
-        return Err(std::io::Error::other(format!(
-            "longer than {MAX_MANIFEST_BYTES} bytes"
-        )));
-    }
-    Ok(text)
+fn read_manifest_file(path: &Path) -> Result<Vec<u8>, String> {
+    crate::tree::read_regular(path, MAX_MANIFEST_BYTES).map_err(|e| e.cause.to_string())
 }
 
 /// An extension's manifest. Fields this host does not know are kept in `extra`.
@@ -283,7 +266,7 @@ impl Manifest {
 
     fn parse(path: &Path) -> Result<Manifest, ManifestErrorKind> {
         use ManifestErrorKind::*;
-        let text = read_manifest_file(path).map_err(|e| Unreadable(e.to_string()))?;
+        let text = read_manifest_file(path).map_err(Unreadable)?;
         let value: Value = serde_json::from_slice(&text).map_err(|e| InvalidJson(e.to_string()))?;
         Manifest::from_value(value)
     }
@@ -506,7 +489,7 @@ pub fn set_field(dir: &Path, key: &str, value: Value) -> Result<(), ManifestErro
         path: path.clone(),
         kind,
     };
-    let text = read_manifest_file(&path).map_err(|e| err(Unreadable(e.to_string())))?;
+    let text = read_manifest_file(&path).map_err(|e| err(Unreadable(e)))?;
     let mut manifest: Value =
         serde_json::from_slice(&text).map_err(|e| err(Invalid(e.to_string())))?;
     let object = manifest.as_object_mut().ok_or_else(|| err(NotAnObject))?;
@@ -556,7 +539,7 @@ mod tests {
             "a".repeat(MAX_MANIFEST_BYTES as usize)
         );
         std::fs::write(&path, long).unwrap();
-        unreadable("longer than");
+        unreadable("larger than");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
