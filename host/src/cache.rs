@@ -69,12 +69,10 @@ pub async fn load(
     compiler: &Compiler,
 ) -> Result<Loaded, String> {
     let path = wasm.to_path_buf();
-    let bytes = tokio::task::spawn_blocking(move || {
-        crate::tree::read_regular(&path, crate::compile::caps::MAX_COMPONENT_BYTES as u64)
-    })
-    .await
-    .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?
-    .map_err(|e| e.to_string())?;
+    let bytes = tokio::task::spawn_blocking(move || read_component(&path))
+        .await
+        .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?
+        .map_err(|e| e.to_string())?;
     if let Some(what) = crate::filetype::not_a_component(&bytes) {
         return Err(format!("not a WebAssembly component (it is {what})"));
     }
@@ -205,6 +203,13 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(out)
+}
+
+/// The bytes of the component file at `path`: a regular file of at most
+/// [`MAX_COMPONENT_BYTES`](crate::compile::caps::MAX_COMPONENT_BYTES), never a FIFO or a
+/// device read forever.
+pub fn read_component(path: &Path) -> Result<Vec<u8>, crate::tree::TreeError> {
+    crate::tree::read_regular(path, crate::compile::caps::MAX_COMPONENT_BYTES as u64)
 }
 
 #[cfg(test)]

@@ -311,7 +311,8 @@ async fn stage_component(
     req: &Request,
     progress: &dyn Progress,
 ) -> Result<(), InstallError> {
-    let bytes = fs::read(file).map_err(InstallError::io("read", file))?;
+    let bytes =
+        crate::cache::read_component(file).map_err(|e| InstallError::io("read", file)(e.cause))?;
     if let Some(what) = crate::filetype::not_a_component(&bytes) {
         return Err(InstallError::NotAComponent(what.to_string()));
     }
@@ -645,10 +646,13 @@ impl Listed {
 /// The manifest as a JSON object, best effort (empty when unreadable), so that a broken
 /// manifest still shows its version, description and `enabled`.
 fn raw_manifest(dir: &Path) -> serde_json::Map<String, Value> {
-    fs::read(dir.join(MANIFEST_FILE))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
+    crate::tree::read_regular(
+        &dir.join(MANIFEST_FILE),
+        crate::manifest::MAX_MANIFEST_BYTES,
+    )
+    .ok()
+    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    .unwrap_or_default()
 }
 
 /// What `zot ext list` shows.
@@ -671,7 +675,7 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
         let mut row = Listed::of(f, home);
         if let Some(m) = f.manifest.as_ref().ok().filter(|m| m.wasm.is_some()) {
             let bytes = match m.launch(&f.dir) {
-                crate::manifest::Launch::Wasm(path) => fs::read(path).ok(),
+                crate::manifest::Launch::Wasm(path) => crate::cache::read_component(&path).ok(),
                 crate::manifest::Launch::Exec(_) => None,
             };
             let component = bytes

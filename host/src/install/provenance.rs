@@ -114,6 +114,10 @@ pub fn link_targets(
     {
         let target = match super::fetch::resolve(&root, Path::new(rel)) {
             Ok(real) if root.is_dir(&real) => "directory".to_string(),
+            // Never opened: a FIFO or a device would be read forever.
+            Ok(real) if !root.metadata(&real).is_ok_and(|m| m.is_file()) => {
+                "not a regular file".to_string()
+            }
             Ok(real) => {
                 let bytes = root
                     .read(&real)
