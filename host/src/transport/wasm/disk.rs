@@ -17,12 +17,13 @@
 //!
 //! A watcher re-measures the directory every [`INTERVAL`] (or ten times as long as the
 //! last walk took, if that is longer: a walk costs at most a tenth of a core), and a
-//! refused charge re-measures at once if something was deleted or shrunk since: so
-//! deletions and truncations are given back. The walk goes from directory handle to
-//! directory handle (no path is ever built, so depth is no limit), never follows a link,
-//! and stops counting once it is over the quota. As a backstop, a measurement that finds
-//! the directory more than [`SLACK`] over the quota (by a way no charge saw) stops the
-//! component with the reason `disk quota (N MiB) exceeded`.
+//! refused charge re-measures at once if something was deleted or shrunk since (at most
+//! once per ten times the last walk's time, so a walk costs the guest's thread at most a
+//! tenth of it): so deletions and truncations are given back. The walk goes from
+//! directory handle to directory handle (no path is ever built, so depth is no limit),
+//! never follows a link, and stops counting once it is over the quota. As a backstop, a
+//! measurement that finds the directory more than [`SLACK`] over the quota (by a way no
+//! charge saw) stops the component with the reason `disk quota (N MiB) exceeded`.
 
 use super::{ExitReason, Stop};
 use crate::log::ExtLog;
@@ -59,8 +60,9 @@ pub(super) struct Usage {
     state: Mutex<State>,
     /// Files the component opened, to count those it unlinked while it holds them.
     open: Mutex<Vec<Weak<std::fs::File>>>,
-    /// Only one measurement at a time.
-    walking: Mutex<()>,
+    /// Only one measurement at a time; when a refusal may measure again (after a tenth
+    /// of a core's worth of walking at most).
+    walking: Mutex<Instant>,
     /// Something was deleted or shrunk since the last measurement.
     shrunk: AtomicBool,
     /// A refusal was logged, and nothing was admitted since.
@@ -104,7 +106,7 @@ impl Usage {
                 charged_in_walk: 0,
             }),
             open: Mutex::new(Vec::new()),
-            walking: Mutex::new(()),
+            walking: Mutex::new(Instant::now()),
             shrunk: AtomicBool::new(false),
             refusing: AtomicBool::new(false),
             log,
@@ -130,7 +132,7 @@ impl Usage {
         if self.try_charge(bytes) {
             return Ok(());
         }
-        if self.shrunk.load(Ordering::SeqCst) && self.remeasure() && self.try_charge(bytes) {
+        if self.shrunk.load(Ordering::SeqCst) && self.remeasure(false) && self.try_charge(bytes) {
             return Ok(());
         }
         if !self.refusing.swap(true, Ordering::SeqCst) {
@@ -188,14 +190,21 @@ impl Usage {
 
     /// Measures the directory and the open unlinked files; if the measurement is
     /// complete, it becomes the usage (plus what was charged while it ran). `false`: it
-    /// was not (another is under way, or the tree is beyond the walk's bounds).
-    fn remeasure(&self) -> bool {
-        let Ok(_walking) = self.walking.try_lock() else {
+    /// was not (another is under way, the tree is beyond the walk's bounds, or, unless
+    /// `scheduled`, the last walk was too recent: a refusal measures again at most once
+    /// per ten times the last walk's time).
+    fn remeasure(&self, scheduled: bool) -> bool {
+        let Ok(mut next) = self.walking.try_lock() else {
             return false;
         };
+        let started = Instant::now();
+        if !scheduled && started < *next {
+            return false;
+        }
         self.shrunk.store(false, Ordering::SeqCst);
         self.state.lock().unwrap().charged_in_walk = 0;
         let tree = measure(&self.root, self.limit);
+        *next = Instant::now() + started.elapsed() * 9;
         if !tree.complete {
             return false;
         }
@@ -239,7 +248,7 @@ impl Usage {
             let usage = self.clone();
             let started = Instant::now();
             let over = tokio::task::spawn_blocking(move || {
-                usage.remeasure() && usage.state.lock().unwrap().used > usage.limit + SLACK
+                usage.remeasure(true) && usage.state.lock().unwrap().used > usage.limit + SLACK
             })
             .await
             .unwrap_or(false);
@@ -421,10 +430,10 @@ mod tests {
         usage.track(&file);
         file.set_len(4 << 20).unwrap();
         std::fs::remove_file(dir.path().join("gone")).unwrap();
-        assert!(usage.remeasure());
+        assert!(usage.remeasure(true));
         assert_eq!(usage.used(), 4 << 20);
         drop(file);
-        assert!(usage.remeasure());
+        assert!(usage.remeasure(true));
         assert_eq!(usage.used(), 0);
     }
 
