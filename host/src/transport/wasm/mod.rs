@@ -10,6 +10,7 @@
 
 mod command;
 mod disk;
+mod files;
 mod outgoing;
 mod reactor;
 
@@ -204,10 +205,13 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, String> {
         .policy
         .wasi()
         .map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
-    let quota = spec.policy.data_dir.clone().map(|dir| disk::Quota {
-        dir,
-        mb: spec.policy.limits.disk_mb,
-    });
+    let disk = match &spec.policy.data_dir {
+        None => None,
+        Some(dir) => Some(
+            disk::Usage::new(dir, spec.policy.limits.disk_mb, spec.log.clone())
+                .map_err(|e| format!("cannot open the data directory: {e}"))?,
+        ),
+    };
     let guest = Guest {
         engine: engine.clone(),
         component: loaded.component,
@@ -221,9 +225,14 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, String> {
         max_frame: spec.max_frame,
         to_host: in_tx,
         stop: stop.clone(),
+        disk: disk.clone(),
     };
     let watched = stop.clone();
     tokio::spawn(async move {
+        if let Some(disk) = disk.clone() {
+            // Off the async threads: a large data directory takes a while to walk.
+            let _ = tokio::task::spawn_blocking(move || disk.measure_first()).await;
+        }
         let run = async {
             match runner {
                 Runner::Reactor(version) => version.run(guest, out_rx).await,
@@ -231,12 +240,12 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, String> {
             }
         };
         // The quota watcher ends only by stopping the guest, and is dropped with it.
-        let exit = match quota {
+        let exit = match disk {
             None => run.await,
-            Some(quota) => {
+            Some(disk) => {
                 tokio::select! {
                     exit = run => exit,
-                    () = quota.watch(&watched) => unreachable!("the watcher never ends"),
+                    () = disk.watch(&watched) => unreachable!("the watcher never ends"),
                 }
             }
         };
@@ -341,6 +350,8 @@ struct Guest {
     max_frame: usize,
     to_host: mpsc::Sender<Inbound>,
     stop: Arc<Stop>,
+    /// The `/data` quota's count, if it has a data directory.
+    disk: Option<Arc<disk::Usage>>,
 }
 
 /// The host's requests to stop a guest, seen by the task and the epoch callback.
@@ -516,6 +527,8 @@ struct GuestData {
     max_frame: usize,
     gate: LineGate,
     to_host: mpsc::Sender<Inbound>,
+    /// [`Guest::disk`].
+    disk: Option<Arc<disk::Usage>>,
 }
 
 impl WasiView for GuestData {
@@ -540,9 +553,17 @@ impl WasiHttpView for GuestData {
     }
 }
 
-/// The WASI preview-2 interfaces and `wasi:http` (outgoing only), async.
+/// The WASI preview-2 interfaces, `wasi:filesystem/types` charged to the quota
+/// (`files.rs`), and `wasi:http` (outgoing only), async.
 fn add_wasi_to_linker(linker: &mut wasmtime::component::Linker<GuestData>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    files::add_to_linker(linker, |d| files::Files {
+        fs: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
+            ctx: d.wasi.filesystem(),
+            table: &mut d.table,
+        },
+        usage: d.disk.as_ref(),
+    })?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
 }
 
@@ -594,6 +615,7 @@ impl Guest {
             max_frame: self.max_frame,
             gate: LineGate::default(),
             to_host: self.to_host,
+            disk: self.disk,
         };
         let mut store = Store::new(&self.engine, data);
         store.limiter(|d| &mut d.limiter);

@@ -49,6 +49,10 @@
 //! | `http_pending` | `url`, `count` | starts `count` GETs of `url` through `wasi:http` without waiting for them, keeps them, waits 500 ms, then `{"started":…,"failed":…,"first_error":…}` (`failed`: those already answered with an error) |
 //! | `fill_data` | `mb` | writes `/data/fill` in 1 MiB pieces until `mb` MiB or an error: `{"written_mb":…,"error":…}` (`error` null when all were written) |
 //! | `poll_spin` | `polls` | `polls` times (at least once) a `wasi:io/poll.poll` of stdin and a 1 ms timer together, then never returns; natively only the latter |
+//! | `disk_attack` | `mode`, `amount` | a `/data` quota attack (`big`, `unlinked`, `sparse`, `deep`: MiB; `files`, `dirs`: entries), see `disk.rs`: `{"done":…,"error":…}` |
+//! | `listings` | `path`, `count` | opens `count` listings of `path` at once, reading one entry of each: `{"opened":…,"first":…}` |
+
+mod disk;
 
 use serde_json::{json, Map, Value};
 use std::hint::black_box;
@@ -84,6 +88,8 @@ pub const TOOLS: &[&str] = &[
     "open_many",
     "http_pending",
     "fill_data",
+    "disk_attack",
+    "listings",
 ];
 /// Intercepted events.
 pub const INTERCEPT: &[&str] = &["tool_call", "turn_start", "assistant_message"];
@@ -354,6 +360,14 @@ fn tool(out: &mut dyn FnMut(String), call: ToolCall) {
                 json!({"written_mb": written, "error": error}).to_string(),
             )
         }
+        "disk_attack" => text_result(
+            id,
+            disk::attack(str_arg(&args, "mode"), u64_arg(&args, "amount")).to_string(),
+        ),
+        "listings" => text_result(
+            id,
+            disk::listings(str_arg(&args, "path"), u64_arg(&args, "count")).to_string(),
+        ),
         other => ToolResult::error(id, format!("guest: no tool {other}")),
     };
     send(out, &ExtFrame::ToolResult(result));
