@@ -69,9 +69,12 @@ impl Outbox {
     pub(crate) async fn write_to(&self, out: impl AsyncWrite + Unpin) {
         let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, out);
         loop {
-            let next = self.state.lock().unwrap().lines.pop_front();
+            let (next, closed) = {
+                let mut st = self.state.lock().unwrap();
+                (st.lines.pop_front(), st.closed)
+            };
             let Some(line) = next else {
-                if out.flush().await.is_err() || self.state.lock().unwrap().closed {
+                if out.flush().await.is_err() || closed {
                     return;
                 }
                 // A line may have been queued since the check: the permit is kept.

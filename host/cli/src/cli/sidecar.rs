@@ -144,7 +144,10 @@ async fn serve(config: HostConfig) {
                     None => return,
                 },
                 _ = &mut stop_rx => {
-                    while let Ok(note) = notes.try_recv() {
+                    // The extensions are gone: what they and the host said last is
+                    // still on its way (the host's queue hands over one at a time).
+                    let last = Duration::from_millis(50);
+                    while let Ok(Some(note)) = tokio::time::timeout(last, notes.recv()).await {
                         forward_out.push(encode(&note));
                     }
                     return;
