@@ -36,6 +36,9 @@ pub const REGISTRATION_BYTES: usize = 4 * 1024 * 1024;
 /// How many of its own `call_tool` requests one extension may have waiting; beyond it
 /// they are answered with an error at once.
 pub const CALLS_IN_FLIGHT: usize = 64;
+/// How many bytes of `hello` (as JSON) are kept for listings and `zot ext check`; of a
+/// larger one only the first 256 characters of its name and version are kept.
+pub const HELLO_BYTES: usize = 64 * 1024;
 /// How many protocol violations are kept in [`Status::violations`] (all are logged).
 pub const VIOLATIONS_KEPT: usize = 64;
 /// Silence after the last frame that counts as `ready` for extensions that never send it.
@@ -807,11 +810,25 @@ impl Extension {
             ));
         }
         match frame {
-            ExtFrame::Hello(hello) => {
+            ExtFrame::Hello(mut hello) => {
                 let Some(ack) = hello_ack.take() else {
                     self.violation("sent hello twice; ignored the second".into());
                     return;
                 };
+                let size = json_len(&hello);
+                if size > HELLO_BYTES {
+                    let short = |s: &str| s.chars().take(256).collect::<String>();
+                    hello = zot_protocol::Hello {
+                        name: short(&hello.name),
+                        version: short(&hello.version),
+                        ..Default::default()
+                    };
+                    self.inner.log.warn(&format!(
+                        "hello is {size} bytes, over {} KiB: kept only the start of its name \
+                         and version",
+                        HELLO_BYTES >> 10
+                    ));
+                }
                 if hello.name != self.inner.name {
                     self.inner.log.warn(&format!(
                         "hello names {:?} but the manifest says {:?}: using {:?}",
@@ -1108,6 +1125,31 @@ mod tests {
         call.abort();
         let cancel = peer.next().await;
         assert_eq!(cancel, json!({"type": "tool_cancel", "id": sent["id"]}));
+    }
+
+    #[tokio::test]
+    async fn an_oversize_hello_is_not_kept_whole() {
+        let (conn, mut peer) = pair(16);
+        let (notes, _notes) = EventQueue::channel();
+        let log = ExtLog::open(&std::env::temp_dir().join("zot-unit-ext.log"));
+        let ext = Extension::start(
+            "t".into(),
+            0,
+            log,
+            conn,
+            HelloAck::default(),
+            Arc::new(NoHub),
+            notes,
+        );
+        let pad = "p".repeat(HELLO_BYTES);
+        peer.print(&format!(
+            r#"{{"type":"hello","name":"t","version":"1","pad":"{pad}"}}"#
+        ))
+        .await;
+        assert_eq!(peer.next().await["type"], "hello_ack");
+        let hello = ext.status().hello.unwrap();
+        assert_eq!((hello.name.as_str(), hello.version.as_str()), ("t", "1"));
+        assert!(hello.extra.is_empty());
     }
 
     #[tokio::test]
