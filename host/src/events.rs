@@ -108,6 +108,8 @@ pub(crate) struct EventQueue {
 struct Shared {
     state: Mutex<State>,
     wake: Wake,
+    /// The pump took a notification: there may be room.
+    room: Wake,
     senders: AtomicUsize,
 }
 
@@ -136,6 +138,7 @@ impl EventQueue {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Wake::new(),
+            room: Wake::new(),
             senders: AtomicUsize::new(1),
         });
         let (tx, rx) = mpsc::channel(1);
@@ -144,20 +147,49 @@ impl EventQueue {
     }
 
     /// Queues a notification from an extension. When the queue is full (in count or in
-    /// bytes) the oldest notifications from extensions are dropped to make room; one
-    /// larger than the whole queue is dropped itself. Never waits.
-    pub(crate) fn push_from(&self, event: HostEvent, origin: Weak<dyn Origin>) {
-        self.push(event, Some(origin));
+    /// bytes) this waits for room, at most `wait` (slowing only that extension); then the
+    /// oldest notifications from extensions are dropped to make room. One larger than
+    /// the whole queue is dropped at once.
+    pub(crate) async fn push_from(
+        &self,
+        event: HostEvent,
+        origin: Weak<dyn Origin>,
+        wait: std::time::Duration,
+    ) {
+        let weight = json_len(&event) + 1;
+        if weight <= EVENT_QUEUE_BYTES {
+            self.room_for(weight, wait).await;
+        }
+        self.push(event, weight, Some(origin));
+    }
+
+    /// Waits until a notification of `weight` bytes fits, at most `wait`.
+    async fn room_for(&self, weight: usize, wait: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let room = self.shared.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let st = self.shared.state.lock().unwrap();
+                if st.closed || fits(&st, weight) {
+                    return;
+                }
+            }
+            if tokio::time::timeout_at(deadline, room).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Queues one of the host's own notifications (exits, registry changes): never
     /// dropped; a `registry_changed` already waiting is not queued twice.
     pub(crate) fn push_own(&self, event: HostEvent) {
-        self.push(event, None);
+        let weight = json_len(&event) + 1;
+        self.push(event, weight, None);
     }
 
-    fn push(&self, event: HostEvent, origin: Option<Weak<dyn Origin>>) {
-        let weight = json_len(&event) + 1;
+    fn push(&self, event: HostEvent, weight: usize, origin: Option<Weak<dyn Origin>>) {
         let mut dropped = Vec::new();
         {
             let mut st = self.shared.state.lock().unwrap();
@@ -171,9 +203,7 @@ impl EventQueue {
                 Some(origin) if weight > EVENT_QUEUE_BYTES => dropped.push(origin),
                 origin => {
                     let droppable = origin.is_some();
-                    while droppable
-                        && (st.items.len() >= EVENT_QUEUE || st.bytes + weight > EVENT_QUEUE_BYTES)
-                    {
+                    while droppable && !fits(&st, weight) {
                         let Some(at) = st.items.iter().position(|i| i.origin.is_some()) else {
                             break;
                         };
@@ -181,9 +211,7 @@ impl EventQueue {
                         st.bytes -= old.weight;
                         dropped.extend(old.origin);
                     }
-                    if !droppable
-                        || (st.items.len() < EVENT_QUEUE && st.bytes + weight <= EVENT_QUEUE_BYTES)
-                    {
+                    if !droppable || fits(&st, weight) {
                         st.bytes += weight;
                         st.items.push_back(Item {
                             event,
@@ -233,6 +261,7 @@ async fn pump(shared: Arc<Shared>, tx: mpsc::Sender<HostEvent>) {
                 Some(HostEvent::NotificationsDropped { count })
             } else if let Some(item) = st.items.pop_front() {
                 st.bytes -= item.weight;
+                shared.room.notify_waiters();
                 Some(item.event)
             } else if st.closed {
                 return;
@@ -260,6 +289,11 @@ async fn pump(shared: Arc<Shared>, tx: mpsc::Sender<HostEvent>) {
     }
 }
 
+/// Whether a notification of `weight` bytes fits in the queue as it is.
+fn fits(st: &State, weight: usize) -> bool {
+    st.items.len() < EVENT_QUEUE && st.bytes + weight <= EVENT_QUEUE_BYTES
+}
+
 /// The receiver is gone: nothing more is kept.
 fn close(shared: &Shared) {
     let mut st = shared.state.lock().unwrap();
@@ -272,6 +306,7 @@ fn close(shared: &Shared) {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
+    use std::time::Duration;
 
     #[derive(Default)]
     struct Counted(AtomicU64);
@@ -301,7 +336,9 @@ mod tests {
         let third = "x".repeat(EVENT_QUEUE_BYTES / 3);
         // The pump takes the first one and holds it; the queue then fits two more.
         for i in 0..6 {
-            queue.push_from(note(&format!("{i}{third}")), weak());
+            queue
+                .push_from(note(&format!("{i}{third}")), weak(), Duration::ZERO)
+                .await;
             tokio::task::yield_now().await;
         }
         queue.push_own(HostEvent::RegistryChanged {
@@ -311,7 +348,9 @@ mod tests {
             extension: "e".into(),
         });
         // Larger than the whole queue: dropped at once.
-        queue.push_from(note(&"x".repeat(EVENT_QUEUE_BYTES)), weak());
+        queue
+            .push_from(note(&"x".repeat(EVENT_QUEUE_BYTES)), weak(), Duration::ZERO)
+            .await;
         drop(queue);
         let mut got = Vec::new();
         while let Some(event) = rx.recv().await {

@@ -49,6 +49,9 @@ pub const ONE_WAY_BUDGET: Duration = Duration::from_secs(1);
 /// component) may go on with that request's frame: time to read the `tool_cancel` sent
 /// at the timeout and stop, instead of being stopped at the very moment it is told.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
+/// How long a notification may wait for the application to make room before the oldest
+/// are dropped.
+pub const NOTE_WAIT: Duration = Duration::from_secs(1);
 /// How long an extension whose output closed may take to exit before it is killed.
 const EXIT_AFTER_EOF: Duration = Duration::from_millis(100);
 
@@ -879,26 +882,41 @@ impl Extension {
                 let id = r.id.clone();
                 self.reply(Kind::Intercept, &id, ExtFrame::EventInterceptResponse(r));
             }
-            ExtFrame::Notify(frame) => self.tell_app(HostEvent::Notify {
-                extension: self.inner.name.clone(),
-                frame,
-            }),
-            ExtFrame::OpenPanel(frame) => self.tell_app(HostEvent::OpenPanel {
-                extension: self.inner.name.clone(),
-                frame,
-            }),
-            ExtFrame::PanelRender(frame) => self.tell_app(HostEvent::PanelRender {
-                extension: self.inner.name.clone(),
-                frame,
-            }),
-            ExtFrame::PanelClose(frame) => self.tell_app(HostEvent::PanelClose {
-                extension: self.inner.name.clone(),
-                frame,
-            }),
-            ExtFrame::ClearNotes(frame) => self.tell_app(HostEvent::ClearNotes {
-                extension: self.inner.name.clone(),
-                frame,
-            }),
+            ExtFrame::Notify(frame) => {
+                self.tell_app(HostEvent::Notify {
+                    extension: self.inner.name.clone(),
+                    frame,
+                })
+                .await
+            }
+            ExtFrame::OpenPanel(frame) => {
+                self.tell_app(HostEvent::OpenPanel {
+                    extension: self.inner.name.clone(),
+                    frame,
+                })
+                .await
+            }
+            ExtFrame::PanelRender(frame) => {
+                self.tell_app(HostEvent::PanelRender {
+                    extension: self.inner.name.clone(),
+                    frame,
+                })
+                .await
+            }
+            ExtFrame::PanelClose(frame) => {
+                self.tell_app(HostEvent::PanelClose {
+                    extension: self.inner.name.clone(),
+                    frame,
+                })
+                .await
+            }
+            ExtFrame::ClearNotes(frame) => {
+                self.tell_app(HostEvent::ClearNotes {
+                    extension: self.inner.name.clone(),
+                    frame,
+                })
+                .await
+            }
             ExtFrame::Submit(mut frame) => {
                 frame.text = frame.text.trim().to_string();
                 if !frame.text.is_empty() {
@@ -906,6 +924,7 @@ impl Extension {
                         extension: self.inner.name.clone(),
                         frame,
                     })
+                    .await
                 }
             }
             ExtFrame::SubmitSlash(mut frame) => {
@@ -915,6 +934,7 @@ impl Extension {
                         extension: self.inner.name.clone(),
                         frame,
                     })
+                    .await
                 } else {
                     self.violation(format!(
                         "submit_slash text must start with '/': {}",
@@ -1004,12 +1024,13 @@ impl Extension {
         }
     }
 
-    /// Passes a notification to the application without waiting. When the application
-    /// is not keeping up, the oldest notifications wait no more: they are dropped, and
-    /// counted in the log of the extension each came from.
-    fn tell_app(&self, event: HostEvent) {
+    /// Passes a notification to the application. When the application is not keeping
+    /// up this waits for room (slowing only this extension), at most [`NOTE_WAIT`]; then
+    /// the oldest notifications are dropped, and counted in the log of the extension
+    /// each came from.
+    async fn tell_app(&self, event: HostEvent) {
         let origin: Weak<dyn Origin> = self.inner.me.clone();
-        self.inner.notes.push_from(event, origin);
+        self.inner.notes.push_from(event, origin, NOTE_WAIT).await;
     }
 }
 
