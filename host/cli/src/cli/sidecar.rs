@@ -181,15 +181,14 @@ async fn serve(config: HostConfig) {
     let mut shutdown_request = None;
     // Requests being answered; at end of input they are finished before the extensions
     // stop (each has its own deadline), so input that ends right after its requests
-    // still gets every answer. At most REQUESTS_IN_FLIGHT at once; and no request is
-    // read while the client leaves more than OUTPUT_BYTES of output unread.
+    // still gets every answer. At most REQUESTS_IN_FLIGHT at once; and no request but
+    // `shutdown` is handled while the client leaves more than OUTPUT_BYTES unread.
     let mut in_flight = tokio::task::JoinSet::new();
     loop {
         while in_flight.try_join_next().is_some() {}
         if in_flight.len() >= REQUESTS_IN_FLIGHT {
             in_flight.join_next().await;
         }
-        out.room().await;
         let Some(line) = lines.recv().await else {
             while in_flight.join_next().await.is_some() {}
             break;
@@ -205,6 +204,10 @@ async fn serve(config: HostConfig) {
                 )),
             },
         };
+        // A request's answer waits for room; `shutdown` and the end of input do not.
+        if !matches!(request, Ok(Request::Shutdown)) {
+            out.room().await;
+        }
         match request {
             Err(error) => out.push(encode(&respond(id, &kind, Err(error)))),
             Ok(Request::Shutdown) => {
