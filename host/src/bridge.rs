@@ -123,7 +123,15 @@ async fn forward_input(
                 }
             },
         };
-        if outbound.send(Outbound { budget, line }).await.is_err() {
+        if outbound
+            .send(Outbound {
+                budget,
+                line,
+                room: None,
+            })
+            .await
+            .is_err()
+        {
             return;
         }
     }

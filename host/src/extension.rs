@@ -2,7 +2,7 @@
 //! calls with deadlines, the event queue, and the exit. Transport-agnostic: it only sees
 //! a [`Connection`].
 
-use crate::events::HostEvent;
+use crate::events::{json_len, EventQueue, HostEvent, Origin};
 use crate::log::{preview, ExtLog};
 use crate::transport::{Connection, Control, ExitReason, Inbound, Outbound};
 use serde_json::Value;
@@ -11,9 +11,9 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify, Semaphore};
 use zot_protocol::{
     encode, CommandInvoked, CommandResponse, Empty, Event, EventInterceptResponse, ExtFrame,
     HelloAck, HostFrame, RegisterCommand, RegisterTool, ToolCall, ToolCancel, ToolResult, EVENTS,
@@ -24,6 +24,23 @@ use zot_protocol::{
 /// extension. Beyond it the oldest waiting event is dropped; a panel frame that finds no
 /// event to make room fails with [`CallError::QueueFull`].
 pub const EVENT_QUEUE: usize = 1024;
+/// How many bytes of one-way frames may wait for one extension in its queue, and again
+/// in its transport's queue. Beyond it the oldest waiting event is dropped, as beyond
+/// [`EVENT_QUEUE`]; an event larger than this alone is dropped, a panel frame refused.
+pub const EVENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
+/// How many commands and tools one extension may register, together.
+pub const REGISTRATIONS: usize = 1000;
+/// How many bytes (as JSON: names, descriptions, schemas) one extension's registrations
+/// may hold, together. A registration over either cap is refused and logged.
+pub const REGISTRATION_BYTES: usize = 4 * 1024 * 1024;
+/// How many of its own `call_tool` requests one extension may have waiting; beyond it
+/// they are answered with an error at once.
+pub const CALLS_IN_FLIGHT: usize = 64;
+/// How many bytes of `hello` (as JSON) are kept for listings and `zot ext check`; of a
+/// larger one only the first 256 characters of its name and version are kept.
+pub const HELLO_BYTES: usize = 64 * 1024;
+/// How many protocol violations are kept in [`Status::violations`] (all are logged).
+pub const VIOLATIONS_KEPT: usize = 64;
 /// Silence after the last frame that counts as `ready` for extensions that never send it.
 pub const READY_SILENCE: Duration = Duration::from_millis(250);
 /// How long an extension may take to handle a one-way frame (event, hello_ack, …).
@@ -32,7 +49,8 @@ pub const ONE_WAY_BUDGET: Duration = Duration::from_secs(1);
 /// component) may go on with that request's frame: time to read the `tool_cancel` sent
 /// at the timeout and stop, instead of being stopped at the very moment it is told.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
-/// How long a notification may wait for the application to make room.
+/// How long a notification may wait for the application to make room before the oldest
+/// are dropped.
 pub const NOTE_WAIT: Duration = Duration::from_secs(1);
 /// How long an extension whose output closed may take to exit before it is killed.
 const EXIT_AFTER_EOF: Duration = Duration::from_millis(100);
@@ -131,6 +149,9 @@ pub struct Status {
     pub events_dropped: u64,
     /// Notifications dropped because the application did not read them in time.
     pub notes_dropped: u64,
+    /// Registrations refused because they were over [`REGISTRATIONS`] or
+    /// [`REGISTRATION_BYTES`].
+    pub registrations_refused: u64,
     /// The signal it took to stop it (`SIGTERM`, `SIGKILL`) when it ignored `shutdown`.
     pub forced: Option<&'static str>,
 }
@@ -174,11 +195,47 @@ struct Inner {
     pending: Mutex<HashMap<String, Pending>>,
     phase: watch::Sender<Phase>,
     status: Mutex<Status>,
-    /// One-way frames in the order they were sent; `true` marks an event (droppable).
-    one_way: Mutex<VecDeque<(Outbound, bool)>>,
+    one_way: Mutex<OneWay>,
     one_way_ready: Notify,
+    /// Bytes of one-way frames the transport may hold ([`EVENT_QUEUE_BYTES`]).
+    transport_room: Arc<Semaphore>,
     closed: AtomicBool,
-    notes: mpsc::Sender<HostEvent>,
+    notes: EventQueue,
+    me: Weak<Inner>,
+    /// The size of each registration in force, by kind and name.
+    registered: Mutex<Registered>,
+    /// Its own `call_tool` requests waiting for an answer.
+    calls: Arc<Semaphore>,
+}
+
+/// One-way frames in the order they were sent; `true` marks an event (droppable).
+#[derive(Default)]
+struct OneWay {
+    frames: VecDeque<(Outbound, bool)>,
+    bytes: usize,
+}
+
+/// What one extension's registrations hold.
+#[derive(Default)]
+struct Registered {
+    sizes: HashMap<(&'static str, String), usize>,
+    bytes: usize,
+}
+
+impl Origin for Inner {
+    fn dropped(&self) {
+        let n = {
+            let mut st = self.status.lock().unwrap();
+            st.notes_dropped += 1;
+            st.notes_dropped
+        };
+        if n.is_power_of_two() {
+            self.log.warn(&format!(
+                "the application is not reading its notifications (the queue is full): \
+                 {n} notifications dropped so far, the oldest first"
+            ));
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,7 +284,7 @@ impl Extension {
         conn: Connection,
         hello_ack: HelloAck,
         hub: Arc<dyn Hub>,
-        notes: mpsc::Sender<HostEvent>,
+        notes: EventQueue,
     ) -> Extension {
         let Connection {
             outbound,
@@ -236,7 +293,7 @@ impl Extension {
             control,
         } = conn;
         let ext = Extension {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|me| Inner {
                 name,
                 rank,
                 log,
@@ -246,10 +303,14 @@ impl Extension {
                 pending: Mutex::new(HashMap::new()),
                 phase: watch::channel(Phase::Starting).0,
                 status: Mutex::new(Status::default()),
-                one_way: Mutex::new(VecDeque::new()),
+                one_way: Mutex::new(OneWay::default()),
                 one_way_ready: Notify::new(),
+                transport_room: Arc::new(Semaphore::new(EVENT_QUEUE_BYTES)),
                 closed: AtomicBool::new(false),
                 notes,
+                me: me.clone(),
+                registered: Mutex::new(Registered::default()),
+                calls: Arc::new(Semaphore::new(CALLS_IN_FLIGHT)),
             }),
         };
         tokio::spawn(ext.clone().pump_one_way());
@@ -382,7 +443,7 @@ impl Extension {
 
     /// Queues a one-way frame (panel key, panel close, …) behind the one-way frames and
     /// events sent before it, without waiting; fails if the extension is gone or its
-    /// queue holds [`EVENT_QUEUE`] frames none of which is an event.
+    /// queue is full ([`EVENT_QUEUE`], [`EVENT_QUEUE_BYTES`]) and no event can make room.
     pub fn send(&self, frame: &HostFrame) -> Result<(), CallError> {
         let target = frame.type_name();
         if self.inner.closed.load(Ordering::SeqCst) {
@@ -407,34 +468,45 @@ impl Extension {
     }
 
     /// Appends to the one-way queue, first dropping (and counting) the oldest waiting
-    /// event if it is full. False when it is full of frames that are not events: then
-    /// nothing was queued (an event is dropped and counted instead).
+    /// events while it is full, in count or in bytes. False when no event could make
+    /// room: then nothing was queued (an event is dropped and counted instead).
     fn queue_one_way(&self, frame: Outbound, is_event: bool) -> bool {
+        let size = frame.line.as_bytes().len();
         let (queued, dropped) = {
             let mut q = self.inner.one_way.lock().unwrap();
-            if q.len() < EVENT_QUEUE {
-                q.push_back((frame, is_event));
-                (true, false)
-            } else if let Some(oldest_event) = q.iter().position(|(_, event)| *event) {
-                q.remove(oldest_event);
-                q.push_back((frame, is_event));
-                (true, true)
+            let mut dropped = 0;
+            let full =
+                |q: &OneWay| q.frames.len() >= EVENT_QUEUE || q.bytes + size > EVENT_QUEUE_BYTES;
+            while size <= EVENT_QUEUE_BYTES && full(&q) {
+                let Some(oldest_event) = q.frames.iter().position(|(_, event)| *event) else {
+                    break;
+                };
+                let (old, _) = q.frames.remove(oldest_event).expect("found above");
+                q.bytes -= old.line.as_bytes().len();
+                dropped += 1;
+            }
+            if size <= EVENT_QUEUE_BYTES && !full(&q) {
+                q.bytes += size;
+                q.frames.push_back((frame, is_event));
+                (true, dropped)
             } else {
-                (false, is_event)
+                (false, dropped + u64::from(is_event))
             }
         };
         if queued {
             self.inner.one_way_ready.notify_one();
         }
-        if dropped {
+        if dropped > 0 {
             let n = {
                 let mut st = self.inner.status.lock().unwrap();
-                st.events_dropped += 1;
+                st.events_dropped += dropped;
                 st.events_dropped
             };
-            if n.is_power_of_two() {
+            if (n - dropped + 1..=n).any(u64::is_power_of_two) {
                 self.inner.log.warn(&format!(
-                    "event queue full ({EVENT_QUEUE}): dropped the oldest event ({n} dropped so far)"
+                    "event queue full ({EVENT_QUEUE} frames or {} MiB): dropped the oldest \
+                     events ({n} dropped so far)",
+                    EVENT_QUEUE_BYTES >> 20
                 ));
             }
         }
@@ -544,13 +616,27 @@ impl Extension {
         }
     }
 
-    /// Feeds queued one-way frames to the transport, in order, one at a time.
+    /// Feeds queued one-way frames to the transport, in order, one at a time, while the
+    /// transport holds less than [`EVENT_QUEUE_BYTES`] of them.
     async fn pump_one_way(self) {
         loop {
-            let next = self.inner.one_way.lock().unwrap().pop_front();
+            let next = {
+                let mut q = self.inner.one_way.lock().unwrap();
+                let next = q.frames.pop_front();
+                if let Some((frame, _)) = &next {
+                    q.bytes -= frame.line.as_bytes().len();
+                }
+                next
+            };
             match next {
-                Some((bytes, _)) => {
-                    if self.inner.outbound.send(bytes).await.is_err() {
+                Some((mut frame, _)) => {
+                    let size = frame.line.as_bytes().len().clamp(1, EVENT_QUEUE_BYTES);
+                    let room = self.inner.transport_room.clone();
+                    let Ok(room) = room.acquire_many_owned(size as u32).await else {
+                        return;
+                    };
+                    frame.room = Some(room);
+                    if self.inner.outbound.send(frame).await.is_err() {
                         return;
                     }
                 }
@@ -582,7 +668,7 @@ impl Extension {
                 }
             };
             match item {
-                Some(Inbound::Line(bytes, _large_slot)) => {
+                Some(Inbound::Line(bytes, _room)) => {
                     self.handle_line(&bytes, spawned, &mut hello_ack, &hub)
                         .await;
                     silence
@@ -608,11 +694,11 @@ impl Extension {
                 ExitReason::ClosedOutput(then.ok().and_then(Result::ok).map(Box::new))
             }
         };
-        self.close(exit, &hub).await;
+        self.close(exit, &hub);
     }
 
     /// Marks it gone: pending calls fail now, registrations go, the app is told.
-    async fn close(&self, exit: ExitReason, hub: &Arc<dyn Hub>) {
+    fn close(&self, exit: ExitReason, hub: &Arc<dyn Hub>) {
         let inner = &*self.inner;
         inner.log.info(&format!("extension gone: {exit}"));
         let (events, notes) = {
@@ -633,13 +719,12 @@ impl Extension {
         inner.closed.store(true, Ordering::SeqCst);
         inner.pending.lock().unwrap().clear();
         hub.exited(self);
-        self.tell_app(HostEvent::ExtensionExited {
+        inner.notes.push_own(HostEvent::ExtensionExited {
             extension: inner.name.clone(),
             reason: exit.to_string(),
             code: exit.code(),
             signal: exit.signal(),
-        })
-        .await;
+        });
         inner.phase.send_replace(Phase::Exited);
         inner.one_way_ready.notify_one();
     }
@@ -657,10 +742,48 @@ impl Extension {
         hub.ready(self);
     }
 
-    /// Records a protocol violation in the status and the log.
+    /// Records a protocol violation in the log, and the first [`VIOLATIONS_KEPT`] in the
+    /// status.
     fn violation(&self, message: String) {
         self.inner.log.warn(&message);
-        self.inner.status.lock().unwrap().violations.push(message);
+        let mut st = self.inner.status.lock().unwrap();
+        if st.violations.len() < VIOLATIONS_KEPT {
+            st.violations.push(message);
+        }
+    }
+
+    /// Whether `registration` fits this extension's caps ([`REGISTRATIONS`],
+    /// [`REGISTRATION_BYTES`]); one that replaces a registration of the same kind and
+    /// name counts instead of it. Records it if so; logs the refusal if not.
+    fn admit_registration(&self, registration: &Registration) -> bool {
+        let (kind, name, size) = match registration {
+            Registration::Command(reg) => ("command", &reg.name, json_len(reg)),
+            Registration::Tool(reg) => ("tool", &reg.name, json_len(reg)),
+        };
+        let refused = {
+            let mut reg = self.inner.registered.lock().unwrap();
+            let key = (kind, name.clone());
+            let replaced = reg.sizes.get(&key).copied();
+            let count = reg.sizes.len() + usize::from(replaced.is_none());
+            let bytes = reg.bytes - replaced.unwrap_or(0) + size;
+            if count <= REGISTRATIONS && bytes <= REGISTRATION_BYTES {
+                reg.sizes.insert(key, size);
+                reg.bytes = bytes;
+                None
+            } else {
+                Some(reg.bytes)
+            }
+        };
+        let Some(in_use) = refused else {
+            return true;
+        };
+        self.inner.status.lock().unwrap().registrations_refused += 1;
+        self.inner.log.warn(&format!(
+            "refused {kind} {name:?}: registrations are capped at {REGISTRATIONS} commands and \
+             tools and {} MiB per extension (it is {size} bytes; {in_use} bytes in use)",
+            REGISTRATION_BYTES >> 20
+        ));
+        false
     }
 
     async fn handle_line(
@@ -690,11 +813,25 @@ impl Extension {
             ));
         }
         match frame {
-            ExtFrame::Hello(hello) => {
+            ExtFrame::Hello(mut hello) => {
                 let Some(ack) = hello_ack.take() else {
                     self.violation("sent hello twice; ignored the second".into());
                     return;
                 };
+                let size = json_len(&hello);
+                if size > HELLO_BYTES {
+                    let short = |s: &str| s.chars().take(256).collect::<String>();
+                    hello = zot_protocol::Hello {
+                        name: short(&hello.name),
+                        version: short(&hello.version),
+                        ..Default::default()
+                    };
+                    self.inner.log.warn(&format!(
+                        "hello is {size} bytes, over {} KiB: kept only the start of its name \
+                         and version",
+                        HELLO_BYTES >> 10
+                    ));
+                }
                 if hello.name != self.inner.name {
                     self.inner.log.warn(&format!(
                         "hello names {:?} but the manifest says {:?}: using {:?}",
@@ -712,10 +849,18 @@ impl Extension {
                         .warn(&format!("could not send hello_ack: {e}"));
                 }
             }
-            ExtFrame::RegisterCommand(reg) => hub.register(self, Registration::Command(reg)),
+            ExtFrame::RegisterCommand(reg) => {
+                let reg = Registration::Command(reg);
+                if self.admit_registration(&reg) {
+                    hub.register(self, reg);
+                }
+            }
             ExtFrame::RegisterTool(reg) => {
                 if reg.schema.is_object() {
-                    hub.register(self, Registration::Tool(reg));
+                    let reg = Registration::Tool(reg);
+                    if self.admit_registration(&reg) {
+                        hub.register(self, reg);
+                    }
                 } else {
                     self.violation(format!(
                         "refused tool {:?}: its schema is not a JSON object",
@@ -800,8 +945,24 @@ impl Extension {
             ExtFrame::ShutdownAck(_) => self.inner.log.info("acknowledged shutdown"),
             ExtFrame::CallTool(call) => {
                 let ext = self.clone();
+                let Ok(slot) = self.inner.calls.clone().try_acquire_owned() else {
+                    let busy = format!(
+                        "call_tool {:?} refused: {CALLS_IN_FLIGHT} of its calls are still waiting",
+                        call.name
+                    );
+                    self.inner.log.warn(&busy);
+                    let mut result = ToolResult::error(call.id, busy);
+                    result.name = Some(call.name);
+                    if let Err(e) = self.send(&HostFrame::ToolResult(result)) {
+                        self.inner
+                            .log
+                            .warn(&format!("could not answer call_tool: {e}"));
+                    }
+                    return;
+                };
                 let answer = hub.call_tool(self, call.name.clone(), call.args);
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let mut result = answer
                         .await
                         .unwrap_or_else(|e| ToolResult::error(String::new(), e.to_string()));
@@ -864,27 +1025,12 @@ impl Extension {
     }
 
     /// Passes a notification to the application. When the application is not keeping
-    /// up this waits for room (slowing only this extension), at most [`NOTE_WAIT`];
-    /// then the notification is dropped and counted in the log.
+    /// up this waits for room (slowing only this extension), at most [`NOTE_WAIT`]; then
+    /// the oldest notifications are dropped, and counted in the log of the extension
+    /// each came from.
     async fn tell_app(&self, event: HostEvent) {
-        if self
-            .inner
-            .notes
-            .send_timeout(event, NOTE_WAIT)
-            .await
-            .is_err()
-        {
-            let n = {
-                let mut st = self.inner.status.lock().unwrap();
-                st.notes_dropped += 1;
-                st.notes_dropped
-            };
-            if n.is_power_of_two() {
-                self.inner.log.warn(&format!(
-                    "the application is not reading notifications: dropped one ({n} so far)"
-                ));
-            }
-        }
+        let origin: Weak<dyn Origin> = self.inner.me.clone();
+        self.inner.notes.push_from(event, origin, NOTE_WAIT).await;
     }
 }
 
@@ -892,6 +1038,7 @@ fn outbound(frame: &HostFrame, budget: Duration) -> Outbound {
     Outbound {
         line: encode(frame),
         budget,
+        room: None,
     }
 }
 
@@ -919,7 +1066,7 @@ mod tests {
 
     async fn started(queue: usize) -> (Extension, Peer, mpsc::Receiver<HostEvent>) {
         let (conn, mut peer) = pair(queue);
-        let (notes, notes_rx) = mpsc::channel(16);
+        let (notes, notes_rx) = EventQueue::channel();
         let log = ExtLog::open(&std::env::temp_dir().join("zot-unit-ext.log"));
         let ext = Extension::start(
             "t".into(),
@@ -1002,6 +1149,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_oversize_hello_is_not_kept_whole() {
+        let (conn, mut peer) = pair(16);
+        let (notes, _notes) = EventQueue::channel();
+        let log = ExtLog::open(&std::env::temp_dir().join("zot-unit-ext.log"));
+        let ext = Extension::start(
+            "t".into(),
+            0,
+            log,
+            conn,
+            HelloAck::default(),
+            Arc::new(NoHub),
+            notes,
+        );
+        let pad = "p".repeat(HELLO_BYTES);
+        peer.print(&format!(
+            r#"{{"type":"hello","name":"t","version":"1","pad":"{pad}"}}"#
+        ))
+        .await;
+        assert_eq!(peer.next().await["type"], "hello_ack");
+        let hello = ext.status().hello.unwrap();
+        assert_eq!((hello.name.as_str(), hello.version.as_str()), ("t", "1"));
+        assert!(hello.extra.is_empty());
+    }
+
+    #[tokio::test]
     async fn silence_after_hello_counts_as_ready() {
         let (ext, _peer, _notes) = started(16).await;
         let phase = ext
@@ -1070,6 +1242,74 @@ mod tests {
         assert!(
             matches!(refused, Some(CallError::QueueFull { .. })),
             "{refused:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_one_way_queue_is_bounded_in_bytes() {
+        // Nobody reads: the transport's budget and then the queue's fill with 1 MiB events.
+        let (ext, _peer, _notes) = started(EVENT_QUEUE).await;
+        let big = |step: usize| Event {
+            id: None,
+            event: "turn_start".into(),
+            fields: json!({"step": step, "pad": "x".repeat(1 << 20)})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        for step in 0..100 {
+            ext.deliver_event(&big(step));
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let held = ext.inner.one_way.lock().unwrap().bytes;
+        assert!(held <= EVENT_QUEUE_BYTES, "{held} bytes queued");
+        let dropped = ext.status().events_dropped;
+        assert!((55..=75).contains(&dropped), "dropped {dropped}");
+        // An event larger than the whole queue is dropped; a panel frame refused.
+        let before = ext.status().events_dropped;
+        ext.deliver_event(&Event {
+            id: None,
+            event: "turn_start".into(),
+            fields: json!({"pad": "x".repeat(EVENT_QUEUE_BYTES)})
+                .as_object()
+                .unwrap()
+                .clone(),
+        });
+        assert_eq!(ext.status().events_dropped, before + 1);
+        let refused = ext.send(&key(&"k".repeat(EVENT_QUEUE_BYTES)));
+        assert!(
+            matches!(refused, Err(CallError::QueueFull { .. })),
+            "{refused:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn registrations_over_the_caps_are_refused_and_a_replacement_counts_once() {
+        let (ext, _peer, _notes) = started(16).await;
+        let tool = |name: &str, size: usize| {
+            Registration::Tool(RegisterTool {
+                name: name.into(),
+                description: "d".repeat(size),
+                schema: json!({"type": "object"}),
+                extra: Default::default(),
+            })
+        };
+        let third = REGISTRATION_BYTES / 3;
+        assert!(ext.admit_registration(&tool("a", third)));
+        assert!(ext.admit_registration(&tool("b", third)));
+        // Replacing "b" with a same-size one fits; a third one of that size does not.
+        assert!(ext.admit_registration(&tool("b", third)));
+        assert!(!ext.admit_registration(&tool("c", third)));
+        assert!(ext.admit_registration(&tool("c", 10)));
+        assert_eq!(ext.status().registrations_refused, 1);
+        for i in 3..REGISTRATIONS {
+            assert!(ext.admit_registration(&tool(&format!("t{i}"), 1)), "{i}");
+        }
+        assert!(!ext.admit_registration(&tool("one-too-many", 1)));
+        assert!(
+            ext.admit_registration(&tool("a", 1)),
+            "a replacement is no new name"
         );
     }
 

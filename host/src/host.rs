@@ -2,7 +2,7 @@
 //! commands and tools, events, the interception chain, reload and shutdown.
 
 use crate::discovery::{discover, SearchPath, Source};
-use crate::events::HostEvent;
+use crate::events::{EventQueue, HostEvent};
 use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
 use crate::identity::Identity;
 use crate::launcher::{self, Launched, Launcher, StartError, Transports};
@@ -26,8 +26,9 @@ use zot_protocol::{
     RegisterCommand, RegisterTool, ToolResult, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
 };
 
-/// How many host notifications may wait for the application.
-pub const NOTIFICATION_QUEUE: usize = 4096;
+/// How many host notifications may wait for the application (see also
+/// [`crate::events::EVENT_QUEUE_BYTES`]).
+pub const NOTIFICATION_QUEUE: usize = crate::events::EVENT_QUEUE;
 
 /// Deadlines, all configurable; the defaults are PROTOCOL.md's.
 #[derive(Debug, Clone)]
@@ -269,7 +270,7 @@ struct Inner {
     config: HostConfig,
     registry: Mutex<Registry>,
     entries: Mutex<Vec<Entry>>,
-    notes: mpsc::Sender<HostEvent>,
+    notes: EventQueue,
     launcher: Arc<dyn Launcher>,
     /// One load/reload/shutdown at a time.
     lifecycle: tokio::sync::Mutex<()>,
@@ -327,7 +328,7 @@ impl Host {
         launcher: Arc<dyn Launcher>,
     ) -> (Host, mpsc::Receiver<HostEvent>) {
         crate::sandbox::raise_fd_limit();
-        let (notes, rx) = mpsc::channel(NOTIFICATION_QUEUE);
+        let (notes, rx) = EventQueue::channel();
         let registry = Registry::new(&config.builtin_commands, &config.builtin_tools);
         let inner = Arc::new_cyclic(|me| Inner {
             config,
@@ -853,10 +854,7 @@ impl Inner {
                     signal: None,
                 };
                 drop(entries);
-                if let Err(mpsc::error::TrySendError::Full(event)) = self.notes.try_send(event) {
-                    let notes = self.notes.clone();
-                    tokio::spawn(async move { notes.send(event).await });
-                }
+                self.notes.push_own(event);
             }
         }
     }
@@ -936,10 +934,7 @@ impl Inner {
             let event = HostEvent::RegistryChanged {
                 extension: ext.name().to_string(),
             };
-            if let Err(mpsc::error::TrySendError::Full(event)) = self.notes.try_send(event) {
-                let notes = self.notes.clone();
-                tokio::spawn(async move { notes.send(event).await });
-            }
+            self.notes.push_own(event);
         }
     }
 }

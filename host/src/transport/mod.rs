@@ -21,14 +21,15 @@ pub const OUTBOUND_QUEUE: usize = 1024;
 /// How many lines from the extension may wait for the core.
 pub const INBOUND_QUEUE: usize = 256;
 
-/// Lines longer than this take the connection's one large-line slot until the core has
-/// handled them: at most one large frame per extension is held in memory at a time.
-pub const LARGE_LINE: usize = 1024 * 1024;
+/// How many bytes of lines from one extension may wait for the core, counting each line
+/// until the core has handled it; a longer line waits until it is alone.
+pub const INBOUND_BYTES: usize = 16 * 1024 * 1024;
 
 /// One unit from the extension.
 #[derive(Debug)]
 pub enum Inbound {
-    /// A complete line (a frame, still to be decoded); a large one holds the slot.
+    /// A complete line (a frame, still to be decoded), holding its share of
+    /// [`INBOUND_BYTES`].
     Line(Vec<u8>, Option<OwnedSemaphorePermit>),
     /// A line over the size cap was skipped: its length, and its frame's `id` if that
     /// could be read from the part of it that was kept ([`zot_protocol::leading_id`]).
@@ -38,28 +39,27 @@ pub enum Inbound {
     },
 }
 
-/// Admits lines into the inbound queue, one large line at a time.
+/// Admits lines into the inbound queue while those waiting hold less than
+/// [`INBOUND_BYTES`].
 #[derive(Debug, Clone)]
 pub struct LineGate {
-    large: Arc<Semaphore>,
+    room: Arc<Semaphore>,
 }
 
 impl Default for LineGate {
     fn default() -> Self {
         LineGate {
-            large: Arc::new(Semaphore::new(1)),
+            room: Arc::new(Semaphore::new(INBOUND_BYTES)),
         }
     }
 }
 
 impl LineGate {
-    /// Wraps `line`; for a large one, first waits until the previous large line is handled.
+    /// Wraps `line`, first waiting until there is room for it (a line longer than
+    /// [`INBOUND_BYTES`] waits until no other is held).
     pub async fn admit(&self, line: Vec<u8>) -> Inbound {
-        let slot = if line.len() > LARGE_LINE {
-            self.large.clone().acquire_owned().await.ok()
-        } else {
-            None
-        };
+        let share = line.len().clamp(1, INBOUND_BYTES) as u32;
+        let slot = self.room.clone().acquire_many_owned(share).await.ok();
         Inbound::Line(line, slot)
     }
 }
@@ -72,6 +72,9 @@ pub struct Outbound {
     /// The frame as one line of JSON, newline included; only the encoder makes one.
     pub line: Encoded,
     pub budget: std::time::Duration,
+    /// The share of its connection's byte budget this frame holds until it is handled
+    /// (dropped), if the sender counts it.
+    pub(crate) room: Option<OwnedSemaphorePermit>,
 }
 
 /// Stops an extension. Each call returns at once; the exit is reported on [`Connection::exit`].

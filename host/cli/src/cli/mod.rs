@@ -26,6 +26,7 @@ mod ext;
 mod grant;
 mod install;
 mod new;
+mod outbox;
 mod resolve;
 mod run;
 mod shell;

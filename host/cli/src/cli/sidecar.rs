@@ -1,19 +1,20 @@
 //! `zot host`: the whole host as a JSON-lines sidecar on stdin/stdout (docs/sidecar.md).
 
+use super::outbox::Outbox;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use zot_host::transport::{input_lines, Inbound};
 use zot_host::{Host, HostConfig};
-use zot_protocol::{encode, Encoded, Event, PanelKey, PanelResize, DEFAULT_MAX_FRAME};
+use zot_protocol::{encode, Event, PanelKey, PanelResize, DEFAULT_MAX_FRAME};
 
-/// How many output lines may wait for stdout.
-const OUTPUT_QUEUE: usize = 1024;
+/// How many requests may be answered at once; the next waits for one of them to end.
+const REQUESTS_IN_FLIGHT: usize = 256;
 
 #[derive(clap::Args)]
 pub(crate) struct HostArgs {
@@ -122,25 +123,32 @@ pub(crate) fn run(args: HostArgs) -> ExitCode {
 async fn serve(config: HostConfig) {
     let max_frame = config.max_frame;
     let (host, mut notes) = Host::new(config);
-    let (out, out_rx) = mpsc::channel::<Encoded>(OUTPUT_QUEUE);
-    let writer = tokio::spawn(write_stdout(out_rx));
+    // Responses are never dropped; notifications are taken from the host only while
+    // the client keeps up (the host drops the oldest when it does not, and says so).
+    let out = Arc::new(Outbox::default());
+    let writer = tokio::spawn({
+        let out = out.clone();
+        async move { out.write_to(tokio::io::stdout()).await }
+    });
 
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
     let forward_out = out.clone();
     let forward = tokio::spawn(async move {
         loop {
             tokio::select! {
-                note = notes.recv() => match note {
-                    Some(note) => {
-                        if forward_out.send(encode(&note)).await.is_err() {
-                            return;
-                        }
-                    }
+                note = async {
+                    forward_out.room().await;
+                    notes.recv().await
+                } => match note {
+                    Some(note) => forward_out.push(encode(&note)),
                     None => return,
                 },
                 _ = &mut stop_rx => {
-                    while let Ok(note) = notes.try_recv() {
-                        let _ = forward_out.send(encode(&note)).await;
+                    // The extensions are gone: what they and the host said last is
+                    // still on its way (the host's queue hands over one at a time).
+                    let last = Duration::from_millis(50);
+                    while let Ok(Some(note)) = tokio::time::timeout(last, notes.recv()).await {
+                        forward_out.push(encode(&note));
                     }
                     return;
                 }
@@ -158,16 +166,14 @@ async fn serve(config: HostConfig) {
     for w in &report.warnings {
         esay!("zot: extension {}: {}", w.extension, w.warning);
     }
-    let _ = out
-        .send(encode(&json!({
-            "type": "host_ready",
-            "extensions": report.loaded,
-            "starting": report.starting,
-            "errors": report.errors,
-            "untrusted": report.untrusted,
-            "warnings": report.warnings,
-        })))
-        .await;
+    out.push(encode(&json!({
+        "type": "host_ready",
+        "extensions": report.loaded,
+        "starting": report.starting,
+        "errors": report.errors,
+        "untrusted": report.untrusted,
+        "warnings": report.warnings,
+    })));
 
     // Request lines, capped like extensions' lines: of a longer one no more than
     // `max_frame` bytes are held, and it is answered with one error response.
@@ -175,17 +181,21 @@ async fn serve(config: HostConfig) {
     let mut shutdown_request = None;
     // Requests being answered; at end of input they are finished before the extensions
     // stop (each has its own deadline), so input that ends right after its requests
-    // still gets every answer.
+    // still gets every answer. At most REQUESTS_IN_FLIGHT at once; and no request but
+    // `shutdown` is handled while the client leaves more than OUTPUT_BYTES unread.
     let mut in_flight = tokio::task::JoinSet::new();
     loop {
         while in_flight.try_join_next().is_some() {}
+        if in_flight.len() >= REQUESTS_IN_FLIGHT {
+            in_flight.join_next().await;
+        }
         let Some(line) = lines.recv().await else {
             while in_flight.join_next().await.is_some() {}
             break;
         };
-        // A large line's slot is given back once it is parsed.
+        // A line's share of the input's byte budget is given back once it is parsed.
         let Parsed { id, kind, request } = match line {
-            Inbound::Line(line, _large_slot) => parse_request(&line),
+            Inbound::Line(line, _room) => parse_request(&line),
             Inbound::Oversize { id, .. } => Parsed {
                 id: id.unwrap_or(Value::Null),
                 kind: String::new(),
@@ -194,10 +204,12 @@ async fn serve(config: HostConfig) {
                 )),
             },
         };
+        // A request's answer waits for room; `shutdown` and the end of input do not.
+        if !matches!(request, Ok(Request::Shutdown)) {
+            out.room().await;
+        }
         match request {
-            Err(error) => {
-                let _ = out.send(encode(&respond(id, &kind, Err(error)))).await;
-            }
+            Err(error) => out.push(encode(&respond(id, &kind, Err(error)))),
             Ok(Request::Shutdown) => {
                 shutdown_request = Some(id);
                 break;
@@ -206,14 +218,14 @@ async fn serve(config: HostConfig) {
             // frames reach each extension in that order; the others run concurrently.
             Ok(request) if request.is_one_way() => {
                 let response = respond(id, &kind, handle(&host, request).await);
-                let _ = out.send(encode(&response)).await;
+                out.push(encode(&response));
             }
             Ok(request) => {
                 let host = host.clone();
                 let out = out.clone();
                 in_flight.spawn(async move {
                     let response = respond(id, &kind, handle(&host, request).await);
-                    let _ = out.send(encode(&response)).await;
+                    out.push(encode(&response));
                 });
             }
         }
@@ -222,32 +234,15 @@ async fn serve(config: HostConfig) {
     host.shutdown().await;
     let _ = stop_tx.send(());
     let _ = forward.await;
+    // Requests still in flight are answered as their extensions stop; give them a
+    // moment, not forever.
+    let finished = async { while in_flight.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(Duration::from_secs(1), finished).await;
     if let Some(id) = shutdown_request {
-        let _ = out
-            .send(encode(&respond(id, "shutdown", Ok(json!({})))))
-            .await;
+        out.push(encode(&respond(id, "shutdown", Ok(json!({})))));
     }
-    drop(out);
-    // Requests still in flight hold output senders; give them a moment, not forever.
+    out.close();
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
-}
-
-/// Writes lines to stdout in order, flushing after each burst.
-async fn write_stdout(mut rx: mpsc::Receiver<Encoded>) {
-    let mut stdout = tokio::io::BufWriter::with_capacity(64 * 1024, tokio::io::stdout());
-    while let Some(bytes) = rx.recv().await {
-        if stdout.write_all(bytes.as_bytes()).await.is_err() {
-            return;
-        }
-        while let Ok(bytes) = rx.try_recv() {
-            if stdout.write_all(bytes.as_bytes()).await.is_err() {
-                return;
-            }
-        }
-        if stdout.flush().await.is_err() {
-            return;
-        }
-    }
 }
 
 /// One request (docs/sidecar.md), by its `type`; unknown fields are ignored.

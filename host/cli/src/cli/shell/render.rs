@@ -339,6 +339,10 @@ pub(crate) fn event(e: &HostEvent) -> (Level, Vec<String>) {
             Level::Dim,
             vec![format!("[{extension}] registrations changed")],
         ),
+        HostEvent::NotificationsDropped { count } => (
+            Level::Warn,
+            vec![format!("{count} notifications dropped (not read in time)")],
+        ),
     }
 }
 
