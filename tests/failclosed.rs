@@ -14,28 +14,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
-
-/// `zot ext <args>` with `ZOT_HOME=home`, in `cwd`, stdin closed (not a terminal).
-fn zot(home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zot"))
-        .arg("ext")
-        .args(args)
-        .env("ZOT_HOME", home)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .expect("zot runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// What `host_ready` says was started: loaded, or still starting on a busy machine.
 fn started(ready: &Value) -> Vec<String> {

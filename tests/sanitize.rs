@@ -31,14 +31,6 @@ fn zot(home: &Path, cwd: &Path, args: &[&str]) -> Output {
         .expect("zot runs")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// No character that drives a terminal or disguises text reaches stdout or stderr.
 #[track_caller]
 fn assert_inert(what: &str, out: &Output) {

@@ -9,28 +9,8 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use zot_test_guests::COMMAND;
-
-/// `zot ext <args>` with `ZOT_HOME=home`, in `cwd`, stdin closed (not a terminal).
-fn zot(home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zot"))
-        .arg("ext")
-        .args(args)
-        .env("ZOT_HOME", home)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .expect("zot runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 #[track_caller]
 fn ok(out: Output) -> String {

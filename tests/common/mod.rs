@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -31,6 +31,27 @@ pub const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
 // Paths of the test extensions
 
 /// The workspace root (host/cli/../..).
+/// `zot ext <args>` with `ZOT_HOME=home`, in `cwd`, stdin closed (not a terminal).
+pub fn zot(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zot"))
+        .arg("ext")
+        .args(args)
+        .env("ZOT_HOME", home)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("zot runs")
+}
+
+/// What a command printed: its stdout, then its stderr.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
