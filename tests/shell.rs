@@ -541,3 +541,47 @@ fn on_a_terminal_untrusted_project_extensions_are_offered_for_trust() {
     p.send("quit\r").unwrap();
     p.expect(Eof).unwrap();
 }
+
+#[test]
+fn on_a_terminal_calling_a_tool_that_does_not_exist_asks_for_no_arguments() {
+    use expectrl::{Eof, Expect};
+    let _serial = serial();
+    let l = Layout::new("shell-pty-nosuch");
+    let py = l.py("py", &[]);
+    let mut p = expectrl::Session::spawn(l.command(&["--ext", py.to_str().unwrap()]))
+        .expect("spawn in a pty");
+    p.set_expect_timeout(Some(Duration::from_secs(30)));
+    p.expect("loaded: py").unwrap();
+    p.expect("zot> ").unwrap();
+    p.send("call nosuch\r").unwrap();
+    let shown = p.expect("zot> ").unwrap();
+    let shown = String::from_utf8_lossy(shown.before()).into_owned();
+    assert!(!shown.contains("args>"), "no argument prompt: {shown}");
+    assert!(
+        shown.contains("nosuch"),
+        "the call says there is no such tool: {shown}"
+    );
+    // The next line is a verb, not the arguments of a call.
+    p.send("call echo {\"after\":1}\r").unwrap();
+    p.expect("echo (py): ok").unwrap();
+    p.send("quit\r").unwrap();
+    p.expect(Eof).unwrap();
+}
+
+#[test]
+fn a_script_whose_extension_does_not_load_fails() {
+    let l = Layout::new("shell-bad-ext");
+    let script = l.cwd().join("script.zot");
+    std::fs::write(&script, "list\n").unwrap();
+    let out = l
+        .command(&["--ext", "/nowhere", "--script", script.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("/nowhere"), "{said}");
+}

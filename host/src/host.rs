@@ -454,12 +454,15 @@ impl Host {
         self.inner.registry.lock().unwrap().commands()
     }
 
-    /// Runs `/name args`; returns the providing extension's name and its response.
+    /// Runs `/name args` (`name` with or without its `/`); returns the providing
+    /// extension's name and its response.
     pub async fn invoke_command(
         &self,
         name: &str,
         args: &str,
     ) -> Result<(String, CommandResponse), CallError> {
+        // `/note` is how a user types the command `note`.
+        let name = name.strip_prefix('/').unwrap_or(name);
         let ext = self.inner.registry.lock().unwrap().command(name);
         let ext = ext.ok_or_else(|| CallError::NotFound(format!("command named {name:?}")))?;
         let response = ext

@@ -302,6 +302,18 @@ fn source_dir(dir: &Path) -> Result<PathBuf, InstallError> {
     Ok(src)
 }
 
+/// The bytes of the component file `file`, or why it is not one this host runs (read
+/// before anything is asked or shown about it).
+pub fn read_component_file(file: &Path) -> Result<Vec<u8>, InstallError> {
+    let bytes =
+        crate::cache::read_component(file).map_err(|e| InstallError::io("read", file)(e.cause))?;
+    if let Some(what) = crate::filetype::not_a_component(&bytes) {
+        return Err(InstallError::NotAComponent(what.to_string()));
+    }
+    crate::transport::wasm::kind_of_bytes(&bytes).map_err(InstallError::UnsupportedComponent)?;
+    Ok(bytes)
+}
+
 /// Stages a bare component: runs it with nothing granted to read its `hello`, then
 /// writes it as `<name>.wasm` beside a manifest naming it and asking what its embedded
 /// manifest asks (nothing without one).
@@ -311,12 +323,7 @@ async fn stage_component(
     req: &Request,
     progress: &dyn Progress,
 ) -> Result<(), InstallError> {
-    let bytes =
-        crate::cache::read_component(file).map_err(|e| InstallError::io("read", file)(e.cause))?;
-    if let Some(what) = crate::filetype::not_a_component(&bytes) {
-        return Err(InstallError::NotAComponent(what.to_string()));
-    }
-    crate::transport::wasm::kind_of_bytes(&bytes).map_err(InstallError::UnsupportedComponent)?;
+    let bytes = read_component_file(file)?;
     let embedded = manifest::Embedded::of(&bytes)
         .map_err(InstallError::BadEmbedded)?
         .unwrap_or_default();

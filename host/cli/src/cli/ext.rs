@@ -206,7 +206,12 @@ fn set_enabled(
     let verb = if enabled { "enable" } else { "disable" };
     let what = |e: String| format!("{verb} {name}: {e}");
     let (dir, scope) = resolve(home, &cwd()?, name, scope).map_err(what)?;
-    zot_host::manifest::set_enabled(&dir, enabled).map_err(|e| what(e.to_string()))?;
+    let changed =
+        zot_host::manifest::set_enabled(&dir, enabled).map_err(|e| what(e.to_string()))?;
+    if !changed {
+        say!("{name} is already {verb}d ({})", copy_at(&dir, scope));
+        return Ok(());
+    }
     say!("{name} is now {verb}d ({})", copy_at(&dir, scope));
     say!("It takes effect the next time zot starts.");
     Ok(())

@@ -82,6 +82,8 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
     // asks, or nothing.
     let bare = match &req.source {
         InstallSource::Wasm(file) => {
+            // Not a component: said before anything is asked about it.
+            install::read_component_file(file).map_err(|e| what(e.to_string()))?;
             Some(Manifest::bare_component(file).map_err(|e| what(e.to_string()))?)
         }
         _ => None,

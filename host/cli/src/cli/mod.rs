@@ -104,7 +104,7 @@ pub(crate) enum ExtCommand {
     },
     /// Delete an installed extension, its install record and its grant; asks whether to
     /// delete its data too.
-    #[command(alias = "rm")]
+    #[command(visible_alias = "rm")]
     #[command(after_help = examples::REMOVE)]
     Remove {
         name: String,

@@ -357,6 +357,10 @@ impl Shell {
     async fn session(&mut self, mut input: Input) -> i32 {
         let report = self.ctx.host.load().await;
         self.show_report(&report);
+        // A script whose extensions did not all load has failed, whatever its verbs do.
+        if !report.errors.is_empty() && !matches!(input, Input::Terminal(_)) {
+            self.failed = true;
+        }
         if matches!(input, Input::Terminal(_)) {
             if !report.untrusted.is_empty() {
                 if let Input::Terminal(editor) = &mut input {
@@ -490,6 +494,12 @@ impl Shell {
                 }
             };
             let verb = match verb {
+                // No such tool: no argument prompt (the next line is not its arguments);
+                // the call says so.
+                Verb::Call { tool, args: None } if !self.has_tool(&tool) => Verb::Call {
+                    tool,
+                    args: Some(json!({})),
+                },
                 Verb::Call { tool, args: None } => {
                     let schema = self
                         .ctx
@@ -530,6 +540,11 @@ impl Shell {
                 return 0;
             }
         }
+    }
+
+    /// Whether a tool of that name is active.
+    fn has_tool(&self, tool: &str) -> bool {
+        self.ctx.host.tools().iter().any(|(_, t)| t.name == tool)
     }
 
     /// Focus on the open panel: each line typed is sent as keys (see

@@ -1,0 +1,99 @@
+//! What a new user trips over (issue 17, first steps): `disable` then `enable` leaves an
+//! install verified, enabling twice says so, `rm` is in the help, a text file named
+//! `.wasm` is refused before anything is asked about it, and the sidecar takes a slash
+//! command by the name a user types. Every test drives the real `zot` binary.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use std::path::Path;
+
+/// An extension installed from a folder whose manifest is written by hand, as a person
+/// writes one (its own layout, no `enabled` field).
+fn installed(home: &Path, cwd: &Path, manifest: &str) -> std::path::PathBuf {
+    let src = cwd.join("src-ext");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("extension.json"), manifest).unwrap();
+    let out = zot(home, cwd, &["install", src.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    home.join("extensions/hand")
+}
+
+#[test]
+fn disable_then_enable_leaves_the_install_as_it_was() {
+    let scratch = TempDir::new("friction-enable");
+    let b = HostBuilder::in_dir(scratch.path());
+    let (home, cwd) = (b.home(), b.cwd());
+    let manifest = format!(
+        "{{\n    \"name\": \"hand\",\n    \"exec\": \"python3\",\n    \"args\": [\"{}\",   \"--name\", \"hand\"]\n}}\n",
+        py_ext().display()
+    );
+    let dir = installed(&home, &cwd, &manifest);
+
+    let again = zot(&home, &cwd, &["enable", "hand"]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(text(&again).contains("already enabled"), "{}", text(&again));
+
+    let off = zot(&home, &cwd, &["disable", "hand"]);
+    assert!(text(&off).contains("now disabled"), "{}", text(&off));
+    let verify = zot(&home, &cwd, &["verify", "hand"]);
+    assert_eq!(
+        verify.status.code(),
+        Some(1),
+        "disabled is a change: {}",
+        text(&verify)
+    );
+    let on = zot(&home, &cwd, &["enable", "hand"]);
+    assert!(text(&on).contains("now enabled"), "{}", text(&on));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("extension.json")).unwrap(),
+        manifest,
+        "the very bytes there were"
+    );
+    let verify = zot(&home, &cwd, &["verify", "hand"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+}
+
+#[test]
+fn the_rm_alias_is_in_the_help() {
+    let scratch = TempDir::new("friction-help");
+    let b = HostBuilder::in_dir(scratch.path());
+    let out = zot(&b.home(), &b.cwd(), &["--help"]);
+    let help = text(&out);
+    let line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("remove"))
+        .unwrap_or_else(|| panic!("{help}"));
+    assert!(line.contains("rm"), "{line}");
+}
+
+#[test]
+fn a_text_file_named_wasm_is_refused_before_anything_is_asked() {
+    let scratch = TempDir::new("friction-fake");
+    let b = HostBuilder::in_dir(scratch.path());
+    let fake = b.cwd().join("fake.wasm");
+    std::fs::write(&fake, "not a component at all\n").unwrap();
+    let out = zot(&b.home(), &b.cwd(), &["install", fake.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("not a WebAssembly component"), "{said}");
+    assert!(
+        !said.contains("It asks"),
+        "nothing is asked about it: {said}"
+    );
+    assert!(!said.contains("sandboxed"), "{said}");
+}
+
+#[test]
+fn the_sidecar_takes_a_slash_command_as_typed() {
+    let mut b = HostBuilder::new();
+    b.explicit("py", &py_manifest("py", &["--commands", "note"]));
+    let host = b.start();
+    host.ready();
+    let typed = host.ok("invoke_command", json!({"name": "/note", "args": "x"}));
+    let plain = host.ok("invoke_command", json!({"name": "note", "args": "x"}));
+    assert_eq!(typed["extension"], "py", "{typed}");
+    assert_eq!(typed, plain);
+    host.shutdown();
+}
