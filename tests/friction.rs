@@ -97,3 +97,67 @@ fn the_sidecar_takes_a_slash_command_as_typed() {
     assert_eq!(typed, plain);
     host.shutdown();
 }
+
+/// A start that fails says what to do: each case through `zot ext check DIR`.
+#[test]
+fn a_program_that_cannot_start_says_what_to_do() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = TempDir::new("friction-start");
+    let b = HostBuilder::in_dir(scratch.path());
+    let (home, cwd) = (b.home(), b.cwd());
+    let case = |name: &str, exec: &str, files: &[(&str, &str, u32)], hint: &str| {
+        let dir = cwd.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("extension.json"),
+            json!({"name": name, "exec": exec}).to_string(),
+        )
+        .unwrap();
+        for (file, body, mode) in files {
+            let path = dir.join(file);
+            std::fs::write(&path, body).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode)).unwrap();
+        }
+        let out = zot(
+            &home,
+            &cwd,
+            &["check", dir.to_str().unwrap(), "--wait", "5s"],
+        );
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{name}: {said}");
+        assert!(said.contains("hint: "), "{name}: {said}");
+        assert!(said.contains(hint), "{name}: wants {hint:?} in {said}");
+    };
+    let script = "#!/usr/bin/env python3\nprint('hi')\n";
+    case(
+        "noshebang",
+        "./run.sh",
+        &[("run.sh", "echo hi\n", 0o755)],
+        "#!",
+    );
+    case(
+        "bare",
+        "run.py",
+        &[("run.py", script, 0o755)],
+        "\"./run.py\"",
+    );
+    case(
+        "notexec",
+        "./run.py",
+        &[("run.py", script, 0o644)],
+        "chmod +x",
+    );
+    case(
+        "nointerp",
+        "./run.py",
+        &[("run.py", "#!/nonexistent/python9\n", 0o755)],
+        "not installed",
+    );
+    case(
+        "unbuilt",
+        "./target/release/unbuilt",
+        &[("Cargo.toml", "[package]\nname = \"unbuilt\"\n", 0o644)],
+        "cargo build",
+    );
+    case("nopath", "no-such-program-zot", &[], "PATH");
+}

@@ -61,6 +61,8 @@ pub enum StartError {
     Spawn {
         program: PathBuf,
         cause: std::io::Error,
+        /// What to do about it, when there is an obvious next step.
+        hint: Option<String>,
     },
     /// The component could not be loaded, checked, sandboxed or instantiated (the wasm
     /// transport's reason).
@@ -73,8 +75,16 @@ pub enum StartError {
 impl fmt::Display for StartError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StartError::Spawn { program, cause } => {
-                write!(f, "cannot start {}: {cause}", program.display())
+            StartError::Spawn {
+                program,
+                cause,
+                hint,
+            } => {
+                write!(f, "cannot start {}: {cause}", program.display())?;
+                match hint {
+                    Some(hint) => write!(f, "\nhint: {hint}"),
+                    None => Ok(()),
+                }
             }
             StartError::Component { wasm, reason } => {
                 write!(f, "cannot start {}: {reason}", wasm.display())
@@ -116,6 +126,67 @@ impl Launcher for Transports {
     }
 }
 
+/// The next step when the program of `m` (in `dir`, resolved to `program`) could not be
+/// spawned with `cause`, if there is an obvious one.
+fn spawn_hint(m: &Manifest, dir: &Path, program: &Path, cause: &std::io::Error) -> Option<String> {
+    use std::io::ErrorKind;
+    let exec = m.exec.as_deref().unwrap_or_default();
+    let file = if program.is_absolute() || program.components().count() > 1 {
+        program.to_path_buf()
+    } else {
+        dir.join(program)
+    };
+    let bare = program.components().count() == 1 && !program.is_absolute();
+    match cause.kind() {
+        ErrorKind::NotFound if bare && file.is_file() => Some(format!(
+            "a bare `exec` is looked up on PATH, not in the extension's folder: write \"./{exec}\" to run the file there"
+        )),
+        ErrorKind::NotFound if file.is_file() => Some(match first_line(&file) {
+            Some(line) if line.starts_with("#!") => format!(
+                "its first line, `{line}`, names an interpreter that is not installed"
+            ),
+            Some(_) | None => format!("{} cannot be run as it is", file.display()),
+        }),
+        ErrorKind::NotFound if dir.join("Cargo.toml").is_file() => Some(format!(
+            "no {} yet: build it first (`cargo build --release` in {})",
+            file.display(),
+            dir.display()
+        )),
+        ErrorKind::NotFound if bare => Some(format!(
+            "no program named {exec:?} on PATH: install it, or name it by its path in `exec`"
+        )),
+        ErrorKind::NotFound => Some(format!(
+            "no file {}: check `exec` in {}",
+            file.display(),
+            dir.join(crate::manifest::MANIFEST_FILE).display()
+        )),
+        ErrorKind::PermissionDenied if file.is_file() => Some(format!(
+            "it is not executable: `chmod +x {}`, or set `exec` to its interpreter and put the script in `args`",
+            file.display()
+        )),
+        _ if cause.raw_os_error() == Some(libc::ENOEXEC) => Some(
+            "it is neither a program nor a script with a `#!` line: add one (e.g. \
+             `#!/usr/bin/env python3`), or set `exec` to its interpreter and put the script \
+             in `args`"
+                .into(),
+        ),
+        _ => None,
+    }
+}
+
+/// The first line of the regular file at `path` (of at most 1 MiB), if it can be read.
+fn first_line(path: &Path) -> Option<String> {
+    let bytes = crate::tree::read_regular(path, 1 << 20).ok()?;
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(256)]).into_owned();
+    Some(
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .trim_end()
+            .to_string(),
+    )
+}
+
 /// A subprocess; its data dir is its identity's (`$ZOT_HOME/data/<name>` for a global
 /// install).
 fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, StartError> {
@@ -141,6 +212,7 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         max_frame: config.max_frame,
     };
     let connection = stdio::spawn(spec).map_err(|cause| StartError::Spawn {
+        hint: spawn_hint(m, dir, &program, &cause),
         program: program.clone(),
         cause,
     })?;
