@@ -161,3 +161,45 @@ fn a_program_that_cannot_start_says_what_to_do() {
     );
     case("nopath", "no-such-program-zot", &[], "PATH");
 }
+
+/// Manifest typos are named: a missing program with the field it was likely meant to be,
+/// a field of the wrong type by its name, an unknown field near a known one as a warning
+/// (in `check` and in `host_ready`).
+#[test]
+fn manifest_typos_are_named_with_the_field_meant() {
+    let scratch = TempDir::new("friction-typos");
+    let mut b = HostBuilder::in_dir(scratch.path());
+    let (home, cwd) = (b.home(), b.cwd());
+    let check = |name: &str, manifest: serde_json::Value| {
+        let dir = cwd.join(name);
+        write_manifest(&dir, &manifest);
+        let out = zot(
+            &home,
+            &cwd,
+            &["check", dir.to_str().unwrap(), "--wait", "10s"],
+        );
+        (out.status.code(), text(&out))
+    };
+    let (code, said) = check("exce", json!({"name": "exce", "exce": "python3"}));
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("is \"exce\" a typo of \"exec\"?"), "{said}");
+    let (code, said) = check(
+        "args",
+        json!({"name": "args", "exec": "python3", "args": "x.py"}),
+    );
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("field \"args\""), "{said}");
+    let mut typo = py_manifest("typo", &[]);
+    typo["enabeld"] = json!(false);
+    let (code, said) = check("typo", typo.clone());
+    assert_eq!(code, Some(0), "a warning, not a failure: {said}");
+    assert!(
+        said.contains("unknown field \"enabeld\" (a typo of \"enabled\"?)"),
+        "{said}"
+    );
+    b.explicit("typo", &typo);
+    let host = b.start();
+    let ready = host.ready_event();
+    assert!(ready["warnings"].to_string().contains("enabeld"), "{ready}");
+    host.shutdown();
+}

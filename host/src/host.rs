@@ -681,9 +681,17 @@ impl Inner {
         let deadline = tokio::time::Instant::now() + self.config.timeouts.ready;
         let mut entries = Vec::new();
         let mut to_start = Vec::new();
+        let mut typos = Vec::new();
         for (rank, f) in found.found.into_iter().enumerate() {
             let name = f.name();
             let log = self.config.home.log_path(&name);
+            for warning in f.manifest.iter().flat_map(Manifest::typo_warnings) {
+                ExtLog::open(&log).warn(&warning);
+                typos.push(LoadWarning {
+                    extension: name.clone(),
+                    warning,
+                });
+            }
             let transport = f
                 .manifest
                 .as_ref()
@@ -715,7 +723,10 @@ impl Inner {
             });
         }
         // Listed after the others: a running extension of the same name is found first.
-        let mut report = LoadReport::default();
+        let mut report = LoadReport {
+            warnings: typos,
+            ..LoadReport::default()
+        };
         for (f, untrusted) in found.untrusted {
             let name = f.name();
             ExtLog::open(&self.config.home.log_path(&name)).warn(&untrusted.message());

@@ -75,6 +75,7 @@ pub mod install;
 pub mod launcher;
 pub mod log;
 pub mod manifest;
+mod nearest;
 pub mod paths;
 mod registry;
 pub mod safe_write;

@@ -194,6 +194,8 @@ pub enum ManifestErrorKind {
     Field { field: String, reason: String },
     /// Neither `exec` nor `wasm`.
     NoProgram,
+    /// Neither `exec` nor `wasm`, but a field that looks like a typo of one of them.
+    ProgramTypo { found: String, meant: &'static str },
     /// Both `exec` and `wasm`.
     BothPrograms,
     /// `exec` or `wasm` is `""`.
@@ -226,6 +228,11 @@ impl fmt::Display for ManifestErrorKind {
             NoProgram => f.write_str(
                 "field \"exec\" (a program to run) or \"wasm\" (a component) is required",
             ),
+            ProgramTypo { found, meant } => write!(
+                f,
+                "field \"exec\" (a program to run) or \"wasm\" (a component) is required; \
+                 is \"{found}\" a typo of \"{meant}\"?"
+            ),
             BothPrograms => {
                 f.write_str("fields \"exec\" and \"wasm\" exclude each other: keep one")
             }
@@ -250,6 +257,33 @@ impl fmt::Display for ManifestError {
 impl std::error::Error for ManifestError {}
 
 /// `field "name": reason` for the field `name`.
+/// The top-level fields of a manifest that zot reads.
+pub const FIELDS: [&str; 10] = [
+    "name",
+    "version",
+    "exec",
+    "args",
+    "language",
+    "description",
+    "enabled",
+    "wasm",
+    "permissions",
+    "limits",
+];
+
+/// Checks that field `name` of `value`, if present, is a `T`, naming the field if not.
+fn typed<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    name: &str,
+) -> Result<(), ManifestErrorKind> {
+    match value.get(name) {
+        Some(v) => serde_json::from_value::<T>(v.clone())
+            .map(|_| ())
+            .map_err(|e| field(name, e)),
+        None => Ok(()),
+    }
+}
+
 fn field(name: impl Into<String>, reason: impl fmt::Display) -> ManifestErrorKind {
     ManifestErrorKind::Field {
         field: name.into(),
@@ -274,7 +308,15 @@ impl Manifest {
     /// Validates a manifest's JSON: what [`Manifest::read`] does once the file is read.
     fn from_value(value: Value) -> Result<Manifest, ManifestErrorKind> {
         use ManifestErrorKind::*;
-        // Parse the nested objects alone first, so that an error names its field.
+        // Parse each field alone first, so that an error names its field.
+        for name in ["name", "version", "language", "description"] {
+            typed::<String>(&value, name)?;
+        }
+        for name in ["exec", "wasm"] {
+            typed::<Option<String>>(&value, name)?;
+        }
+        typed::<Vec<String>>(&value, "args")?;
+        typed::<bool>(&value, "enabled")?;
         if let Some(v) = value.get("permissions") {
             serde_json::from_value::<Permissions>(v.clone())
                 .map_err(|e| field("permissions", e))?;
@@ -286,7 +328,15 @@ impl Manifest {
             serde_json::from_value(value).map_err(|e| Invalid(e.to_string()))?;
         validate_name(&manifest.name).map_err(|e| field("name", e))?;
         match (manifest.exec.as_deref(), manifest.wasm.as_deref()) {
-            (None, None) => return Err(NoProgram),
+            (None, None) => {
+                let typo = manifest.extra.keys().find_map(|k| {
+                    crate::nearest::typo_of(k, ["exec", "wasm"]).map(|f| (k.clone(), f))
+                });
+                return Err(match typo {
+                    Some((found, meant)) => ProgramTypo { found, meant },
+                    None => NoProgram,
+                });
+            }
             (Some(_), Some(_)) => return Err(BothPrograms),
             (Some(""), _) => return Err(Empty("exec")),
             (_, Some("")) => return Err(Empty("wasm")),
@@ -359,6 +409,25 @@ impl Manifest {
         } else {
             TransportKind::Stdio
         }
+    }
+
+    /// Fields zot does not read that look like a typo of one it does, each with that
+    /// field: `("enabeld", "enabled")`. Other unknown fields are passed on unremarked.
+    pub fn likely_typos(&self) -> Vec<(String, &'static str)> {
+        self.extra
+            .keys()
+            .filter_map(|k| crate::nearest::typo_of(k, FIELDS).map(|f| (k.clone(), f)))
+            .collect()
+    }
+
+    /// In words, one per typo: `unknown field "enabeld" (a typo of "enabled"?): ignored`.
+    pub fn typo_warnings(&self) -> Vec<String> {
+        self.likely_typos()
+            .into_iter()
+            .map(|(found, meant)| {
+                format!("unknown field \"{found}\" (a typo of \"{meant}\"?): ignored")
+            })
+            .collect()
     }
 
     /// How to run it; paths resolved against `dir`.
@@ -742,9 +811,39 @@ mod validation_tests {
     }
 
     #[test]
+    fn a_field_that_looks_like_a_typo_is_named_with_the_field_it_means() {
+        let m: Manifest = Manifest::from_value(serde_json::json!(
+            {"name": "g", "exec": "x", "enabeld": false, "homepage": "https://x"}
+        ))
+        .unwrap();
+        assert_eq!(m.likely_typos(), [("enabeld".to_string(), "enabled")]);
+        assert_eq!(
+            m.typo_warnings(),
+            ["unknown field \"enabeld\" (a typo of \"enabled\"?): ignored"]
+        );
+    }
+
+    #[test]
     fn errors_name_the_field() {
         for (body, field) in [
             (r#"{"name":"g"}"#, "\"exec\" (a program to run) or \"wasm\""),
+            (
+                r#"{"name":"g","exce":"x"}"#,
+                "is \"exce\" a typo of \"exec\"?",
+            ),
+            (
+                r#"{"name":"g","wams":"x"}"#,
+                "is \"wams\" a typo of \"wasm\"?",
+            ),
+            (
+                r#"{"name":"g","exec":"x","args":"x.py"}"#,
+                "field \"args\": invalid type",
+            ),
+            (
+                r#"{"name":"g","exec":"x","enabled":"no"}"#,
+                "field \"enabled\"",
+            ),
+            (r#"{"name":7,"exec":"x"}"#, "field \"name\""),
             (
                 r#"{"name":"g","exec":"x","wasm":"y"}"#,
                 "exclude each other",

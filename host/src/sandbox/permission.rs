@@ -74,7 +74,7 @@ pub(super) fn not_asked(m: &Manifest, permission: &str) -> SandboxError {
     }
     let nearest = options
         .iter()
-        .map(|o| (edit_distance(o, permission), o))
+        .map(|o| (crate::nearest::edit_distance(o, permission), o))
         .filter(|(d, _)| *d < permission.chars().count())
         .min()
         .map(|(_, o)| o.clone());
@@ -83,24 +83,6 @@ pub(super) fn not_asked(m: &Manifest, permission: &str) -> SandboxError {
         asked: options,
         nearest,
     }
-}
-
-/// The Levenshtein distance between `a` and `b`, in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(ca != *cb))
-                .min(above + 1)
-                .min(row[j] + 1);
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -138,17 +120,6 @@ mod tests {
         assert!(
             e.contains("it asks for: data_dir, disk:1024, resources:5000"),
             "{e}"
-        );
-    }
-
-    #[test]
-    fn edit_distance_counts_single_character_edits() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("http:a", "http:a"), 0);
-        assert_eq!(
-            edit_distance("http:http://127.0.0.1:8766", "http:127.0.0.1:8766"),
-            7
         );
     }
 }
