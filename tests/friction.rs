@@ -203,3 +203,29 @@ fn manifest_typos_are_named_with_the_field_meant() {
     assert!(ready["warnings"].to_string().contains("enabeld"), "{ready}");
     host.shutdown();
 }
+
+/// `grant` says the memory a component runs with: what it asks when that is below the
+/// default, not the default.
+#[test]
+fn grant_says_the_memory_a_component_runs_with() {
+    let scratch = TempDir::new("friction-memory");
+    let b = HostBuilder::in_dir(scratch.path());
+    let dir = write_manifest(
+        &b.cwd().join("small"),
+        &json!({"name": "small", "wasm": "small.wasm", "limits": {"memory_mb": 32}}),
+    );
+    std::fs::copy(zot_test_guests::REACTOR, dir.join("small.wasm")).unwrap();
+    let out = zot(
+        &b.home(),
+        &b.cwd(),
+        &["grant", dir.to_str().unwrap(), "--all"],
+    );
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let granted = said
+        .split("granted:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(granted.contains("use up to 32 MiB of memory"), "{said}");
+    assert!(!granted.contains("64 MiB"), "{said}");
+}

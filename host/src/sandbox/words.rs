@@ -10,9 +10,14 @@ pub fn asked_words(m: &Manifest) -> Vec<String> {
     in_words(&m.permissions, &raised(|l| l.asked(&m.limits)))
 }
 
-/// What `grant` allows, in plain words: its memory, and the other limits it raises.
-pub fn granted_words(grant: &Grant) -> Vec<String> {
-    in_words(&grant.permissions, &raised(|l| l.granted(grant)))
+/// What `grant` allows the component of manifest `m`, in plain words: the memory it
+/// runs with, and the other limits in force above their defaults (what it asks, at most
+/// what is granted: a component asking 32 MiB runs with 32, whatever the grant).
+pub fn granted_words(m: &Manifest, grant: &Grant) -> Vec<String> {
+    in_words(
+        &grant.permissions,
+        &raised(|l| l.in_force(&m.limits, grant)),
+    )
 }
 
 /// Memory, and each other limit whose value is above its default.

@@ -121,11 +121,11 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
                     "granted to another build of the component (not applied; granting again \
                      gives it to this one):"
                 );
-                print_list(&granted_words(g));
+                print_list(&granted_words(&m, g));
             }
             Some(g) => {
                 say!("granted:");
-                print_list(&granted_words(g));
+                print_list(&granted_words(&m, g));
             }
             None => say!("granted: nothing beyond its data dir (no grant recorded)"),
         }
@@ -146,7 +146,7 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
     }
     grants::save(&home, &id, &grant).map_err(|e| e.to_string())?;
     say!("granted:");
-    print_list(&granted_words(&grant));
+    print_list(&granted_words(&m, &grant));
     Ok(())
 }
 

@@ -623,7 +623,7 @@ pub(crate) fn info(
             "granted",
             "everything you can: a classic extension runs with your full user permissions",
         ),
-        Some(g) => rows("granted", &granted_words(g)),
+        Some(g) => rows("granted", &granted_words(&m, g)),
         None => row("granted", "nothing beyond its data dir (no grant recorded)"),
     }
     if grant_stale {
