@@ -229,3 +229,21 @@ fn grant_says_the_memory_a_component_runs_with() {
     assert!(granted.contains("use up to 32 MiB of memory"), "{said}");
     assert!(!granted.contains("64 MiB"), "{said}");
 }
+
+/// `zot ext call EXT` without a tool lists the tools there are.
+#[test]
+fn call_without_a_tool_lists_the_tools() {
+    let scratch = TempDir::new("friction-call");
+    let b = HostBuilder::in_dir(scratch.path());
+    let dir = write_manifest(
+        &b.cwd().join("py"),
+        &py_manifest("py", &["--tools", "alpha,beta"]),
+    );
+    let out = zot(&b.home(), &b.cwd(), &["call", dir.to_str().unwrap()]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("name a tool to call; py has tools: alpha, beta"),
+        "{said}"
+    );
+}

@@ -24,8 +24,8 @@ pub(crate) struct CallArgs {
     /// The extension's directory, its extension.json, a component (a .wasm file), or the
     /// name of an installed extension (the copy that loads here: project first).
     target: String,
-    /// The tool to call.
-    tool: String,
+    /// The tool to call (without it, the extension's tools are listed).
+    tool: Option<String>,
     /// Its arguments: a JSON object.
     #[arg(value_name = "JSON", default_value = "{}")]
     args: String,
@@ -95,7 +95,7 @@ pub(crate) fn call(args: CallArgs) -> ExitCode {
         Err(e) => return fail(&format!("call {}: {e}", args.target)),
     };
     let ask = Ask::Tool {
-        name: args.tool.clone(),
+        name: args.tool.clone().unwrap_or_default(),
         args: tool_args,
         timeout: args.timeout_ms.map(Duration::from_millis),
     };
@@ -237,6 +237,12 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
             timeout,
         } => {
             let tools: Vec<String> = host.tools().into_iter().map(|(_, t)| t.name).collect();
+            if name.is_empty() {
+                return Err(format!(
+                    "name a tool to call; {}",
+                    has(ext, "tools", &tools)
+                ));
+            }
             if !tools.contains(&name) {
                 return Err(format!(
                     "no tool named {name:?}; {}",
