@@ -127,6 +127,14 @@ fn a_program_that_cannot_start_says_what_to_do() {
         assert_eq!(out.status.code(), Some(1), "{name}: {said}");
         assert!(said.contains("hint: "), "{name}: {said}");
         assert!(said.contains(hint), "{name}: wants {hint:?} in {said}");
+        assert!(
+            said.contains("before any frame") && !said.contains("protocol violation"),
+            "{name}: a start error is not a protocol violation: {said}"
+        );
+        assert!(
+            !said.contains("hello      never"),
+            "no empty timings: {said}"
+        );
     };
     let script = "#!/usr/bin/env python3\nprint('hi')\n";
     case(

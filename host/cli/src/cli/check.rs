@@ -41,6 +41,9 @@ struct CheckReport {
     /// Present when the check failed: this run's log lines, or `null`.
     #[serde(skip_serializing_if = "Option::is_none")]
     log_tail: Option<Option<String>>,
+    /// It did not start (a manifest or start error, or disabled): no timings to show.
+    #[serde(skip)]
+    not_started: bool,
     /// A project extension named by its name that the user has not trusted: not started;
     /// why, and the command that trusts it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -256,6 +259,8 @@ async fn check(config: HostConfig) -> CheckReport {
         violations.push("the manifest says \"enabled\": false".into());
     }
     let status = host.status(&info.name).unwrap_or_default();
+    let not_started =
+        matches!(info.state, ExtState::Disabled | ExtState::Error) && status.hello.is_none();
     let exited_early = info.state == ExtState::Exited;
     if exited_early {
         // The exit is the violation; what it did not get to send follows from it.
@@ -349,6 +354,7 @@ async fn check(config: HostConfig) -> CheckReport {
         }),
         violations,
         warnings,
+        not_started,
         ..CheckReport::default()
     }
 }
@@ -388,71 +394,75 @@ fn print_text(r: &CheckReport) {
             };
             let _ = writeln!(out, "  compile    {:>10}  {how}", ms(*compile_ms));
         }
-        match &f.hello {
-            Some(hello) => {
+        if r.not_started {
+            let _ = writeln!(out, "  not started (see below)");
+        } else {
+            match &f.hello {
+                Some(hello) => {
+                    let _ = writeln!(
+                        out,
+                        "  hello      {:>10}  name \"{}\", version \"{}\", capabilities {}",
+                        ms(f.hello_ms),
+                        one_line(&hello.name),
+                        one_line(&hello.version),
+                        serde_json::to_string(&hello.capabilities).unwrap_or_default()
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  hello      never");
+                }
+            }
+            let how = match f.ready_by {
+                Some(ReadyBy::Frame) => "sent ready",
+                Some(ReadyBy::Silence) => "silent for 250 ms, no ready frame",
+                None => "never",
+            };
+            let _ = writeln!(out, "  ready      {:>10}  {how}", ms(f.ready_ms));
+            for (label, prefix, list) in [("commands", "/", &f.commands), ("tools", "", &f.tools)] {
+                if list.is_empty() {
+                    let _ = writeln!(out, "  {label:<10} (none)");
+                }
+                for item in list {
+                    let _ = writeln!(
+                        out,
+                        "  {label:<10} {prefix}{} - {}",
+                        one_line(&item.name),
+                        one_line(&item.description)
+                    );
+                }
+            }
+            if let Some(sb) = &f.sandbox {
                 let _ = writeln!(
                     out,
-                    "  hello      {:>10}  name \"{}\", version \"{}\", capabilities {}",
-                    ms(f.hello_ms),
-                    one_line(&hello.name),
-                    one_line(&hello.version),
-                    serde_json::to_string(&hello.capabilities).unwrap_or_default()
+                    "  sandbox    {} component, {} MiB memory, sha256 {}",
+                    word(&sb.component),
+                    sb.memory_mb,
+                    sb.sha256.chars().take(12).collect::<String>()
                 );
-            }
-            None => {
-                let _ = writeln!(out, "  hello      never");
-            }
-        }
-        let how = match f.ready_by {
-            Some(ReadyBy::Frame) => "sent ready",
-            Some(ReadyBy::Silence) => "silent for 250 ms, no ready frame",
-            None => "never",
-        };
-        let _ = writeln!(out, "  ready      {:>10}  {how}", ms(f.ready_ms));
-        for (label, prefix, list) in [("commands", "/", &f.commands), ("tools", "", &f.tools)] {
-            if list.is_empty() {
-                let _ = writeln!(out, "  {label:<10} (none)");
-            }
-            for item in list {
                 let _ = writeln!(
                     out,
-                    "  {label:<10} {prefix}{} - {}",
-                    one_line(&item.name),
-                    one_line(&item.description)
+                    "             asks {}",
+                    serde_json::to_string(&sb.asked).unwrap_or_default()
                 );
+                let _ = writeln!(
+                    out,
+                    "             granted {}",
+                    serde_json::to_string(&sb.granted).unwrap_or_default()
+                );
+                for w in &sb.withheld {
+                    let _ = writeln!(out, "             withheld: {w}");
+                }
             }
+            let list = |v: &[String]| serde_json::to_string(v).unwrap_or_default();
+            let _ = writeln!(out, "  events     {}", list(&f.events));
+            let _ = writeln!(out, "  intercept  {}", list(&f.intercept));
+            let _ = writeln!(
+                out,
+                "  shutdown   {:>10}  {}",
+                ms(Some(f.shutdown_ms)),
+                f.exit.as_deref().unwrap_or_default()
+            );
         }
-        if let Some(sb) = &f.sandbox {
-            let _ = writeln!(
-                out,
-                "  sandbox    {} component, {} MiB memory, sha256 {}",
-                word(&sb.component),
-                sb.memory_mb,
-                sb.sha256.chars().take(12).collect::<String>()
-            );
-            let _ = writeln!(
-                out,
-                "             asks {}",
-                serde_json::to_string(&sb.asked).unwrap_or_default()
-            );
-            let _ = writeln!(
-                out,
-                "             granted {}",
-                serde_json::to_string(&sb.granted).unwrap_or_default()
-            );
-            for w in &sb.withheld {
-                let _ = writeln!(out, "             withheld: {w}");
-            }
-        }
-        let list = |v: &[String]| serde_json::to_string(v).unwrap_or_default();
-        let _ = writeln!(out, "  events     {}", list(&f.events));
-        let _ = writeln!(out, "  intercept  {}", list(&f.intercept));
-        let _ = writeln!(
-            out,
-            "  shutdown   {:>10}  {}",
-            ms(Some(f.shutdown_ms)),
-            f.exit.as_deref().unwrap_or_default()
-        );
         let _ = writeln!(out, "  log        {}", f.log.display());
     }
     for w in &r.warnings {
@@ -470,7 +480,12 @@ fn print_text(r: &CheckReport) {
     if r.violations.is_empty() {
         let _ = writeln!(out, "ok: no protocol violations");
     } else {
-        let _ = writeln!(out, "{} protocol violation(s):", r.violations.len());
+        let what = if r.not_started {
+            "problem(s), before any frame"
+        } else {
+            "protocol violation(s)"
+        };
+        let _ = writeln!(out, "{} {what}:", r.violations.len());
         for v in &r.violations {
             let _ = writeln!(out, "  - {v}");
         }
