@@ -372,3 +372,21 @@ fn an_installed_name_checks_the_copy_that_loads_unless_told() {
     assert!(stderr.contains("checking the global copy at"), "{stderr}");
     assert_eq!(report(&global)["version"], "1.0.0-global");
 }
+
+#[test]
+fn a_start_using_more_than_half_the_ready_wait_is_warned_about() {
+    let home = TempDir::new("check-home");
+    let dir = write_manifest(
+        &home.path().join("slowish"),
+        &py_manifest("slowish", &["--delay-ms", "2000"]),
+    );
+    let out = check(&dir, &home, true);
+    let r = report(&out);
+    assert!(out.status.success(), "{r}");
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("more than half of zot host's ready wait (3s)")
+            || warnings.contains("later than zot host's ready wait"),
+        "{r}"
+    );
+}

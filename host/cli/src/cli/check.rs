@@ -289,13 +289,23 @@ async fn check(config: HostConfig) -> CheckReport {
         ));
     }
     let normal = Timeouts::default().ready;
-    let slow = [("hello", status.hello_after), ("ready", status.ready_after)]
-        .into_iter()
-        .find_map(|(what, after)| Some(what).zip(after.filter(|t| *t > normal)));
-    if let Some((what, after)) = slow {
+    let starts = [("hello", status.hello_after), ("ready", status.ready_after)];
+    let later_than = |limit: Duration| {
+        starts
+            .iter()
+            .find_map(|(what, after)| Some(*what).zip(after.filter(|t| *t > limit)))
+    };
+    if let Some((what, after)) = later_than(normal) {
         warnings.push(format!(
             "slow start: {what} after {:.1} s, later than zot host's ready wait ({}); \
              zot host takes its registrations when they arrive",
+            after.as_secs_f64(),
+            humantime::format_duration(normal)
+        ));
+    } else if let Some((what, after)) = later_than(normal / 2) {
+        warnings.push(format!(
+            "slow start: {what} after {:.1} s, more than half of zot host's ready wait \
+             ({}): on a slower or busier machine it may come after it",
             after.as_secs_f64(),
             humantime::format_duration(normal)
         ));
