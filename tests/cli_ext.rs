@@ -133,16 +133,6 @@ fn assert_fails_with(out: &Output, needle: &str) {
     assert!(err.contains(needle), "expected {needle:?} in {err}");
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-}
-
 fn file_url(path: &Path) -> String {
     format!("file://{}", path.display())
 }

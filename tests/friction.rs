@@ -255,3 +255,45 @@ fn call_without_a_tool_lists_the_tools() {
         "{said}"
     );
 }
+
+/// A local git repository takes `--ref` as a git URL does; a source with extensions in
+/// folders below its top names them and the `--path` to use.
+#[test]
+fn install_takes_a_local_repository_at_a_ref_and_names_the_folders_to_install() {
+    let scratch = TempDir::new("friction-repo");
+    let b = HostBuilder::in_dir(scratch.path());
+    let (home, cwd) = (b.home(), b.cwd());
+    let repo = scratch.path().join("repo");
+    write_manifest(&repo.join("exts/hello"), &py_manifest("hello", &[]));
+    write_manifest(&repo.join("exts/other"), &py_manifest("other", &[]));
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "one"]);
+    git(&repo, &["tag", "v1"]);
+
+    let out = zot(&home, &cwd, &["install", repo.to_str().unwrap(), "--yes"]);
+    let said = text(&out);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("exts/hello, exts/other"), "{said}");
+    assert!(
+        said.contains("hint: install one of them with --path"),
+        "{said}"
+    );
+
+    let repo_arg = repo.to_str().unwrap();
+    let args = [
+        "install",
+        repo_arg,
+        "--ref",
+        "v1",
+        "--path",
+        "exts/hello",
+        "--yes",
+    ];
+    let out = zot(&home, &cwd, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    let info = zot(&home, &cwd, &["info", "hello", "--json"]);
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(info["provenance"]["kind"], "git", "{info}");
+    assert_eq!(info["provenance"]["ref"], "v1", "{info}");
+}

@@ -82,16 +82,6 @@ fn write_extension(dir: &Path, name: &str, version: &str) {
     fs::write(dir.join("run.sh"), format!("#!/bin/sh\n# {version}\n")).unwrap();
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-}
-
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

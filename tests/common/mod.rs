@@ -43,6 +43,17 @@ pub fn zot(home: &Path, cwd: &Path, args: &[&str]) -> Output {
         .expect("zot runs")
 }
 
+/// Runs `git <args>` in `dir` (as a user named `t`); it must succeed.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", text(&out));
+}
+
 /// What a command printed: its stdout, then its stderr.
 pub fn text(out: &Output) -> String {
     format!(

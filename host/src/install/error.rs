@@ -37,6 +37,9 @@ pub enum InstallError {
     NoSubdir(Option<String>),
     /// No `extension.json` at `--path` (or at the top of the source).
     NoManifest(Option<String>),
+    /// No `extension.json` at the top of the source, but in these folders of it: one is
+    /// installed with `--path`.
+    ManifestsBelow(Vec<String>),
     /// The staged `extension.json` is unusable.
     InvalidManifest(ManifestError),
     /// The program or component the manifest names is not in the source.
@@ -148,6 +151,13 @@ impl fmt::Display for InstallError {
                 f,
                 "no {MANIFEST_FILE}{} of the source; an extension must hold one",
                 at_path(at)
+            ),
+            ManifestsBelow(found) => write!(
+                f,
+                "no {MANIFEST_FILE} at the top of the source, but in {}\nhint: install one \
+                 of them with --path, e.g. --path {}",
+                found.join(", "),
+                crate::terminal_text::shell_word(&found[0])
             ),
             InvalidManifest(e) => write!(f, "invalid {MANIFEST_FILE}: {}", e.kind),
             ProgramMissing(path) => write!(

@@ -240,9 +240,50 @@ pub(super) fn open_sub(
             .map_err(|_| InstallError::NoSubdir(at.clone()))?
     };
     if !dir.is_file(super::MANIFEST_FILE) {
-        return Err(InstallError::NoManifest(at));
+        return Err(match (&at, manifests_below(&dir)) {
+            (None, found) if !found.is_empty() => InstallError::ManifestsBelow(found),
+            (None | Some(_), _) => InstallError::NoManifest(at),
+        });
     }
     Ok((dir, real))
+}
+
+/// Folders of `dir`, one or two levels down (not hidden), that hold a manifest: at most
+/// ten, sorted.
+fn manifests_below(dir: &Dir) -> Vec<String> {
+    const MOST: usize = 10;
+    let folders = |d: &Dir| -> Vec<String> {
+        let Ok(entries) = d.entries() else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        names.sort();
+        names
+    };
+    let mut found = Vec::new();
+    for top in folders(dir) {
+        let Ok(sub) = dir.open_dir(&top) else {
+            continue;
+        };
+        if sub.is_file(super::MANIFEST_FILE) {
+            found.push(top.clone());
+        }
+        for inner in folders(&sub) {
+            if sub.is_file(Path::new(&inner).join(super::MANIFEST_FILE)) {
+                found.push(format!("{top}/{inner}"));
+            }
+        }
+        if found.len() >= MOST {
+            break;
+        }
+    }
+    found.truncate(MOST);
+    found
 }
 
 /// `--path`: a relative path inside the source, without `..`.

@@ -136,11 +136,24 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
     sweep(&root);
     let staging = Staging::create(&root)?;
     let tree = staging.path.join("tree");
-    if req.git_ref.is_some() && !matches!(req.source, InstallSource::Git(_)) {
+    // `--ref` with a local folder that is a git repository: clone it at that ref.
+    let local_repo = match (&req.source, &req.git_ref) {
+        (InstallSource::Dir(dir), Some(_)) if dir.join(".git").exists() => {
+            Some(InstallSource::Git(
+                std::path::absolute(dir)
+                    .unwrap_or_else(|_| dir.clone())
+                    .display()
+                    .to_string(),
+            ))
+        }
+        (_, _) => None,
+    };
+    let source = local_repo.as_ref().unwrap_or(&req.source);
+    if req.git_ref.is_some() && !matches!(source, InstallSource::Git(_)) {
         return Err(InstallError::RefNeedsGit);
     }
     let sub = req.path.as_deref().map(fetch::sub_path).transpose()?;
-    let (kind, source, commit) = match &req.source {
+    let (kind, source, commit) = match source {
         InstallSource::Dir(dir) => {
             let src = source_dir(dir)?;
             let (from, real) = fetch::open_sub(&src, sub.as_deref(), req.path.as_deref())?;
