@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::git;
 use serde_json::Value;
 use std::fs;
 use std::io::{Read, Write};
