@@ -297,3 +297,41 @@ fn install_takes_a_local_repository_at_a_ref_and_names_the_folders_to_install() 
     assert_eq!(info["provenance"]["kind"], "git", "{info}");
     assert_eq!(info["provenance"]["ref"], "v1", "{info}");
 }
+
+/// `update` of an install whose files were changed by hand is not "up to date": it
+/// says so and, with consent, puts back the source's files (so `verify` passes).
+#[test]
+fn update_puts_back_files_changed_since_install_with_consent() {
+    let scratch = TempDir::new("friction-update");
+    let b = HostBuilder::in_dir(scratch.path());
+    let (home, cwd) = (b.home(), b.cwd());
+    let manifest = format!(
+        "{{\"name\": \"hand\", \"exec\": \"python3\", \"args\": [\"{}\"]}}\n",
+        py_ext().display()
+    );
+    let dir = installed(&home, &cwd, &manifest);
+    std::fs::write(dir.join("notes.txt"), "added by hand\n").unwrap();
+    let verify = zot(&home, &cwd, &["verify", "hand"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify));
+
+    let refused = zot(&home, &cwd, &["update", "hand"]);
+    let said = text(&refused);
+    assert_ne!(
+        refused.status.code(),
+        Some(0),
+        "no terminal, no --yes: {said}"
+    );
+    assert!(!said.contains("up to date"), "{said}");
+    assert!(said.contains("changed since it was installed"), "{said}");
+    assert!(
+        dir.join("notes.txt").exists(),
+        "nothing replaced without consent"
+    );
+
+    let out = zot(&home, &cwd, &["update", "hand", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let verify = zot(&home, &cwd, &["verify", "hand"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+    let again = zot(&home, &cwd, &["update", "hand"]);
+    assert!(text(&again).contains("up to date"), "{}", text(&again));
+}

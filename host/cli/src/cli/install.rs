@@ -390,11 +390,20 @@ fn update_one(
             new.name
         ));
     }
-    if staged.record.files == record.files && staged.record.git_ref == record.git_ref {
+    // Files changed since install (what `verify` reports): the source's replace them,
+    // only with the user's yes.
+    let local = provenance::verify(dir, &record).map_err(|e| e.to_string())?;
+    let same_source =
+        staged.record.files == record.files && staged.record.git_ref == record.git_ref;
+    if same_source && local.is_empty() {
         say!("{name} is up to date ({}; {copy}).", headline(&staged));
         return Ok(());
     }
-    say!("{name}: an update is available for the {copy}:");
+    if same_source {
+        say!("{name}: the {copy} has files changed since it was installed; its source has not changed:");
+    } else {
+        say!("{name}: an update is available for the {copy}:");
+    }
     say!("  source   {}", headline(&staged));
     if record.git_ref != staged.record.git_ref {
         let shown = |r: &Option<String>| r.clone().unwrap_or_else(|| "(default branch)".into());
@@ -430,6 +439,13 @@ fn update_one(
     }
     let changed = provenance::verify(staged.tree(), &record).map_err(|e| e.to_string())?;
     say!("  files    {} changed", changed.len());
+    if !local.is_empty() {
+        say!(
+            "  local    {} file(s) changed since install (`zot ext verify {}`): replaced",
+            local.len(),
+            one_line(name)
+        );
+    }
     let grown = grown_since(&old, new);
     if grown.is_empty() {
         say!("  It asks for nothing more than before.");
@@ -458,6 +474,9 @@ fn update_one(
         super::trust::review(new, &staged.dest());
     }
     let question = match (&trusted_in, grown.is_empty()) {
+        (None, true) if !local.is_empty() => Some(format!(
+            "Replace the changed files of {name} with its source's?"
+        )),
         (None, true) => None,
         (None, false) => Some(format!("Grant this and update {name}?")),
         (Some(p), true) => Some(format!(
