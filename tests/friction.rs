@@ -335,3 +335,34 @@ fn update_puts_back_files_changed_since_install_with_consent() {
     let again = zot(&home, &cwd, &["update", "hand"]);
     assert!(text(&again).contains("up to date"), "{}", text(&again));
 }
+
+/// Installing a Rust crate does not copy its build folder: only the file the manifest
+/// runs from `target/`.
+#[test]
+fn install_of_a_cargo_crate_leaves_its_build_folder_but_the_program() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = TempDir::new("friction-cargo");
+    let b = HostBuilder::in_dir(scratch.path());
+    let (home, cwd) = (b.home(), b.cwd());
+    let src = cwd.join("crate");
+    write_manifest(
+        &src,
+        &json!({"name": "crate", "exec": "./target/release/crate"}),
+    );
+    std::fs::write(src.join("Cargo.toml"), "[package]\nname = \"crate\"\n").unwrap();
+    for dir in ["target/release/deps", "target/debug"] {
+        std::fs::create_dir_all(src.join(dir)).unwrap();
+    }
+    let program = src.join("target/release/crate");
+    std::fs::write(&program, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(src.join("target/release/deps/libbig.rlib"), vec![0u8; 4096]).unwrap();
+    std::fs::write(src.join("target/debug/crate"), vec![0u8; 4096]).unwrap();
+    let out = zot(&home, &cwd, &["install", src.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let installed = home.join("extensions/crate");
+    assert!(installed.join("target/release/crate").is_file());
+    assert!(installed.join("Cargo.toml").is_file());
+    assert!(!installed.join("target/release/deps").exists());
+    assert!(!installed.join("target/debug").exists());
+}

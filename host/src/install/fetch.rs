@@ -38,7 +38,8 @@ pub(super) fn copy_dir(from: &Dir, dst: &Path) -> Result<(), InstallError> {
     std::fs::create_dir(dst).map_err(|e| io(dst, e))?;
     let to = Dir::open_ambient_dir(dst, ambient_authority()).map_err(|e| io(dst, e))?;
     let mut links = Vec::new();
-    copy_into(from, &to, Path::new(""), &mut links)?;
+    let skip = Skip::of(from);
+    copy_into(from, &to, Path::new(""), &mut links, &skip)?;
     for (link, target) in links {
         resolve(&to, &link).map_err(|fault| fault.of_link(link, target))?;
     }
@@ -54,6 +55,7 @@ fn copy_into(
     to: &Dir,
     rel: &Path,
     links: &mut Vec<(PathBuf, PathBuf)>,
+    skip: &Skip,
 ) -> Result<(), InstallError> {
     let io = |path: &Path, e| {
         let shown = if path.as_os_str().is_empty() {
@@ -66,10 +68,10 @@ fn copy_into(
     for entry in from.entries().map_err(|e| io(rel, e))? {
         let entry = entry.map_err(|e| io(rel, e))?;
         let name = entry.file_name();
-        if name == ".git" {
+        let here = rel.join(&name);
+        if name == ".git" || skip.skips(&here) {
             continue;
         }
-        let here = rel.join(&name);
         let kind = entry.file_type().map_err(|e| io(&here, e))?;
         if kind.is_symlink() {
             let target = from.read_link_contents(&name).map_err(|e| io(&here, e))?;
@@ -86,7 +88,7 @@ fn copy_into(
                 .map_err(|e| io(&here, e))?;
             let sub_from = from.open_dir(&name).map_err(|e| io(&here, e))?;
             let sub_to = to.open_dir(&name).map_err(|e| io(&here, e))?;
-            copy_into(&sub_from, &sub_to, &here, links)?;
+            copy_into(&sub_from, &sub_to, &here, links, skip)?;
         } else if kind.is_file() {
             let mut reader = from.open(&name).map_err(|e| io(&here, e))?;
             let mut writer = to.create(&name).map_err(|e| io(&here, e))?;
@@ -100,6 +102,59 @@ fn copy_into(
         }
     }
     Ok(())
+}
+
+/// What is not copied besides `.git`: the build folder `target/` of a Cargo crate (a
+/// `Cargo.toml` at the top), except the files the manifest names there (the built
+/// program or component), so an install does not carry a whole build.
+struct Skip {
+    /// With a Cargo build folder: the paths in it to keep.
+    build_keeps: Option<Vec<PathBuf>>,
+}
+
+impl Skip {
+    fn of(from: &Dir) -> Skip {
+        let cargo = from.is_file("Cargo.toml") && from.is_dir("target");
+        Skip {
+            build_keeps: cargo.then(|| named_files(from)),
+        }
+    }
+
+    /// Whether `rel` (a path in the source) is left out.
+    fn skips(&self, rel: &Path) -> bool {
+        match &self.build_keeps {
+            Some(keep) if rel.starts_with("target") => !keep.iter().any(|k| k.starts_with(rel)),
+            Some(_) | None => false,
+        }
+    }
+}
+
+/// The relative paths the manifest in `from` names (`exec`, `wasm`, `args`), without
+/// `./`; none when it cannot be read.
+fn named_files(from: &Dir) -> Vec<PathBuf> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    let read = from.open(super::MANIFEST_FILE).and_then(|f| {
+        if !f.metadata()?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        f.take(crate::manifest::MAX_MANIFEST_BYTES)
+            .read_to_end(&mut text)
+    });
+    let Ok(manifest) = read
+        .map_err(drop)
+        .and_then(|_| serde_json::from_slice::<serde_json::Value>(&text).map_err(drop))
+    else {
+        return Vec::new();
+    };
+    let args = manifest["args"].as_array().cloned().unwrap_or_default();
+    [&manifest["exec"], &manifest["wasm"]]
+        .into_iter()
+        .chain(args.iter())
+        .filter_map(serde_json::Value::as_str)
+        .map(|p| PathBuf::from(p.strip_prefix("./").unwrap_or(p)))
+        .filter(|p| p.is_relative())
+        .collect()
 }
 
 /// `permissions` without the setuid, setgid and sticky bits.
