@@ -366,3 +366,32 @@ fn install_of_a_cargo_crate_leaves_its_build_folder_but_the_program() {
     assert!(!installed.join("target/release/deps").exists());
     assert!(!installed.join("target/debug").exists());
 }
+
+/// From a folder inside a project, its extensions are found as from its root (as git
+/// finds `.git`), and `list` says which project.
+#[test]
+fn a_project_is_found_from_its_subfolders() {
+    let scratch = TempDir::new("friction-walk");
+    let mut b = HostBuilder::in_dir(scratch.path());
+    let (home, cwd) = (b.home(), b.cwd());
+    b.project("lint", &py_manifest("lint", &[]));
+    let deep = cwd.join("src/deep");
+    std::fs::create_dir_all(&deep).unwrap();
+
+    let list = zot(&home, &deep, &["list"]);
+    let said = text(&list);
+    assert!(said.contains("lint"), "{said}");
+    assert!(said.contains("untrusted"), "{said}");
+    let root = std::fs::canonicalize(&cwd).unwrap();
+    assert!(
+        said.contains(&format!("Project {} (found from", root.display())),
+        "{said}"
+    );
+    let trusted = zot(&home, &deep, &["trust", "--yes"]);
+    assert!(trusted.status.success(), "{}", text(&trusted));
+    assert!(text(&trusted).contains(&root.display().to_string()));
+    // Trusted from below, it runs from the root and from below.
+    let rows = zot(&home, &cwd, &["list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&rows.stdout).unwrap();
+    assert_eq!(rows[0]["state"], "enabled", "{rows}");
+}

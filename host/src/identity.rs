@@ -140,11 +140,27 @@ fn path_key(path: &Path) -> String {
     }
 }
 
-/// The project whose extensions are found from `cwd`, as trust names it: the real path
-/// of `cwd`. Trust is bound to it, so a project whose `.zot` is a link into another
-/// project's is trusted on its own: what runs there is decided there.
+/// The project whose extensions are found from `cwd`, as trust names it: the nearest
+/// folder, from `cwd`'s real path up, that holds a `.zot/extensions` (as git finds
+/// `.git`), else `cwd`'s real path. The walk stops below the user's home folder (whose
+/// own `.zot` counts only from the home folder itself) and at the filesystem root.
+/// Trust is bound to it, so a project whose `.zot` is a link into another project's is
+/// trusted on its own: what runs there is decided there.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    real(cwd)
+    let start = real(cwd);
+    let home = directories::BaseDirs::new().map(|b| real(b.home_dir()));
+    for dir in start.ancestors() {
+        if dir != start && home.as_deref() == Some(dir) {
+            break;
+        }
+        if crate::paths::extensions_below(dir)
+            .symlink_metadata()
+            .is_ok()
+        {
+            return dir.to_path_buf();
+        }
+    }
+    start
 }
 
 /// The project whose `.zot/extensions` folder is `folder`, if it is one by its path.

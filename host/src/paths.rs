@@ -87,9 +87,16 @@ pub(crate) fn serialize_lossy<S: serde::Serializer>(path: &Path, s: S) -> Result
     s.serialize_str(&path.to_string_lossy())
 }
 
-/// Project-local extensions below `cwd`: `./.zot/extensions`.
+/// The project-local extensions found from `cwd`: `<project>/.zot/extensions`, the
+/// project being the nearest folder up from `cwd` that has one
+/// ([`project_root`](crate::identity::project_root)).
 pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
-    cwd.join(".zot").join("extensions")
+    extensions_below(&crate::identity::project_root(cwd))
+}
+
+/// `dir/.zot/extensions`.
+pub(crate) fn extensions_below(dir: &Path) -> PathBuf {
+    dir.join(".zot").join("extensions")
 }
 
 /// Replaces the file at `path` with `bytes` atomically, creating its folder, without

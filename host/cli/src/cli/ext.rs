@@ -7,6 +7,7 @@ use std::io::{self, BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use zot_host::discovery::Source;
 use zot_host::identity::{project_root, Identity};
 use zot_host::install::{self, Listed};
 use zot_host::paths::ZotHome;
@@ -83,6 +84,17 @@ fn list(home: &ZotHome, json: bool) -> Result<(), String> {
         say!("No extensions installed.");
         say!("Install one with `zot ext install <path|git-url>`.");
     } else {
+        let cwd = cwd()?;
+        let project = project_root(&cwd);
+        if project != zot_host::identity::real(&cwd)
+            && listing.active.iter().any(|r| r.source == Source::Project)
+        {
+            say!(
+                "Project {} (found from {})",
+                one_line(&project.to_string_lossy()),
+                one_line(&cwd.to_string_lossy())
+            );
+        }
         print_table(&listing.active);
         for s in &listing.shadowed {
             say!(
