@@ -119,7 +119,8 @@ fn assert_ok(out: &Output) {
     );
 }
 
-/// Exit 1 with one `zot: …` line on stderr containing `needle`.
+/// Exit 1 with one `zot: …` line on stderr (and a `hint: …` line, if any) containing
+/// `needle`.
 #[track_caller]
 fn assert_fails_with(out: &Output, needle: &str) {
     let err = stderr(out);
@@ -130,7 +131,12 @@ fn assert_fails_with(out: &Output, needle: &str) {
         stdout(out)
     );
     assert!(err.starts_with("zot: "), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // One line, and a `hint:` line where there is an obvious next step.
+    let lines: Vec<&str> = err.trim_end().lines().collect();
+    assert!(
+        lines.len() == 1 || lines.len() == 2 && lines[1].starts_with("hint: "),
+        "{err}"
+    );
     assert!(err.contains(needle), "expected {needle:?} in {err}");
 }
 
@@ -681,6 +687,10 @@ fn bad_sources_are_refused_and_leave_nothing_behind() {
     assert_fails_with(&out, "no directory at --path examples/missing");
     let out = env.zot(&["install", &url, "--yes"]);
     assert_fails_with(&out, "no extension.json at the top");
+    assert_fails_with(
+        &out,
+        "\nhint: install one of them with --path, e.g. --path examples/guard",
+    );
     let out = env.zot(&["install", &url, "--path", "../..", "--yes"]);
     assert_fails_with(&out, "without `..`");
     let out = env.zot(&["install", &url, "--ref", "no-such-tag", "--yes"]);
