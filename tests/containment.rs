@@ -325,13 +325,6 @@ fn sha256_of(path: &str) -> String {
         .to_string()
 }
 
-/// The host answers a ping and the stdio extension a tool call.
-fn assert_steady(host: &Host) {
-    assert_eq!(host.ok("ping", json!({}))["pong"], true);
-    let d = host.call_tool("echo_py", json!({"x": 1}));
-    assert_eq!(d["is_error"], false, "{d}");
-}
-
 /// Calls a guest tool: `Ok(text)` for a result, `Err(text)` for an error result or a
 /// failed call (the extension stopped mid-call).
 fn guest_tool(host: &Host, tool: &str, args: Value) -> Result<String, String> {

@@ -36,13 +36,6 @@ fn host_with(name: &str, wasm: &str, disk_mb: u64) -> Host {
     host
 }
 
-/// The host answers a ping and the stdio extension a tool call.
-fn assert_steady(host: &Host) {
-    assert_eq!(host.ok("ping", json!({}))["pong"], true);
-    let d = host.call_tool("echo_py", json!({"x": 1}));
-    assert_eq!(d["is_error"], false, "{d}");
-}
-
 /// Calls a guest tool whose text is JSON: `Ok(json)`, or `Err(why)` if the call failed
 /// (the extension stopped mid-call) or gave an error result.
 fn guest_json(host: &Host, tool: &str, args: Value) -> Result<Value, String> {

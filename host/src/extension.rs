@@ -1064,11 +1064,10 @@ mod tests {
         }
     }
 
-    async fn started(queue: usize) -> (Extension, Peer, mpsc::Receiver<HostEvent>) {
-        let (conn, mut peer) = pair(queue);
-        let (notes, notes_rx) = EventQueue::channel();
+    /// Starts the extension `t` on `conn`, telling `notes`.
+    fn start_t(conn: Connection, notes: EventQueue) -> Extension {
         let log = ExtLog::open(&std::env::temp_dir().join("zot-unit-ext.log"));
-        let ext = Extension::start(
+        Extension::start(
             "t".into(),
             0,
             log,
@@ -1076,7 +1075,13 @@ mod tests {
             HelloAck::default(),
             Arc::new(NoHub),
             notes,
-        );
+        )
+    }
+
+    async fn started(queue: usize) -> (Extension, Peer, mpsc::Receiver<HostEvent>) {
+        let (conn, mut peer) = pair(queue);
+        let (notes, notes_rx) = EventQueue::channel();
+        let ext = start_t(conn, notes);
         peer.print(r#"{"type":"hello","name":"t","version":"1"}"#)
             .await;
         assert_eq!(peer.next().await["type"], "hello_ack");
@@ -1152,16 +1157,7 @@ mod tests {
     async fn an_oversize_hello_is_not_kept_whole() {
         let (conn, mut peer) = pair(16);
         let (notes, _notes) = EventQueue::channel();
-        let log = ExtLog::open(&std::env::temp_dir().join("zot-unit-ext.log"));
-        let ext = Extension::start(
-            "t".into(),
-            0,
-            log,
-            conn,
-            HelloAck::default(),
-            Arc::new(NoHub),
-            notes,
-        );
+        let ext = start_t(conn, notes);
         let pad = "p".repeat(HELLO_BYTES);
         peer.print(&format!(
             r#"{{"type":"hello","name":"t","version":"1","pad":"{pad}"}}"#

@@ -54,6 +54,14 @@ pub fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {}", text(&out));
 }
 
+/// The host answers a ping, and the stdio extension beside a component its `echo_py`
+/// tool: what a hostile component must not stop.
+pub fn assert_steady(host: &Host) {
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
+    let d = host.call_tool("echo_py", json!({"x": 1}));
+    assert_eq!(d["is_error"], false, "{d}");
+}
+
 /// What a command printed: its stdout, then its stderr.
 pub fn text(out: &Output) -> String {
     format!(
