@@ -70,9 +70,26 @@ pub struct SearchPath {
     pub home: ZotHome,
     /// Also search the project-local and global folders (false: only `explicit`).
     pub installed: bool,
+    /// With `installed`: search the project's `.zot/extensions` (false: `--no-project`).
+    pub project: bool,
+    /// With `installed`: search `$ZOT_HOME/extensions` (false: `--no-global`).
+    pub global: bool,
     /// Run project-local extensions without the user's trust (an agent that asks for
     /// consent itself; what the published host does).
     pub trust_project: bool,
+}
+
+impl SearchPath {
+    /// Whether extensions found at `source` are looked for: the one decision of what a
+    /// load takes in (`--only`, `--no-project`, `--no-global`). What is not searched is
+    /// not listed, not started, and hides nothing.
+    pub fn searches(&self, source: Source) -> bool {
+        match source {
+            Source::Explicit => true,
+            Source::Project => self.installed && self.project,
+            Source::Global => self.installed && self.global,
+        }
+    }
 }
 
 /// Discovers extensions in load order: explicit paths as given, then project-local and
@@ -105,18 +122,18 @@ pub fn discover(search: &SearchPath) -> Discovery {
             bare: None,
         });
     }
-    if search.installed {
-        let global = search.home.extensions_dir();
-        let project = project_extensions_dir(&search.cwd);
-        // $ZOT_HOME inside the project (`ZOT_HOME=./.zot`): its folders are the user's
-        // global installs, found once, as such.
-        if real(&project) != real(&global) {
-            candidates.extend(list_dir(&project).into_iter().map(|dir| Candidate {
-                dir,
-                source: Source::Project,
-                bare: None,
-            }));
-        }
+    let global = search.home.extensions_dir();
+    let project = project_extensions_dir(&search.cwd);
+    // $ZOT_HOME inside the project (`ZOT_HOME=./.zot`): its folders are the user's
+    // global installs, found once, as such.
+    if search.searches(Source::Project) && real(&project) != real(&global) {
+        candidates.extend(list_dir(&project).into_iter().map(|dir| Candidate {
+            dir,
+            source: Source::Project,
+            bare: None,
+        }));
+    }
+    if search.searches(Source::Global) {
         candidates.extend(list_dir(&global).into_iter().map(|dir| Candidate {
             dir,
             source: Source::Global,
@@ -262,6 +279,8 @@ mod tests {
             cwd,
             home,
             installed: true,
+            project: true,
+            global: true,
             trust_project: true,
         };
         let found = |d: &Discovery| -> Vec<(String, Source)> {

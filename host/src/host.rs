@@ -81,8 +81,16 @@ pub struct HostConfig {
     pub cwd: PathBuf,
     /// `--ext` paths, loaded before everything else.
     pub explicit: Vec<PathBuf>,
-    /// Also load project-local and global installs (false: only `explicit`).
+    /// Also load project-local and global installs (false: only `explicit`, `--only`).
     pub installed: bool,
+    /// With `installed`: load the project's `.zot/extensions` (false: `--no-project`).
+    pub project: bool,
+    /// With `installed`: load `$ZOT_HOME/extensions` (false: `--no-global`).
+    pub global: bool,
+    /// What the user granted for this run only (`--allow-env`, …): never stored, and
+    /// applied only to the components named on the command line
+    /// ([`RunGrant::applies_to`](crate::sandbox::RunGrant::applies_to)).
+    pub run_grant: crate::sandbox::RunGrant,
     /// Start project-local extensions without the user's trust (`zot ext trust`): for an
     /// agent that asks for consent itself. The published host's behaviour; off by
     /// default.
@@ -109,6 +117,9 @@ impl HostConfig {
             cwd,
             explicit: Vec::new(),
             installed: true,
+            project: true,
+            global: true,
+            run_grant: crate::sandbox::RunGrant::default(),
             trust_project: false,
             provider: String::new(),
             model: String::new(),
@@ -185,6 +196,10 @@ pub struct SandboxInfo {
     pub grant_stale: bool,
     /// What was asked but is not in force, in words.
     pub withheld: Vec<String>,
+    /// What the user granted for this run only (`--allow-env`, …), as `zot ext grant -p`
+    /// names it: asked and granted for the run, never stored.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub run_grant: Vec<String>,
     /// Its memory limit.
     pub memory_mb: u64,
     /// Every host-side cap in force (memory, `/data` quota, resources, HTTP requests,
@@ -235,6 +250,32 @@ pub struct LoadWarning {
 pub struct LoadError {
     pub extension: String,
     pub error: String,
+}
+
+/// What the load report says of an extension not loaded because `winner`, found
+/// earlier, has its name: which copy does not load and which takes its place. The first
+/// of a name wins even if it then fails to start: the copy the user named with `--ext`
+/// is the one under test, and another running in its place would hide that it fails.
+fn shadowed_warning(
+    dup: &crate::discovery::Found,
+    winner: Option<&crate::discovery::Found>,
+) -> String {
+    let copy = |f: &crate::discovery::Found| match f.source {
+        Source::Explicit => format!("the --ext copy at {}", f.dir.display()),
+        Source::Project => format!("the project copy at {}", f.dir.display()),
+        Source::Global => format!("the global copy at {}", f.dir.display()),
+    };
+    match winner {
+        Some(winner) => format!(
+            "{} is not loaded: {} has its name and takes its place (also if it fails to start)",
+            copy(dup),
+            copy(winner)
+        ),
+        None => format!(
+            "{} is not loaded: another extension has its name",
+            copy(dup)
+        ),
+    }
 }
 
 /// The interception chain's verdict.
@@ -655,6 +696,8 @@ impl Inner {
             cwd: self.config.cwd.clone(),
             home: self.config.home.clone(),
             installed: self.config.installed,
+            project: self.config.project,
+            global: self.config.global,
             trust_project: self.config.trust_project,
         };
         // Reading manifests and hashing project extensions for trust is file I/O.
@@ -670,13 +713,20 @@ impl Inner {
                 }
             }
         };
-        for dup in &found.shadowed {
-            tracing::warn!(
-                "ignoring {}: an extension named {:?} was found earlier",
-                dup.dir.display(),
-                dup.name()
-            );
-        }
+        // Reported, not logged to the terminal: the CLI shows the report its way and the
+        // sidecar carries it in `host_ready.warnings`.
+        let shadowed: Vec<LoadWarning> = found
+            .shadowed
+            .iter()
+            .map(|dup| {
+                let name = dup.name();
+                let winner = found.found.iter().find(|f| f.name() == name);
+                LoadWarning {
+                    warning: shadowed_warning(dup, winner),
+                    extension: name,
+                }
+            })
+            .collect();
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let deadline = tokio::time::Instant::now() + self.config.timeouts.ready;
         let mut entries = Vec::new();
@@ -705,7 +755,7 @@ impl Inner {
                 Ok(m) if !m.enabled => (m.version, EntryState::Disabled),
                 Ok(m) => {
                     let version = m.version.clone();
-                    to_start.push((rank, f.dir.clone(), f.identity.clone(), m));
+                    to_start.push((rank, f.source, f.dir.clone(), f.identity.clone(), m));
                     (version, EntryState::Starting)
                 }
             };
@@ -723,8 +773,11 @@ impl Inner {
             });
         }
         // Listed after the others: a running extension of the same name is found first.
+        for w in &shadowed {
+            ExtLog::open(&self.config.home.log_path(&w.extension)).warn(&w.warning);
+        }
         let mut report = LoadReport {
-            warnings: typos,
+            warnings: typos.into_iter().chain(shadowed).collect(),
             ..LoadReport::default()
         };
         for (f, untrusted) in found.untrusted {
@@ -759,9 +812,10 @@ impl Inner {
         // All start in parallel, each in a task of its own that records its outcome in
         // its entry, even after this load returned: a slow compile delays nothing.
         let mut outcomes = Vec::new();
-        for (rank, dir, identity, m) in to_start {
+        for (rank, source, dir, identity, m) in to_start {
             let me = self.clone();
-            let start = tokio::spawn(async move { me.start(rank, &dir, &identity, &m).await });
+            let start =
+                tokio::spawn(async move { me.start(rank, source, &dir, &identity, &m).await });
             self.starting.lock().unwrap().push(start.abort_handle());
             let me = self.clone();
             outcomes.push(tokio::spawn(async move {
@@ -877,6 +931,7 @@ impl Inner {
     async fn start(
         self: Arc<Self>,
         rank: usize,
+        source: Source,
         dir: &Path,
         identity: &Identity,
         m: &Manifest,
@@ -888,6 +943,8 @@ impl Inner {
             identity,
             config: &self.config,
             log: &log,
+            run_grant: crate::sandbox::RunGrant::applies_to(source)
+                .then_some(&self.config.run_grant),
         };
         let Launched {
             connection,

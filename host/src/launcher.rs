@@ -25,6 +25,9 @@ pub struct Request<'a> {
     pub config: &'a HostConfig,
     /// Its log (`$ZOT_HOME/logs/ext-<name>.log`).
     pub log: &'a ExtLog,
+    /// What the user granted for this run only (a component's; see
+    /// [`sandbox::RunGrant::applies_to`] for which extensions get it).
+    pub run_grant: Option<&'a sandbox::RunGrant>,
 }
 
 /// A started extension's transport.
@@ -196,6 +199,7 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         identity,
         config,
         log,
+        run_grant: _,
     } = request;
     let data_dir = config.home.data_dir(identity);
     if let Err(e) = std::fs::create_dir_all(&data_dir) {
@@ -237,6 +241,7 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         identity,
         config,
         log,
+        run_grant,
         ..
     } = request;
     let home = &config.home;
@@ -247,8 +252,15 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
     let loaded = wasm::load(&component, &home.cache_dir(), &config.compiler, log)
         .await
         .map_err(failed)?;
-    let (decision, grant) =
-        sandbox::for_manifest(home, identity, m, &config.cwd, &loaded.sha256, log);
+    let (decision, grant) = sandbox::for_manifest(
+        home,
+        identity,
+        m,
+        &config.cwd,
+        &loaded.sha256,
+        *run_grant,
+        log,
+    );
     let paths = SeenPaths {
         extension_dir: UNSEEN.into(),
         cwd: match &decision.policy.cwd {
@@ -264,6 +276,9 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         granted: grant.applied().map(|g| g.permissions.clone()),
         grant_stale: matches!(grant, sandbox::GrantState::Stale(_)),
         withheld: decision.withheld,
+        run_grant: run_grant
+            .map(|r| r.permissions().iter().map(ToString::to_string).collect())
+            .unwrap_or_default(),
         memory_mb: (decision.policy.memory_bytes >> 20) as u64,
         caps: decision.policy.limits,
     };

@@ -129,6 +129,18 @@ impl Limits {
             FieldKib => self.field_kib,
         }
     }
+
+    /// Where these limits keep `limit`.
+    pub fn slot(&mut self, limit: crate::sandbox::Limit) -> &mut Option<u64> {
+        use crate::sandbox::Limit::*;
+        match limit {
+            Memory => &mut self.memory_mb,
+            Disk => &mut self.disk_mb,
+            Resources => &mut self.resources,
+            HttpRequests => &mut self.http_requests,
+            FieldKib => &mut self.field_kib,
+        }
+    }
 }
 
 /// The largest memory limit a manifest may ask for.

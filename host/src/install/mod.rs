@@ -518,6 +518,8 @@ pub fn search_path(cwd: &Path, home: &ZotHome) -> SearchPath {
         cwd: cwd.to_path_buf(),
         home: home.clone(),
         installed: true,
+        project: true,
+        global: true,
         trust_project: false,
     }
 }

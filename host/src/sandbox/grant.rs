@@ -97,9 +97,13 @@ impl Grant {
     /// Adds one `permission` (as the user typed it); refused, saying what `m` asks for
     /// instead, unless `m` asks for it.
     pub fn add(&mut self, m: &Manifest, permission: &str) -> Result<(), SandboxError> {
-        let parsed: Permission = permission.parse()?;
+        self.add_parsed(m, permission.parse()?)
+    }
+
+    /// Adds one parsed `permission`; refused unless `m` asks for it.
+    pub fn add_parsed(&mut self, m: &Manifest, parsed: Permission) -> Result<(), SandboxError> {
         if !parsed.is_asked(m) {
-            return Err(super::permission::not_asked(m, permission));
+            return Err(super::permission::not_asked(m, &parsed.to_string()));
         }
         let p = &mut self.permissions;
         match parsed {

@@ -5,6 +5,7 @@
 //! - [`policy`]: what was asked ∩ what was granted, as a [`Policy`];
 //! - [`grant`], [`permission`], [`grants`]: what the user granted, how a grant widens,
 //!   and where it is kept;
+//! - [`run_grant`]: what the user grants on the command line for one run;
 //! - [`grown`]: whether an updated manifest asks for more;
 //! - [`wasi`]: the WASI context a [`Policy`] allows, around the transport's stdio;
 //! - [`host_pattern`], [`network`]: where outgoing HTTP may go.
@@ -18,6 +19,7 @@ pub mod limits;
 pub(crate) mod network;
 pub mod permission;
 pub mod policy;
+pub mod run_grant;
 pub mod wasi;
 pub mod words;
 
@@ -28,6 +30,7 @@ pub use host_pattern::HostPattern;
 pub use limits::{InForce, Limit, DEFAULT_MEMORY_MB};
 pub use permission::Permission;
 pub use policy::{decide, for_manifest, stale_warning, Decision, GrantState, Policy};
+pub use run_grant::RunGrant;
 pub use wasi::{PreparedWasi, Stdio};
 pub use words::{asked_words, granted_words};
 

@@ -40,7 +40,34 @@ impl FromStr for Permission {
     }
 }
 
+/// As the user names it: `data_dir`, `cwd`, `env:NAME`, `http:PATTERN`, `memory:MB`, …
+impl std::fmt::Display for Permission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Permission::DataDir => f.write_str("data_dir"),
+            Permission::Cwd => f.write_str("cwd"),
+            Permission::Env(name) => write!(f, "env:{name}"),
+            Permission::Http(host) => write!(f, "http:{host}"),
+            Permission::Limit(limit, value) => write!(f, "{}:{value}", limit.spec().permission),
+        }
+    }
+}
+
 impl Permission {
+    /// Makes `m` ask for it (a limit: exactly this value).
+    pub fn ask_in(&self, m: &mut Manifest) {
+        let asked = &mut m.permissions;
+        match self {
+            Permission::DataDir => asked.data_dir = true,
+            Permission::Cwd => asked.cwd = Some(CwdAccess::Read),
+            Permission::Env(name) if asked.env.contains(name) => {}
+            Permission::Env(name) => asked.env.push(name.clone()),
+            Permission::Http(host) if asked.http.contains(host) => {}
+            Permission::Http(host) => asked.http.push(host.clone()),
+            Permission::Limit(limit, value) => *m.limits.slot(*limit) = Some(*value),
+        }
+    }
+
     /// Whether `m` asks for it (a limit: at most what it asks, or the default).
     pub fn is_asked(&self, m: &Manifest) -> bool {
         let asked = &m.permissions;

@@ -1,7 +1,7 @@
 //! What a component may use: what its manifest asks ∩ what the user granted, decided
 //! once before it starts.
 
-use super::{Grant, HostPattern, InForce, Limit, DATA_MOUNT};
+use super::{Grant, HostPattern, InForce, Limit, RunGrant, DATA_MOUNT};
 use crate::identity::Identity;
 use crate::log::ExtLog;
 use crate::manifest::{CwdAccess, Limits, Manifest, Permissions};
@@ -125,14 +125,16 @@ impl GrantState {
 }
 
 /// The decision for the component of manifest `m` installed as `id`, whose SHA-256 is
-/// `sha256`: its grant if it was given for this component, and the host's environment.
-/// What is withheld, and a stale grant, are logged.
+/// `sha256`: its grant if it was given for this component, widened by `run` (what the
+/// user granted for this run only, never stored), and the host's environment. What is
+/// withheld, what the run grants, and a stale grant are logged.
 pub fn for_manifest(
     home: &ZotHome,
     id: &Identity,
     m: &Manifest,
     cwd: &Path,
     sha256: &str,
+    run: Option<&RunGrant>,
     log: &ExtLog,
 ) -> (Decision, GrantState) {
     let state = match super::grants::load(home, id) {
@@ -153,10 +155,18 @@ pub fn for_manifest(
             GrantState::Stale(g)
         }
     };
+    let widened = run.filter(|r| !r.is_empty()).map(|run| {
+        log.info(&format!("this run grants: {}", run.words()));
+        run.widen(m, state.applied())
+    });
+    let (m, granted) = match &widened {
+        Some((asked, grant)) => (asked, Some(grant)),
+        None => (m, state.applied()),
+    };
     let decision = decide(
         &m.permissions,
         &m.limits,
-        state.applied(),
+        granted,
         home.data_dir(id),
         cwd,
         |name| std::env::var(name).ok(),

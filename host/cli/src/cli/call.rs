@@ -4,6 +4,7 @@
 //! exit status says how it went (0 ok, 1 the extension answered with an error, 2 it
 //! could not be asked).
 
+use super::load::GrantArgs;
 use super::resolve::ScopeArgs;
 use super::shell::render::{base64_decode, image_ext, panel_box};
 use super::target::{setup, start_one, Parsed};
@@ -44,6 +45,8 @@ pub(crate) struct CallArgs {
     wait: Duration,
     #[command(flatten)]
     scope: ScopeArgs,
+    #[command(flatten)]
+    grants: GrantArgs,
 }
 
 #[derive(clap::Args)]
@@ -67,6 +70,8 @@ pub(crate) struct InvokeArgs {
     wait: Duration,
     #[command(flatten)]
     scope: ScopeArgs,
+    #[command(flatten)]
+    grants: GrantArgs,
 }
 
 /// One request to the extension once it is ready.
@@ -99,7 +104,15 @@ pub(crate) fn call(args: CallArgs) -> ExitCode {
         args: tool_args,
         timeout: args.timeout_ms.map(Duration::from_millis),
     };
-    match one_shot("call", &args.target, args.scope, args.wait, None, ask) {
+    match one_shot(
+        "call",
+        &args.target,
+        args.scope,
+        &args.grants,
+        args.wait,
+        None,
+        ask,
+    ) {
         Ok(Answer::Tool(ext, result)) => {
             if args.json {
                 print_json(&super::sidecar::with_extension(
@@ -133,6 +146,7 @@ pub(crate) fn invoke(args: InvokeArgs) -> ExitCode {
         "invoke",
         &args.target,
         args.scope,
+        &args.grants,
         args.wait,
         Some(timeout),
         ask,
@@ -193,6 +207,7 @@ fn one_shot(
     verb: &str,
     target: &str,
     scope: ScopeArgs,
+    grants: &GrantArgs,
     wait: Duration,
     command_timeout: Option<Duration>,
     ask: Ask,
@@ -213,6 +228,7 @@ fn one_shot(
         .prepare(&runtime, &home, &compiler, &progress)
         .map_err(context)?;
     let mut config = prepared.config(home, compiler, wait);
+    grants.apply(&mut config);
     if let Some(timeout) = command_timeout {
         config.timeouts.command = timeout;
     }

@@ -25,6 +25,7 @@ mod check;
 mod ext;
 mod grant;
 mod install;
+mod load;
 mod new;
 mod outbox;
 mod resolve;
@@ -37,6 +38,7 @@ mod trust;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tracing_subscriber::fmt::FormatFields as _;
 
 #[derive(Parser)]
 #[command(name = "zot", version, about = "The zot extension host")]
@@ -198,8 +200,7 @@ pub fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(colour())
         .with_max_level(tracing::Level::WARN)
-        .with_target(false)
-        .without_time()
+        .event_format(ZotForm)
         .init();
     match cli.command {
         Command::Ext(ExtCommand::Check(args)) => check::run(args),
@@ -232,6 +233,38 @@ fn man() -> ExitCode {
     }
     let _ = std::io::Write::write_all(&mut std::io::stdout(), &page);
     ExitCode::SUCCESS
+}
+
+/// What the library logs reaches the terminal in the CLI's own form, `zot: warning: …`
+/// (made terminal-safe as [`esay!`] does), not tracing's ` WARN …`.
+struct ZotForm;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for ZotForm
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            tracing::Level::ERROR => "error",
+            tracing::Level::WARN => "warning",
+            tracing::Level::INFO => "info",
+            tracing::Level::DEBUG => "debug",
+            tracing::Level::TRACE => "trace",
+        };
+        let mut text = String::new();
+        ctx.format_fields(
+            tracing_subscriber::fmt::format::Writer::new(&mut text),
+            event,
+        )?;
+        let text = zot_host::terminal_text::multi_line(&text);
+        writeln!(writer, "zot: {level}: {text}")
+    }
 }
 
 /// Whether stderr gets ANSI colour: only on a terminal, and never with `NO_COLOR` set.

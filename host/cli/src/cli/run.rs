@@ -30,6 +30,8 @@ pub(crate) struct RunArgs {
     /// directory). The component is told this path in `hello_ack.cwd`.
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
+    #[command(flatten)]
+    grants: super::load::GrantArgs,
 }
 
 /// Runs the component until its input ends, it exits, or this process is signalled.
@@ -90,12 +92,15 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
     };
     // Its grant and data dir are those of the folder or file named.
     let identity = Identity::of(&args.path, &config.home);
+    let run_grant = args.grants.run_grant();
+    super::load::announce_one(&run_grant, &manifest);
     let request = Request {
         manifest: &manifest,
         dir: &dir,
         identity: &identity,
         config: &config,
         log: &ExtLog::stderr(),
+        run_grant: Some(&run_grant),
     };
     let exit = serve_stdio(request, tokio::io::stdin(), tokio::io::stdout(), stop).await?;
     let _ = std::io::stderr().flush();

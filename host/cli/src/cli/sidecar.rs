@@ -32,6 +32,8 @@ pub(crate) struct HostArgs {
     /// for an agent that asks the user itself. What the published host does.
     #[arg(long)]
     trust_project: bool,
+    #[command(flatten)]
+    load: super::load::LoadArgs,
     /// The provider extensions are told in hello_ack.
     #[arg(long, default_value = "")]
     provider: String,
@@ -83,6 +85,7 @@ impl HostArgs {
         let mut config = HostConfig::new(home, cwd);
         config.explicit = self.ext;
         config.trust_project = self.trust_project;
+        self.load.apply(&mut config);
         config.compiler = zot_host::compile::Compiler::this_program()?;
         config.provider = self.provider;
         config.model = self.model;

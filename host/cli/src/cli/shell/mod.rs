@@ -58,6 +58,8 @@ Examples:
 pub(crate) struct ShellArgs {
     #[command(flatten)]
     host: super::sidecar::HostArgs,
+    #[command(flatten)]
+    grants: super::load::GrantArgs,
     /// Run the verbs of FILE (one a line, `#` comments) and print a plain transcript
     /// instead of reading from the terminal.
     #[arg(long, value_name = "FILE")]
@@ -118,10 +120,11 @@ fn run_with(args: ShellArgs, what: &'static str, watch: Option<Watch>) -> ExitCo
         esay!("zot: {what}: {e}");
         ExitCode::FAILURE
     };
-    let config = match args.host.config() {
+    let mut config = match args.host.config() {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
+    args.grants.apply(&mut config);
     let script = match &args.script {
         Some(path) => match std::fs::read_to_string(path) {
             Ok(text) => Some(text.lines().map(str::to_string).collect::<VecDeque<_>>()),
