@@ -434,7 +434,7 @@ fn library_warnings_print_in_the_cli_form() {
     let l = Layout::new("load-tracing");
     std::fs::write(l.home().join("logs"), "not a folder").unwrap();
     let py = l.py("p");
-    let out = l.shell(&["--only", "--ext", py.to_str().unwrap()], "list\n");
+    let out = l.shell(&["--ext", py.to_str().unwrap()], "list\n");
     let errors = stderr(&out);
     assert!(
         errors.contains("zot: warning: cannot open log"),

@@ -286,6 +286,7 @@ mod examples {
     pub(super) const HOST: &str = "\
 Examples:
   zot host --ext ./my-ext
+  zot host --ext ./my-ext --only
   printf '{\"id\":\"1\",\"type\":\"tools\"}\\n' | zot host
   zot host --cwd ~/src/app --trust-project --builtin-tools read,write,edit,bash";
     pub(super) const COMPLETIONS: &str = "\
@@ -350,7 +351,8 @@ Examples:
 Examples:
   zot ext call ./weather forecast '{\"city\": \"Oslo\"}'
   zot ext call weather forecast '{\"city\": \"Oslo\"}' --json | jq -r '.content[0].text'
-  zot ext call shot.wasm screenshot --save /tmp/shots --timeout-ms 10000";
+  zot ext call shot.wasm screenshot --save /tmp/shots --timeout-ms 10000
+  zot ext call weather.wasm forecast '{\"city\": \"Oslo\"}' --allow-http api.met.no --allow-env API_KEY";
     pub(super) const INVOKE: &str = "\
 Examples:
   zot ext invoke ./notes /todo add buy milk

@@ -49,6 +49,8 @@ script goes on.
 
 Examples:
   zot ext shell --ext ./my-ext                  an interactive session with ./my-ext loaded
+  zot ext shell --ext ./my-ext --only           ./my-ext alone: no installed extension
+  zot ext shell --ext ./w.wasm --allow-env KEY  w.wasm may read $KEY, for this session only
   zot ext shell --ext ./my-ext --script s.txt   run the verbs of s.txt, print a transcript
   printf 'tools\\ncall echo {\"a\":1}\\n' | zot ext shell --ext ./my-ext
   zot ext shell --cwd ~/src/app --save /tmp/imgs   the project's extensions; images saved";
