@@ -1,7 +1,7 @@
 //! All extensions together: discovery, start and ready wait, the registries, dispatch of
 //! commands and tools, events, the interception chain, reload and shutdown.
 
-use crate::discovery::{discover, SearchPath, Source};
+use crate::discovery::{discover, Found, SearchPath, Source};
 use crate::events::{EventQueue, HostEvent};
 use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
 use crate::identity::Identity;
@@ -256,11 +256,8 @@ pub struct LoadError {
 /// earlier, has its name: which copy does not load and which takes its place. The first
 /// of a name wins even if it then fails to start: the copy the user named with `--ext`
 /// is the one under test, and another running in its place would hide that it fails.
-fn shadowed_warning(
-    dup: &crate::discovery::Found,
-    winner: Option<&crate::discovery::Found>,
-) -> String {
-    let copy = |f: &crate::discovery::Found| match f.source {
+fn shadowed_warning(dup: &Found, winner: Option<&Found>) -> String {
+    let copy = |f: &Found| match f.source {
         Source::Explicit => format!("the --ext copy at {}", f.dir.display()),
         Source::Project => format!("the project copy at {}", f.dir.display()),
         Source::Global => format!("the global copy at {}", f.dir.display()),
