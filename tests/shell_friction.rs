@@ -123,7 +123,7 @@ fn the_prompt_drops_the_panel_as_soon_as_the_extension_closes_it() {
     let mut p = l.shell(&[l.picker()]);
     p.expect("loaded: picker").unwrap();
     p.expect("zot> ").unwrap();
-    // The extension closes this panel by itself half a second after opening it.
+    // The extension closes this panel by itself a second after opening it.
     p.send("/pick later\r").unwrap();
     p.expect("┌─ Pick").unwrap();
     p.expect("zot [panel pick]> ").unwrap();

@@ -3,7 +3,7 @@
 whose schema has required and optional fields.
 
 Command `pick`: opens the panel "pick". With the argument `later` it closes the panel
-itself 500 ms later. In the panel, the key `char q` makes it close the panel 300 ms
+itself a second later. In the panel, the key `char q` makes it close the panel 300 ms
 later (notified "closing pick"); other keys redraw it naming the key.
 
 Tool `forecast`: schema with `city` (string, required), `days` (integer, optional),
@@ -59,7 +59,7 @@ def main():
                   "open_panel": {"id": "pick", "title": "Pick", "lines": ["q closes"],
                                  "footer": ""}})
             if msg.get("args", "").strip() == "later":
-                close_later(0.5)
+                close_later(1.0)
         elif t == "panel_key":
             if msg.get("key") == "char" and msg.get("text") == "q":
                 emit({"type": "notify", "level": "info", "message": "closing pick"})

@@ -159,7 +159,9 @@ impl rustyline::Helper for Helper {}
 /// the session (it is what makes the editor read again).
 pub(crate) type Printer = std::sync::mpsc::Sender<String>;
 
-/// Starts the editor thread; gives its handle and the printer for events.
+/// Starts the editor thread; gives its handle and the printer for events. The process
+/// must already catch SIGINT (the session does, before it starts the editor):
+/// [`Editor::interrupt`] sends it.
 pub(crate) fn start(host: Host, history: PathBuf) -> Result<(Editor, Printer), String> {
     let (asks, ask_rx) = std::sync::mpsc::channel::<Ask>();
     let (read_tx, reads) = mpsc::channel(1);
