@@ -40,15 +40,46 @@ fn project_of(dir: Option<PathBuf>) -> Result<(PathBuf, PathBuf), String> {
 
 /// Shows every extension of the project and, with consent, trusts them as they are.
 pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
-    let (dir, project) = project_of(args.dir)?;
-    let what = |e: String| format!("trust {}: {e}", project.display());
+    let Some(review) = review_project(home, args.dir)? else {
+        return Ok(());
+    };
+    let question = format!(
+        "Trust these {} extension(s) to run whenever zot starts in {}?",
+        review.found.len(),
+        review.project.display()
+    );
+    super::install::ask(&question, args.yes).map_err(|e| review.failed(e))?;
+    trust_reviewed(home, &review)
+}
+
+/// A project's extensions, as shown to the user who is asked to trust them.
+pub(crate) struct Review {
+    project: PathBuf,
+    found: Vec<(Found, Option<Untrusted>)>,
+}
+
+impl Review {
+    fn failed(&self, e: String) -> String {
+        format!("trust {}: {e}", self.project.display())
+    }
+}
+
+/// Shows every extension of the project of `dir` (default: the current directory): for
+/// each, whether it is trusted, and what it may do once it runs (a component's asks; a
+/// classic extension's command line, with the warning that it runs with the user's
+/// permissions). `None` when there is nothing to trust (said so).
+pub(crate) fn review_project(
+    home: &ZotHome,
+    dir: Option<PathBuf>,
+) -> Result<Option<Review>, String> {
+    let (dir, project) = project_of(dir)?;
     let found = project_extensions(home, &dir);
     if found.is_empty() {
         say!(
             "Nothing to trust: {} holds no extension.",
             zot_host::paths::project_extensions_dir(&project).display()
         );
-        return Ok(());
+        return Ok(None);
     }
     say!("Extensions of the project {}:", project.display());
     for (f, untrusted) in &found {
@@ -56,15 +87,16 @@ pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
     }
     if found.iter().all(|(_, u)| u.is_none()) {
         say!("All are trusted as they are; nothing changed.");
-        return Ok(());
+        return Ok(None);
     }
-    let question = format!(
-        "Trust these {} extension(s) to run whenever zot starts in {}?",
-        found.len(),
-        project.display()
-    );
-    super::install::ask(&question, args.yes).map_err(what)?;
-    let exts: Vec<ProjectExtension<'_>> = found
+    Ok(Some(Review { project, found }))
+}
+
+/// Trusts the extensions of a review as they are now (the user said yes to it).
+pub(crate) fn trust_reviewed(home: &ZotHome, review: &Review) -> Result<(), String> {
+    let project = &review.project;
+    let exts: Vec<ProjectExtension<'_>> = review
+        .found
         .iter()
         .filter_map(|(f, _)| match &f.identity {
             Identity::Project { dir_name, .. } => Some(ProjectExtension {
@@ -76,7 +108,7 @@ pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
             Identity::Global { .. } | Identity::Path { .. } => None,
         })
         .collect();
-    trust::trust(home, &project, &exts, true).map_err(|e| what(e.to_string()))?;
+    trust::trust(home, project, &exts, true).map_err(|e| review.failed(e.to_string()))?;
     say!(
         "Trusted {} extension(s) of {}. They start the next time zot starts there; any \
          change to their files needs trust again. `zot ext untrust '{}'` takes it back.",

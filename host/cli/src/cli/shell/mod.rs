@@ -6,6 +6,7 @@
 //! piped stdin), running each verb against the [`Host`] while printing the host's events
 //! as they arrive, and cancelling the running verb on SIGINT.
 
+mod args;
 mod dev;
 mod editor;
 pub(crate) mod render;
@@ -36,6 +37,11 @@ const QUIET: Duration = Duration::from_millis(150);
 const SETTLE_CAP: Duration = Duration::from_secs(2);
 /// How long a script waits for components still compiling at start.
 const COMPILE_WAIT: Duration = Duration::from_secs(180);
+/// When a prompt changed while the editor reads, the read is interrupted, again after
+/// this long if it has not ended...
+const INTERRUPT_AGAIN: Duration = Duration::from_millis(100);
+/// ... at most this many times (then the old prompt stays until the line is entered).
+const INTERRUPTS: u32 = 10;
 
 const EXAMPLES: &str = "\
 Verbs (`help` in the shell): /name args, call <tool> [json], intercept <event> …,
@@ -160,6 +166,7 @@ fn run_with(args: ShellArgs, what: &'static str, watch: Option<Watch>) -> ExitCo
             colour,
             printer: None,
             reading: false,
+            held: None,
         };
         let input = match script {
             Some(lines) => Input::Script(lines),
@@ -219,6 +226,9 @@ struct Out {
     printer: Option<editor::Printer>,
     /// The editor is reading a line: print through it, above the prompt.
     reading: bool,
+    /// `Some`: what is shown waits here (while a read whose prompt changed ends, so
+    /// the event that changed it appears below the old prompt, above the new one).
+    held: Option<Vec<String>>,
 }
 
 impl Out {
@@ -230,6 +240,25 @@ impl Out {
         // the only escape sequences that reach the terminal.
         let shown: Vec<_> = lines.iter().map(|l| multi_line(l)).collect();
         let text = render::paint(level, &shown.join("\n"), self.colour);
+        match &mut self.held {
+            Some(held) => held.push(text),
+            None => self.write(text),
+        }
+    }
+
+    /// Holds what is shown from now until [`Out::release`].
+    fn hold(&mut self) {
+        self.held.get_or_insert_with(Vec::new);
+    }
+
+    /// Shows what was held.
+    fn release(&mut self) {
+        for text in self.held.take().unwrap_or_default() {
+            self.write(text);
+        }
+    }
+
+    fn write(&mut self, text: String) {
         if self.reading {
             if let Some(printer) = &self.printer {
                 // Outside raw mode the printer writes the text as it is: end the line.
@@ -306,6 +335,35 @@ struct Shell {
     sigint: Signal,
     out: Out,
     failed: bool,
+}
+
+/// What [`Shell::ask`] got.
+enum Answer {
+    Line(String),
+    /// ctrl-c.
+    Interrupted,
+    /// ctrl-d, the terminal is gone, or the editor failed (said).
+    Eof,
+    /// What the prompt asked for is gone (the focused panel closed).
+    Gone,
+}
+
+/// How focus on a panel ended.
+enum Focused {
+    /// By `esc`, ctrl-c, or the panel closing.
+    Left,
+    /// The panel closed as this line was typed: it is for the shell.
+    Shell(String),
+    /// End of input.
+    Eof,
+}
+
+/// The shell's prompt: it names the open panel.
+fn verb_prompt(ctx: &Ctx) -> Option<String> {
+    Some(match &ctx.panel {
+        Some((_, id)) => format!("zot [panel {}]> ", render::clean(id)),
+        None => "zot> ".to_string(),
+    })
 }
 
 /// A host event or an [`Extra`]: what the session shows as it comes.
@@ -427,50 +485,103 @@ impl Shell {
         }
     }
 
-    /// Interactively: asks whether to trust the untrusted project extensions now.
+    /// Interactively: shows the project's extensions as `zot ext trust` does (the
+    /// full-permission warning, each command line), then asks whether to trust them now.
     async fn offer_trust(&mut self, editor: &mut editor::Editor) {
-        let answer = self
-            .ask(
-                editor,
-                "Trust the project's extensions listed above? [y/N] ",
-                "",
-            )
-            .await;
-        let answer = answer.flatten().unwrap_or_default();
-        if !matches!(answer.trim(), "y" | "yes" | "Y") {
+        let config = self.ctx.host.config();
+        let (home, cwd) = (config.home.clone(), config.cwd.clone());
+        let review = match super::trust::review_project(&home, Some(cwd)) {
+            Ok(Some(review)) => review,
+            Ok(None) => return,
+            Err(e) => {
+                self.out.line(Level::Error, format!("error: {e}"));
+                return;
+            }
+        };
+        let question = "Trust the project's extensions listed above? [y/N] ";
+        let answer = self.ask(editor, &|_| Some(question.to_string()), "").await;
+        let yes = match answer {
+            Answer::Line(line) => matches!(line.trim(), "y" | "yes" | "Y"),
+            Answer::Interrupted | Answer::Eof | Answer::Gone => false,
+        };
+        if !yes {
             self.out.line(
                 Level::Dim,
                 "not trusted; `trust` reviews them later".to_string(),
             );
             return;
         }
-        self.run_verb(Verb::Trust(vec!["--yes".into()])).await;
+        if let Err(e) = super::trust::trust_reviewed(&home, &review) {
+            self.out.line(Level::Error, format!("error: {e}"));
+            return;
+        }
+        self.out
+            .line(Level::Dim, "reloading to start what was trusted");
+        self.run_verb(Verb::Reload).await;
     }
 
     /// Reads one line from the editor, printing events above the prompt meanwhile.
-    /// `None` at end of input (ctrl-d); `Some(None)` on ctrl-c.
+    /// `prompt` says the prompt from the session's state: when an event changes it, the
+    /// read is interrupted and asked again under the new prompt with the line as it
+    /// was; when it says `None` (what it prompts for is gone), [`Answer::Gone`].
     async fn ask(
         &mut self,
         editor: &mut editor::Editor,
-        prompt: &str,
+        prompt: &dyn Fn(&Ctx) -> Option<String>,
         initial: &str,
-    ) -> Option<Option<String>> {
-        editor.ask(prompt, initial);
-        self.out.reading = true;
-        let read = loop {
-            tokio::select! {
-                read = editor.read() => break read,
-                note = next_note(&mut self.notes, &mut self.extra) => on_note(&mut self.out, &mut self.ctx, note),
-            }
+    ) -> Answer {
+        let Some(mut shown) = prompt(&self.ctx) else {
+            return Answer::Gone;
         };
-        self.out.reading = false;
-        match read {
-            editor::Read::Line(line) => Some(Some(line)),
-            editor::Read::Interrupted => Some(None),
-            editor::Read::Eof => None,
-            editor::Read::Failed(e) => {
-                self.out.line(Level::Error, format!("error: {e}"));
-                None
+        let mut typed = (initial.to_string(), String::new());
+        loop {
+            editor.ask(&shown, typed);
+            self.out.reading = true;
+            // While the prompt is stale: when to interrupt again, and how many times more.
+            let mut again: Option<(Instant, u32)> = None;
+            let waiting = |again: Option<(Instant, u32)>| again.is_some_and(|(_, n)| n > 0);
+            let read = loop {
+                let at = again.map_or_else(Instant::now, |(at, _)| at);
+                tokio::select! {
+                    read = editor.read() => break read,
+                    note = next_note(&mut self.notes, &mut self.extra) => {
+                        self.out.hold();
+                        on_note(&mut self.out, &mut self.ctx, note);
+                        if again.is_none() && prompt(&self.ctx).as_ref() != Some(&shown) {
+                            editor.interrupt();
+                            again = Some((Instant::now() + INTERRUPT_AGAIN, INTERRUPTS - 1));
+                        }
+                        if !waiting(again) {
+                            self.out.release();
+                        }
+                    }
+                    _ = tokio::time::sleep_until(at), if waiting(again) => {
+                        editor.interrupt();
+                        again = again.map(|(_, n)| (Instant::now() + INTERRUPT_AGAIN, n - 1));
+                        if !waiting(again) {
+                            // The read goes on under the old prompt: show what came.
+                            self.out.release();
+                        }
+                    }
+                }
+            };
+            self.out.reading = false;
+            self.out.release();
+            match read {
+                editor::Read::Line(line) => return Answer::Line(line),
+                editor::Read::Interrupted => return Answer::Interrupted,
+                editor::Read::Eof => return Answer::Eof,
+                editor::Read::Failed(e) => {
+                    self.out.line(Level::Error, format!("error: {e}"));
+                    return Answer::Eof;
+                }
+                editor::Read::Aborted(was) => match prompt(&self.ctx) {
+                    Some(now) => {
+                        shown = now;
+                        typed = was;
+                    }
+                    None => return Answer::Gone,
+                },
             }
         }
     }
@@ -478,18 +589,20 @@ impl Shell {
     async fn interactive(&mut self, mut editor: editor::Editor) -> i32 {
         self.out.line(
             Level::Dim,
-            "`help` lists the verbs; tab completes; ctrl-c cancels a call; ctrl-d or `quit` leaves",
+            "`help` lists the verbs; tab completes (twice: lists); ctrl-c cancels a call; ctrl-d or `quit` leaves",
         );
+        // A line typed for a panel that closed meanwhile: the shell's.
+        let mut pending = None;
         loop {
-            let prompt = match &self.ctx.panel {
-                Some((_, id)) => format!("zot [panel {}]> ", render::clean(id)),
-                None => "zot> ".to_string(),
+            let line = match pending.take() {
+                Some(line) => line,
+                None => match self.ask(&mut editor, &verb_prompt, "").await {
+                    Answer::Line(line) => line,
+                    // ctrl-c at the prompt: the line is dropped.
+                    Answer::Interrupted | Answer::Gone => continue,
+                    Answer::Eof => return 0,
+                },
             };
-            let Some(answer) = self.ask(&mut editor, &prompt, "").await else {
-                return 0;
-            };
-            // ctrl-c at the prompt: the line is dropped.
-            let Some(line) = answer else { continue };
             let verb = match verbs::parse(&line) {
                 Ok(None) => continue,
                 Ok(Some(v)) => v,
@@ -514,19 +627,23 @@ impl Shell {
                         .find(|(_, t)| t.name == tool)
                         .map(|(_, t)| t.schema)
                         .unwrap_or(Value::Null);
-                    let initial = render::skeleton(&schema);
-                    let Some(answer) = self
-                        .ask(&mut editor, &format!("{tool} args> "), &initial)
+                    let form = args::Form::of(&schema);
+                    self.out.show(Level::Dim, &form.describe(&tool));
+                    let prompt = format!("{} args> ", render::clean(&tool));
+                    let text = match self
+                        .ask(&mut editor, &|_| Some(prompt.clone()), &form.initial())
                         .await
-                    else {
-                        return 0;
+                    {
+                        Answer::Line(text) => text,
+                        // ctrl-c at the argument prompt: no call.
+                        Answer::Interrupted | Answer::Gone => continue,
+                        Answer::Eof => return 0,
                     };
-                    // ctrl-c at the argument prompt: no call.
-                    let Some(text) = answer else { continue };
-                    let text = if text.trim().is_empty() { "{}" } else { &text };
-                    match verbs::parse(&format!("call {tool} {text}")) {
-                        Ok(Some(v)) => v,
-                        Ok(None) => continue,
+                    match form.args(&text) {
+                        Ok(args) => Verb::Call {
+                            tool,
+                            args: Some(args),
+                        },
                         Err(e) => {
                             self.out.line(Level::Error, format!("error: {e}"));
                             continue;
@@ -534,8 +651,10 @@ impl Shell {
                     }
                 }
                 Verb::Focus => {
-                    if !self.focus(&mut editor).await {
-                        return 0;
+                    match self.focus(&mut editor).await {
+                        Focused::Left => {}
+                        Focused::Shell(line) => pending = Some(line),
+                        Focused::Eof => return 0,
                     }
                     continue;
                 }
@@ -553,29 +672,45 @@ impl Shell {
     }
 
     /// Focus on the open panel: each line typed is sent as keys (see
-    /// [`verbs::focus_keys`]) until `esc`, ctrl-c, or the panel closes. False at end of
-    /// input.
-    async fn focus(&mut self, editor: &mut editor::Editor) -> bool {
-        if self.ctx.panel.is_none() {
+    /// [`verbs::focus_keys`]) until `esc`, ctrl-c, or the panel is no longer the open
+    /// one (its extension closed it or exited, a reload, another panel opened): then the
+    /// shell has the keyboard back at once, and a line typed for the panel after that is
+    /// the shell's.
+    async fn focus(&mut self, editor: &mut editor::Editor) -> Focused {
+        let Some(focused) = self.ctx.panel.clone() else {
             self.out.line(Level::Error, "error: no panel is open");
-            return true;
-        }
+            return Focused::Left;
+        };
+        let (ext, id) = focused.clone();
         self.out.line(
             Level::Dim,
             "keys go to the panel: enter sends enter, a key name that key, text its characters; esc or ctrl-c leaves",
         );
-        while let Some((ext, id)) = self.ctx.panel.clone() {
-            let Some(answer) = self
-                .ask(
-                    editor,
-                    &format!("[panel {}] keys> ", render::clean(&id)),
-                    "",
-                )
-                .await
-            else {
-                return false;
+        let keys_prompt = |ctx: &Ctx| {
+            (ctx.panel.as_ref() == Some(&focused))
+                .then(|| format!("[panel {}] keys> ", render::clean(&id)))
+        };
+        let gone = |out: &mut Out, ctx: &Ctx| {
+            let why = match ctx.panel {
+                None => "it closed",
+                Some(_) => "another panel opened",
             };
-            let Some(line) = answer else { break };
+            out.line(Level::Dim, format!("left the panel: {why}"));
+        };
+        loop {
+            let line = match self.ask(editor, &keys_prompt, "").await {
+                Answer::Line(line) => line,
+                Answer::Interrupted => break,
+                Answer::Eof => return Focused::Eof,
+                Answer::Gone => {
+                    gone(&mut self.out, &self.ctx);
+                    return Focused::Left;
+                }
+            };
+            if keys_prompt(&self.ctx).is_none() {
+                gone(&mut self.out, &self.ctx);
+                return Focused::Shell(line);
+            }
             let keys = verbs::focus_keys(&line);
             let leave = keys.first().is_some_and(|(k, _)| k == "escape");
             for (key, text) in keys {
@@ -587,7 +722,7 @@ impl Shell {
                 };
                 if let Err(e) = self.ctx.host.panel_key(&ext, frame) {
                     self.out.line(Level::Error, format!("error: {e}"));
-                    return true;
+                    return Focused::Left;
                 }
             }
             if leave {
@@ -595,7 +730,7 @@ impl Shell {
             }
         }
         self.out.line(Level::Dim, "left the panel");
-        true
+        Focused::Left
     }
 
     async fn script(&mut self, mut input: Input) -> i32 {

@@ -470,43 +470,12 @@ pub(crate) fn load_report(r: &LoadReport) -> Vec<(Level, String)> {
     out
 }
 
-/// A schema's required properties as a JSON object to fill in (strings empty, numbers
-/// 0, …), for the argument prompt of `call <tool>`.
-pub(crate) fn skeleton(schema: &Value) -> String {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let mut map = serde_json::Map::new();
-    for name in required {
-        let ty = schema
-            .pointer(&format!(
-                "/properties/{}/type",
-                name.replace('~', "~0").replace('/', "~1")
-            ))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let value = match ty {
-            "string" => Value::from(""),
-            "number" | "integer" => Value::from(0),
-            "boolean" => Value::from(false),
-            "array" => Value::Array(Vec::new()),
-            "object" => Value::Object(serde_json::Map::new()),
-            _ => Value::Null,
-        };
-        map.insert(name.to_string(), value);
-    }
-    Value::Object(map).to_string()
-}
-
 /// Help: every verb in a line.
 pub(crate) const HELP: &str = "\
 /name args                      invoke an extension command; shows its response by action
-call <tool> [json]              call a tool (no json: interactively, a prompt pre-filled from
-                                the schema's required fields; in a script, {})
+call <tool> [json]              call a tool (no json: interactively, its fields are listed,
+                                optional ones too, and a prompt is pre-filled with them; an
+                                optional field left empty is not sent; in a script, {})
 intercept tool_call <tool> [json] | intercept turn_start [step] | intercept assistant_message <text>
                                 run the interception chain; shows each interceptor's verdict
 emit <event> [json]             queue an event (session_start, turn_start, tool_call,
@@ -520,7 +489,7 @@ logs <extension> [lines]        the end of an extension's log (default 20 lines)
 key <key> [text]                a key to the open panel (e.g. `key enter`, `key char x`)
 focus                           on a terminal: each line typed goes to the open panel as keys
                                 (empty: enter; a key name: that key; text: its characters);
-                                `esc` or ctrl-c leaves
+                                `esc` or ctrl-c leaves, and so does the panel closing
 close                           close the open panel
 reload                          stop every extension and start them again
 grant <extension> [options]     zot ext grant (e.g. `grant weather --all`)
@@ -529,7 +498,8 @@ trust [--yes]                   zot ext trust for the project (then `reload`)
 sleep <ms>                      wait, showing events meanwhile (in a script: time for a change)
 help                            this
 quit                            stop the extensions and leave (also ctrl-d)
-ctrl-c cancels a running call (the extension gets tool_cancel); at the prompt it clears the line.";
+ctrl-c cancels a running call (the extension gets tool_cancel); at the prompt it clears the line.
+tab completes verbs, /commands, tool, event and extension names; a second tab lists the matches.";
 
 #[cfg(test)]
 mod tests {
@@ -704,14 +674,6 @@ mod tests {
                 vec!["[py] exited: exited with status 3".into()]
             )
         );
-    }
-
-    #[test]
-    fn skeletons_hold_the_required_fields() {
-        let schema = json!({"type":"object","required":["city","days","ok"],
-            "properties":{"city":{"type":"string"},"days":{"type":"integer"},"ok":{"type":"boolean"}}});
-        assert_eq!(skeleton(&schema), r#"{"city":"","days":0,"ok":false}"#);
-        assert_eq!(skeleton(&json!({"type":"object"})), "{}");
     }
 
     #[test]

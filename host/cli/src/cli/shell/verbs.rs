@@ -280,7 +280,7 @@ fn fields<const N: usize>(items: [(&str, Value); N]) -> Map<String, Value> {
 }
 
 /// `json` as a JSON object, or why not.
-fn object(json: &str, what: &str) -> Result<Map<String, Value>, String> {
+pub(crate) fn object(json: &str, what: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str::<Value>(json) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(format!("{what} must be a JSON object, not {json}")),
