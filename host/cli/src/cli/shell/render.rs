@@ -58,6 +58,12 @@ pub(crate) fn clean(text: &str) -> String {
     zot_host::terminal_text::one_line(text).into_owned()
 }
 
+/// Outside text of one or more lines (a start error and its `hint:` line), each line
+/// made safe as by [`clean`], the lines after the first indented under it.
+fn hanging(text: &str) -> String {
+    text.lines().map(clean).collect::<Vec<_>>().join("\n  ")
+}
+
 /// Multi-line `text`, each line indented by `indent`, cut at [`SHOWN_TEXT`].
 fn indented(text: &str, indent: &str) -> Vec<String> {
     let (shown, cut) = if text.len() > SHOWN_TEXT {
@@ -441,13 +447,13 @@ pub(crate) fn load_report(r: &LoadReport) -> Vec<(Level, String)> {
     for e in &r.errors {
         out.push((
             Level::Error,
-            format!("error: {}: {}", e.extension, clean(&e.error)),
+            format!("error: {}: {}", e.extension, hanging(&e.error)),
         ));
     }
     for w in &r.warnings {
         out.push((
             Level::Warn,
-            format!("warning: {}: {}", w.extension, clean(&w.warning)),
+            format!("warning: {}: {}", w.extension, hanging(&w.warning)),
         ));
     }
     for u in &r.untrusted {
@@ -506,6 +512,16 @@ mod tests {
     use super::*;
     use serde_json::{json, Map};
     use zot_protocol::{Notify, Panel};
+
+    #[test]
+    fn a_start_error_keeps_its_hint_on_a_line_of_its_own() {
+        let shown = hanging("cannot start: Permission denied\nhint: chmod +x run.py\x1b[2J");
+        assert_eq!(
+            shown,
+            format!("cannot start: Permission denied\n  hint: chmod +x run.py{}", clean("\x1b[2J"))
+        );
+        assert!(!shown.contains('\x1b'), "{shown:?}");
+    }
 
     #[test]
     fn tool_results_show_text_images_errors_and_structured_content() {
