@@ -25,6 +25,7 @@ mod check;
 mod ext;
 mod grant;
 mod install;
+mod log_tail;
 mod new;
 mod outbox;
 mod resolve;
@@ -33,6 +34,7 @@ mod shell;
 mod sidecar;
 mod target;
 mod trust;
+mod validate;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
