@@ -244,7 +244,7 @@ fn a_crash_at_start_shows_this_runs_traceback() {
     let out = check(&dir, &home, false);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
-    assert!(text.contains("exited during the check"), "{text}");
+    assert!(text.contains("exited while starting"), "{text}");
     // Each line of its stderr, marked as the extension's in the log.
     for shown in [
         "[stderr] loading config",

@@ -123,6 +123,10 @@ pub struct Staged {
     pub manifest: Manifest,
     /// What will be recorded once it is installed.
     pub record: Provenance,
+    /// With `--name`: the name the extension gives itself (its manifest's before the
+    /// rename, or a bare component's hello), when that is another one. Its hello may
+    /// still give it; the host uses the manifest's.
+    pub renamed_from: Option<String>,
 }
 
 /// Fetches and checks `req`'s extension in a staging folder: the source copied (never
@@ -153,6 +157,8 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         return Err(InstallError::RefNeedsGit);
     }
     let sub = req.path.as_deref().map(fetch::sub_path).transpose()?;
+    // The name the extension gives itself, when `--name` renames it.
+    let mut own_name = None;
     let (kind, source, commit) = match source {
         InstallSource::Dir(dir) => {
             let src = source_dir(dir)?;
@@ -182,12 +188,13 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
             let file = file
                 .canonicalize()
                 .map_err(InstallError::io("read", file))?;
-            stage_component(&file, &tree, req, progress).await?;
+            own_name = Some(stage_component(&file, &tree, req, progress).await?);
             (SourceKind::Wasm, file.display().to_string(), None)
         }
     };
     if let Some(name) = &req.name {
         manifest::validate_name(name).map_err(InstallError::BadName)?;
+        own_name = own_name.or_else(|| Manifest::read(&tree).ok().map(|m| m.name));
         manifest::set_field(&tree, "name", Value::String(name.clone()))
             .map_err(InstallError::NameNotApplied)?;
     }
@@ -220,6 +227,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         tree,
         root: req.root.clone(),
         home: req.home.clone(),
+        renamed_from: own_name.filter(|own| req.name.as_ref().is_some_and(|n| n != own)),
         manifest,
         record,
     })
@@ -329,13 +337,13 @@ pub fn read_component_file(file: &Path) -> Result<Vec<u8>, InstallError> {
 
 /// Stages a bare component: runs it with nothing granted to read its `hello`, then
 /// writes it as `<name>.wasm` beside a manifest naming it and asking what its embedded
-/// manifest asks (nothing without one).
+/// manifest asks (nothing without one). Returns the name its hello gave.
 async fn stage_component(
     file: &Path,
     tree: &Path,
     req: &Request,
     progress: &dyn Progress,
-) -> Result<(), InstallError> {
+) -> Result<String, InstallError> {
     let bytes = read_component_file(file)?;
     let embedded = manifest::Embedded::of(&bytes)
         .map_err(InstallError::BadEmbedded)?
@@ -348,8 +356,8 @@ async fn stage_component(
     let hello =
         crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), &req.compiler, log).await;
     progress.end();
-    let (name, version) = hello.map_err(InstallError::Refused)?;
-    let name = req.name.clone().unwrap_or(name);
+    let (own_name, version) = hello.map_err(InstallError::Refused)?;
+    let name = req.name.clone().unwrap_or_else(|| own_name.clone());
     if let Err(reason) = manifest::validate_name(&name) {
         return Err(InstallError::BadHelloName { name, reason });
     }
@@ -370,7 +378,8 @@ async fn stage_component(
     }
     let mut text = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
     text.push(b'\n');
-    fs::write(tree.join(MANIFEST_FILE), text).map_err(err)
+    fs::write(tree.join(MANIFEST_FILE), text).map_err(err)?;
+    Ok(own_name)
 }
 
 /// Staging folders are `.tmp-install-<pid>-<n>`.

@@ -2,17 +2,22 @@
 //! one extension alone (as `check` does), make one request, print its answer, stop it.
 //! For scripts: `--json` prints the answer as the sidecar's response `data`, and the
 //! exit status says how it went (0 ok, 1 the extension answered with an error, 2 it
-//! could not be asked).
+//! could not be asked). A tool's arguments are checked against its schema first
+//! (`--no-validate` sends them as they are); when the extension exits or does not start,
+//! the last lines of its log follow the error.
 
 use super::load::GrantArgs;
+use super::log_tail::{self, LogMark};
 use super::resolve::ScopeArgs;
 use super::shell::render::{base64_decode, image_ext, panel_box};
 use super::target::{setup, start_one, Parsed};
+use super::validate::{validate, Checked};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use zot_host::ExtState;
 use zot_protocol::{CommandResponse, ToolResult};
 
 /// The extension answered with an error (`is_error`, or `error` in a command response).
@@ -27,9 +32,12 @@ pub(crate) struct CallArgs {
     target: String,
     /// The tool to call (without it, the extension's tools are listed).
     tool: Option<String>,
-    /// Its arguments: a JSON object.
+    /// Its arguments: a JSON object, checked against the tool's schema before it is sent.
     #[arg(value_name = "JSON", default_value = "{}")]
     args: String,
+    /// Send the arguments without checking them against the tool's schema.
+    #[arg(long)]
+    no_validate: bool,
     /// Print the result as JSON (the sidecar's `call_tool` response data).
     #[arg(long)]
     json: bool,
@@ -80,6 +88,8 @@ enum Ask {
         name: String,
         args: Value,
         timeout: Option<Duration>,
+        /// Check `args` against the tool's schema first.
+        validate: bool,
     },
     Command {
         name: String,
@@ -103,6 +113,7 @@ pub(crate) fn call(args: CallArgs) -> ExitCode {
         name: args.tool.clone().unwrap_or_default(),
         args: tool_args,
         timeout: args.timeout_ms.map(Duration::from_millis),
+        validate: !args.no_validate,
     };
     match one_shot(
         "call",
@@ -227,20 +238,33 @@ fn one_shot(
     let prepared = target
         .prepare(&runtime, &home, &compiler, &progress)
         .map_err(context)?;
+    let log = LogMark::of(&home, prepared.dir());
     let mut config = prepared.config(home, compiler, wait);
     grants.apply(&mut config);
     if let Some(timeout) = command_timeout {
         config.timeouts.command = timeout;
     }
+    // The error, and whether the extension is gone (it exited, or never started).
     let answer = runtime.block_on(async {
-        let running = start_one(config).await?;
+        let running = start_one(config).await.map_err(|e| (e, true))?;
         let answer = ask_one(&running.host, &running.info.name, ask).await;
+        let gone = running
+            .host
+            .extensions()
+            .first()
+            .is_none_or(|info| info.state != ExtState::Ready);
         running.stop().await;
-        answer
+        answer.map_err(|e| (e, gone))
     });
     drop(prepared);
     runtime.shutdown_timeout(Duration::from_millis(100));
-    answer.map_err(context)
+    answer.map_err(|(why, gone)| {
+        let mut why = context(why);
+        if let Some(tail) = log.filter(|_| gone).and_then(|l| l.tail()) {
+            why = format!("{why}\n{}", log_tail::shown(&tail));
+        }
+        why
+    })
 }
 
 /// Makes the request, after checking the tool or command is there (else the error lists
@@ -251,19 +275,30 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
             name,
             args,
             timeout,
+            validate: check,
         } => {
-            let tools: Vec<String> = host.tools().into_iter().map(|(_, t)| t.name).collect();
+            let tools = host.tools();
+            let names: Vec<String> = tools.iter().map(|(_, t)| t.name.clone()).collect();
             if name.is_empty() {
                 return Err(format!(
                     "name a tool to call; {}",
-                    has(ext, "tools", &tools)
+                    has(ext, "tools", &names)
                 ));
             }
-            if !tools.contains(&name) {
+            let Some((_, tool)) = tools.iter().find(|(_, t)| t.name == name) else {
                 return Err(format!(
                     "no tool named {name:?}; {}",
-                    has(ext, "tools", &tools)
+                    has(ext, "tools", &names)
                 ));
+            };
+            if check {
+                match validate(&tool.schema, &args) {
+                    Checked::Valid => {}
+                    Checked::Invalid(problems) => return Err(invalid(&name, &problems)),
+                    Checked::Unchecked(why) => {
+                        esay!("warning: {name}: {why}; the arguments are sent unchecked");
+                    }
+                }
             }
             let (ext, result) = host
                 .call_tool(&name, args, timeout)
@@ -290,6 +325,19 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
             Ok(Answer::Command(ext, Box::new(response)))
         }
     }
+}
+
+/// Why arguments that do not fit `tool`'s schema were not sent: the problem, or each on
+/// a line; then what to do.
+fn invalid(tool: &str, problems: &[String]) -> String {
+    let why = match problems {
+        [one] => format!("{tool}: {one}"),
+        many => format!(
+            "{tool}: the arguments do not fit its schema:\n  - {}",
+            many.join("\n  - ")
+        ),
+    };
+    format!("{why}\nhint: make the arguments fit the tool's schema, or pass --no-validate to send them as they are")
 }
 
 /// `<ext> has: a, b` or `<ext> has no <what>`.

@@ -2,29 +2,25 @@
 //! each step took, and fail on any protocol violation.
 
 use super::install::TermProgress;
+use super::log_tail::{self, LogMark};
 use super::resolve::ScopeArgs;
 use super::target::{setup, Parsed, Target};
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use zot_host::compile::Compiler;
 use zot_host::extension::ReadyBy;
 use zot_host::host::SandboxInfo;
-use zot_host::install::Progress;
-use zot_host::manifest::{Manifest, TransportKind};
+use zot_host::identity::Identity;
+use zot_host::install::{provenance, Progress};
+use zot_host::manifest::TransportKind;
 use zot_host::paths::ZotHome;
 use zot_host::terminal_text::{multi_line, one_line};
 use zot_host::trust::Untrusted;
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
 use zot_protocol::Hello;
-
-/// How many lines of this run's log a failed check shows.
-const TAIL_LINES: usize = 30;
-/// How many bytes from the end of this run's log are searched for those lines.
-const TAIL_BYTES: u64 = 16 * 1024;
 
 /// What `check` found: serialised for `--json` (its fields are the public contract in
 /// docs/cli.md: only ever added to) and rendered for people by [`print_text`].
@@ -172,14 +168,16 @@ fn prepare_and_check(
         Ok(prepared) => prepared,
         Err(e) => return CheckReport::failed(e),
     };
-    let dir = prepared.dir();
-    let log = Manifest::read(dir).ok().map(|m| home.log_path(&m.name));
-    let log_from = log
-        .as_ref()
-        .and_then(|p| std::fs::metadata(p).ok())
-        .map_or(0, |m| m.len());
+    let log = LogMark::of(&home, prepared.dir());
+    let renamed = match target {
+        Target::Dir(dir) => provenance::load(&home, &Identity::of(dir, &home))
+            .ok()
+            .flatten()
+            .and_then(|record| record.rename),
+        Target::Wasm(_) => None,
+    };
     let config = prepared.config(home, compiler, wait);
-    let mut report = runtime.block_on(check(config));
+    let mut report = runtime.block_on(check(config, renamed));
     drop(prepared);
     if let Some(found) = &mut report.found {
         if let Target::Wasm(file) = target {
@@ -191,7 +189,7 @@ fn prepare_and_check(
         });
     }
     if !report.violations.is_empty() {
-        report.log_tail = Some(log.and_then(|p| log_tail(&p, log_from)));
+        report.log_tail = Some(log.and_then(|l| l.tail()));
     }
     report
 }
@@ -222,28 +220,13 @@ fn compile(
     Ok((took, by))
 }
 
-/// The last lines appended to the log at `path` since it was `from` bytes long (from the
-/// start if it has shrunk since); `None` if nothing was.
-fn log_tail(path: &Path, from: u64) -> Option<String> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let from = if from > len { 0 } else { from };
-    let start = from.max(len.saturating_sub(TAIL_BYTES));
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    // A cut at `start` leaves a partial first line: skip it.
-    let lines: Vec<&str> = text.lines().skip(usize::from(start > from)).collect();
-    let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
-    (!tail.trim().is_empty()).then_some(tail)
-}
-
 fn ms(d: Option<Duration>) -> Option<f64> {
     d.map(|d| d.as_secs_f64() * 1000.0)
 }
 
-async fn check(config: HostConfig) -> CheckReport {
+/// Loads the extension of `config` alone and reports on it. `renamed`: the name it was
+/// installed under with `--name`, which its hello need not give.
+async fn check(config: HostConfig, renamed: Option<String>) -> CheckReport {
     let wait = config.timeouts.ready;
     let wait_text = humantime::format_duration(wait);
     let (host, _notes) = Host::new(config);
@@ -276,17 +259,25 @@ async fn check(config: HostConfig) -> CheckReport {
             "not ready within --wait ({wait_text}): it kept sending frames"
         ));
     }
-    if exited_early {
+    // An exit before ready is in the load report already.
+    if exited_early && !report.errors.iter().any(|e| e.extension == info.name) {
         violations.push(format!(
             "exited during the check: {}",
             info.error.clone().unwrap_or_default()
         ));
     }
     if let Some(hello) = status.hello.as_ref().filter(|h| h.name != info.name) {
-        violations.push(format!(
-            "hello names it {:?} but the manifest says {:?}",
-            hello.name, info.name
-        ));
+        if renamed.as_deref() == Some(info.name.as_str()) {
+            warnings.push(format!(
+                "hello names it {:?}: it was installed as {:?} with --name, the name zot uses",
+                hello.name, info.name
+            ));
+        } else {
+            violations.push(format!(
+                "hello names it {:?} but the manifest says {:?}",
+                hello.name, info.name
+            ));
+        }
     }
     let normal = Timeouts::default().ready;
     let starts = [("hello", status.hello_after), ("ready", status.ready_after)];
@@ -479,13 +470,7 @@ fn print_text(r: &CheckReport) {
         let _ = writeln!(out, "warning: {w}");
     }
     if let Some(Some(tail)) = &r.log_tail {
-        let _ = writeln!(
-            out,
-            "this run's log (its stderr and the host's notes), last lines:"
-        );
-        for line in tail.lines() {
-            let _ = writeln!(out, "  | {line}");
-        }
+        let _ = writeln!(out, "{}", log_tail::shown(tail));
     }
     if r.violations.is_empty() {
         let _ = writeln!(out, "ok: no protocol violations");

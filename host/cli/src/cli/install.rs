@@ -114,6 +114,13 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
         return Err(what(taken.to_string()));
     }
     say!("{}", headline(&staged));
+    if let Some(own) = &staged.renamed_from {
+        say!(
+            "--name: installed as {:?}, the name zot uses for it (check, call, info, the \
+             agent); the extension calls itself {own:?}, and its hello may still say so.",
+            m.name
+        );
+    }
     if bare.is_none() {
         let question = describe_asks(m);
         ask(&question, args.yes).map_err(what)?;

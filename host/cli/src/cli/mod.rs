@@ -26,6 +26,7 @@ mod ext;
 mod grant;
 mod install;
 mod load;
+mod log_tail;
 mod new;
 mod outbox;
 mod resolve;
@@ -34,6 +35,7 @@ mod shell;
 mod sidecar;
 mod target;
 mod trust;
+mod validate;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;

@@ -614,11 +614,20 @@ impl Shell {
             let verb = match verb {
                 // No such tool: no argument prompt (the next line is not its arguments);
                 // the call says so.
-                Verb::Call { tool, args: None } if !self.has_tool(&tool) => Verb::Call {
+                Verb::Call {
+                    tool,
+                    args: None,
+                    validate,
+                } if !self.has_tool(&tool) => Verb::Call {
                     tool,
                     args: Some(json!({})),
+                    validate,
                 },
-                Verb::Call { tool, args: None } => {
+                Verb::Call {
+                    tool,
+                    args: None,
+                    validate,
+                } => {
                     let schema = self
                         .ctx
                         .host
@@ -643,6 +652,7 @@ impl Shell {
                         Ok(args) => Verb::Call {
                             tool,
                             args: Some(args),
+                            validate,
                         },
                         Err(e) => {
                             self.out.line(Level::Error, format!("error: {e}"));
@@ -854,8 +864,15 @@ async fn exec(ctx: Ctx, verb: Verb, lines: mpsc::UnboundedSender<(Level, String)
             }
             Err(e) => o.fail(e),
         },
-        Verb::Call { tool, args } => {
-            call(&ctx, &tool, args.unwrap_or_else(|| json!({})), &mut o).await;
+        Verb::Call {
+            tool,
+            args,
+            validate,
+        } => {
+            let args = args.unwrap_or_else(|| json!({}));
+            if !validate || fits_schema(&ctx, &tool, &args, &mut o) {
+                call(&ctx, &tool, args, &mut o).await;
+            }
         }
         Verb::Intercept { event, fields } => {
             let (steps, verdict) = host.intercept_steps(make_event(&event, fields)).await;
@@ -966,6 +983,45 @@ fn make_event(event: &str, fields: Map<String, Value>) -> Event {
         id: None,
         event: event.to_string(),
         fields,
+    }
+}
+
+/// Whether `args` may be sent to `tool`: they fit its schema, or it has none that can be
+/// used (said as a warning), or there is no such tool (the call says so). Each problem is
+/// an error line naming its field.
+fn fits_schema(ctx: &Ctx, tool: &str, args: &Value, o: &mut Outcome) -> bool {
+    use super::validate::{validate, Checked};
+    let tools = ctx.host.tools();
+    let Some((_, registered)) = tools.iter().find(|(_, t)| t.name == tool) else {
+        return true;
+    };
+    match validate(&registered.schema, args) {
+        Checked::Valid => true,
+        Checked::Unchecked(why) => {
+            o.say(
+                Level::Warn,
+                format!(
+                    "warning: {}: {}; the arguments are sent unchecked",
+                    render::clean(tool),
+                    render::clean(&why)
+                ),
+            );
+            true
+        }
+        Checked::Invalid(problems) => {
+            for problem in problems {
+                o.fail(format!(
+                    "{}: {}",
+                    render::clean(tool),
+                    render::clean(&problem)
+                ));
+            }
+            o.say(
+                Level::Dim,
+                "hint: make the arguments fit the tool's schema, or `call --no-validate` sends them as they are",
+            );
+            false
+        }
     }
 }
 

@@ -481,7 +481,9 @@ pub(crate) const HELP: &str = "\
 /name args                      invoke an extension command; shows its response by action
 call <tool> [json]              call a tool (no json: interactively, its fields are listed,
                                 optional ones too, and a prompt is pre-filled with them; an
-                                optional field left empty is not sent; in a script, {})
+                                optional field left empty is not sent; in a script, {});
+                                the arguments are checked against the tool's schema first
+call --no-validate <tool> [json] call it with the arguments as they are
 intercept tool_call <tool> [json] | intercept turn_start [step] | intercept assistant_message <text>
                                 run the interception chain; shows each interceptor's verdict
 emit <event> [json]             queue an event (session_start, turn_start, tool_call,
@@ -518,7 +520,10 @@ mod tests {
         let shown = hanging("cannot start: Permission denied\nhint: chmod +x run.py\x1b[2J");
         assert_eq!(
             shown,
-            format!("cannot start: Permission denied\n  hint: chmod +x run.py{}", clean("\x1b[2J"))
+            format!(
+                "cannot start: Permission denied\n  hint: chmod +x run.py{}",
+                clean("\x1b[2J")
+            )
         );
         assert!(!shown.contains('\x1b'), "{shown:?}");
     }

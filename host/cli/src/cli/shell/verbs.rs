@@ -44,10 +44,12 @@ pub(crate) enum Verb {
         name: String,
         args: String,
     },
-    /// `call <tool> [json]`: `args` is `None` when no JSON was given.
+    /// `call [--no-validate] <tool> [json]`: `args` is `None` when no JSON was given;
+    /// `validate` is whether they are checked against the tool's schema first.
     Call {
         tool: String,
         args: Option<Value>,
+        validate: bool,
     },
     /// `intercept <event> …`: run the interception chain.
     Intercept {
@@ -122,8 +124,12 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
     match verb {
         "call" => {
             let (tool, json) = split_word(rest);
+            let (validate, (tool, json)) = match tool {
+                "--no-validate" => (false, split_word(json)),
+                _ => (true, (tool, json)),
+            };
             if tool.is_empty() {
-                return Err("usage: call <tool> [json object]".into());
+                return Err("usage: call [--no-validate] <tool> [json object]".into());
             }
             let args = if json.is_empty() {
                 None
@@ -133,6 +139,7 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
             Ok(Some(Verb::Call {
                 tool: tool.to_string(),
                 args,
+                validate,
             }))
         }
         "intercept" => {
@@ -377,14 +384,24 @@ mod tests {
             ok("call echo"),
             Verb::Call {
                 tool: "echo".into(),
-                args: None
+                args: None,
+                validate: true
             }
         );
         assert_eq!(
             ok(r#"call echo {"a": [1, 2]}"#),
             Verb::Call {
                 tool: "echo".into(),
-                args: Some(json!({"a": [1, 2]}))
+                args: Some(json!({"a": [1, 2]})),
+                validate: true
+            }
+        );
+        assert_eq!(
+            ok(r#"call --no-validate echo {"a": 1}"#),
+            Verb::Call {
+                tool: "echo".into(),
+                args: Some(json!({"a": 1})),
+                validate: false
             }
         );
         let Verb::Intercept { event, fields } = ok(r#"intercept tool_call bash {"command":"ls"}"#)
