@@ -102,6 +102,7 @@ struct CompileStep {
 pub(crate) struct CheckArgs {
     /// The extension's directory, its extension.json, a component (a .wasm file), or the
     /// name of an installed extension (the copy that loads here: project first).
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     path: String,
     #[command(flatten)]
     scope: ScopeArgs,
@@ -178,8 +179,12 @@ fn prepare_and_check(
         .as_ref()
         .and_then(|p| std::fs::metadata(p).ok())
         .map_or(0, |m| m.len());
-    let config = prepared.config(home, compiler, wait);
+    let config = prepared.config(home.clone(), compiler, wait);
     let mut report = runtime.block_on(check(config));
+    if let Some(found) = &report.found {
+        let tools: Vec<String> = found.tools.iter().map(|t| t.name.clone()).collect();
+        super::complete::remember(&home, &found.dir, &tools);
+    }
     drop(prepared);
     if let Some(found) = &mut report.found {
         if let Target::Wasm(file) = target {
