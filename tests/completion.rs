@@ -324,3 +324,54 @@ fn man_writes_a_page_for_every_command_a_page_names() {
     );
     assert!(err.contains("hint: `zot ext --help`"), "{err}");
 }
+
+/// `zot ext call` of the weather component, its service at `api` (granted), in `home`.
+fn weather_at(home: &Path, cwd: &Path, dir: &Path, api: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "call", dir.to_str().unwrap(), "weather"])
+        .arg(r#"{"city": "Berlin"}"#)
+        .env("ZOT_HOME", home)
+        .env("WEATHER_API_URL", api)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("zot runs")
+}
+
+#[test]
+fn a_sandboxed_http_failure_is_said_in_words() {
+    let ex = zot_test_guests::example("weather");
+    let scratch = TempDir::new("http-words");
+    let b = HostBuilder::in_dir(scratch.path());
+    let (home, cwd) = (b.home(), b.cwd());
+    // A port nothing listens on, and a name that does not resolve: both granted.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let closed = format!("http://127.0.0.1:{port}");
+    let manifest = workspace().join("examples/weather/wasm/extension.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    m["permissions"]["http"] = serde_json::json!([closed, "http://nosuch.invalid"]);
+    let dir = scratch.path().join("weather");
+    write_manifest(&dir, &m);
+    std::fs::copy(ex.wasm, dir.join("weather.wasm")).unwrap();
+    let out = zot(&home, &cwd, &["grant", dir.to_str().unwrap(), "--all"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let refused = weather_at(&home, &cwd, &dir, &closed);
+    let dns = weather_at(&home, &cwd, &dir, "http://nosuch.invalid");
+    for (out, said) in [
+        (&refused, format!("connection refused by 127.0.0.1:{port}")),
+        (&dns, "DNS lookup failed for nosuch.invalid: ".to_string()),
+    ] {
+        assert_eq!(out.status.code(), Some(1), "{}", text(out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&said), "{said:?} not in {err}");
+        for debug in ["ErrorCode", "Payload", "Some(", "Os {", " WARN "] {
+            assert!(!err.contains(debug), "{debug:?} in {err}");
+        }
+    }
+}
