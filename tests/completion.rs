@@ -284,13 +284,26 @@ fn man_writes_a_page_for_every_command_a_page_names() {
         String::from_utf8_lossy(&out.stdout).lines().count(),
         pages.len()
     );
+    // A page names the pages above it.
+    let install = &pages["zot-ext-install.1"];
+    let see_also = install
+        .split_once(".SH \"SEE ALSO\"\n")
+        .expect("SEE ALSO")
+        .1;
+    assert!(
+        see_also.starts_with("\\fBzot\\-ext\\fR(1), \\fBzot\\fR(1)"),
+        "{see_also}"
+    );
     // Every page named (`zot\-ext\-install(1)` in roff) is in the set.
     for (page, roff) in &pages {
         for (at, _) in roff.match_indices("(1)") {
             let start = roff[..at]
                 .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '\\'))
                 .map_or(0, |i| i + 1);
-            let named = roff[start..at].replace("\\-", "-");
+            let named = roff[start..at]
+                .replace("\\-", "-")
+                .replace("\\fB", "")
+                .replace("\\fR", "");
             if named.starts_with("zot") {
                 assert!(
                     pages.contains_key(&format!("{named}.1")),
