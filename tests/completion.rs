@@ -1,7 +1,7 @@
 //! Completion and man pages (issue 17): installed extension names complete after every
-//! command that takes one, an extension's tools after `call NAME` once zot has seen them
-//! (completion never starts an extension), directories and `.wasm` files where a path
-//! goes; `zot man --dir` writes a page for every command any page names. Every test
+//! command that takes one, an extension's tools after `call NAME` and its commands after
+//! `invoke NAME` once zot has seen them (completion never starts an extension),
+//! directories and `.wasm` files where a path goes; `zot man --dir` writes a page for every command any page names. Every test
 //! drives the real `zot` binary, and one the real bash.
 
 mod common;
@@ -55,7 +55,10 @@ fn setup(tag: &str) -> (TempDir, std::path::PathBuf, std::path::PathBuf) {
     let mut b = HostBuilder::in_dir(scratch.path());
     b.global(
         "guard",
-        &py_manifest("guard", &["--tools", "forecast,fetch"]),
+        &py_manifest(
+            "guard",
+            &["--tools", "forecast,fetch", "--commands", "note,nag"],
+        ),
     );
     b.global("glow", &py_manifest("glow", &[]));
     b.project("gpx", &py_manifest("gpx", &["--tools", "gadget"]));
@@ -134,7 +137,7 @@ fn every_shell_gets_a_dynamic_script_and_the_standalone_one_is_as_before() {
 }
 
 #[test]
-fn tools_complete_once_zot_has_seen_them_and_completion_never_starts_an_extension() {
+fn tools_and_commands_complete_once_zot_has_seen_them_and_completion_never_starts_one() {
     let (_scratch, home, sub) = setup("compl-tools");
     // Never run: nothing is known, and completing does not start it to find out.
     assert!(values(&home, &sub, &["zot", "ext", "call", "guard", ""]).is_empty());
@@ -149,6 +152,11 @@ fn tools_complete_once_zot_has_seen_them_and_completion_never_starts_an_extensio
     assert_eq!(got, ["fetch", "forecast"]);
     let got = complete(&home, &sub, &["zot", "ext", "call", "guard", "fo"]);
     assert_eq!(got, ["forecast"]);
+    // And its commands after `invoke`, with the `/` when it is typed.
+    let got = values(&home, &sub, &["zot", "ext", "invoke", "guard", "n"]);
+    assert_eq!(got, ["nag", "note"]);
+    let got = values(&home, &sub, &["zot", "ext", "invoke", "guard", "/no"]);
+    assert_eq!(got, ["/note"]);
     // Flags before the extension are skipped, with their values.
     let got = complete(
         &home,

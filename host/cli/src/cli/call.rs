@@ -55,6 +55,7 @@ pub(crate) struct InvokeArgs {
     #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     target: String,
     /// The command, with or without its leading `/`.
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::commands))]
     command: String,
     /// Its arguments, joined by spaces (after `--` when one starts with `-`).
     args: Vec<String>,

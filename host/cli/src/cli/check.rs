@@ -182,8 +182,12 @@ fn prepare_and_check(
     let config = prepared.config(home.clone(), compiler, wait);
     let mut report = runtime.block_on(check(config));
     if let Some(found) = &report.found {
-        let tools: Vec<String> = found.tools.iter().map(|t| t.name.clone()).collect();
-        super::complete::remember(&home, &found.dir, &tools);
+        let names = |list: &[Registered]| list.iter().map(|r| r.name.clone()).collect();
+        let registered = super::complete::Registered {
+            tools: names(&found.tools),
+            commands: names(&found.commands),
+        };
+        super::complete::remember(&home, &found.dir, registered);
     }
     drop(prepared);
     if let Some(found) = &mut report.found {

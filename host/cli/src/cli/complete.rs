@@ -4,8 +4,9 @@
 //! engine over the definition `--help` shows), so the names of installed extensions, the
 //! tools of an extension, directories and `.wasm` files complete.
 //!
-//! Completing never starts an extension. Tool names come from what `check`, `call` and
-//! `invoke` saw an extension register (remembered under `$ZOT_HOME/completion`); every
+//! Completing never starts an extension. Tool and command names come from what `check`,
+//! `call` and `invoke` saw an extension register (remembered under
+//! `$ZOT_HOME/completion`); every
 //! name offered is a plain word (no shell or terminal syntax), every description one
 //! escaped line.
 
@@ -20,11 +21,12 @@ use zot_host::paths::{project_extensions_dir, ZotHome};
 /// The environment variable that makes a run of zot a completion request.
 pub(crate) const VAR: &str = "ZOT_COMPLETE";
 
-/// At most this many tools are remembered per extension, and offered.
-const MAX_TOOLS: usize = 512;
+/// At most this many tools, and as many commands, are remembered per extension, and
+/// offered.
+const MAX_NAMES: usize = 512;
 
-/// A remembered tool list larger than this is not read.
-const MAX_TOOLS_FILE: u64 = 64 * 1024;
+/// A remembered file larger than this is not read.
+const MAX_MEMORY_FILE: u64 = 128 * 1024;
 
 /// At most this many folders are looked at per extensions directory.
 const MAX_FOLDERS: usize = 1000;
@@ -151,20 +153,38 @@ pub(crate) fn extension_paths() -> PathCompleter {
 /// `check`, `call` or `invoke` last saw it register them; none if zot has not run it.
 pub(crate) fn tools(current: &OsStr) -> Vec<CompletionCandidate> {
     let current = current.to_string_lossy();
-    let Some(target) = target_word(&["ext", "call"]) else {
-        return Vec::new();
+    let tools = registered("call").tools;
+    let matching = tools.into_iter().filter(|t| t.starts_with(&*current));
+    matching.map(CompletionCandidate::new).collect()
+}
+
+/// The slash commands of the extension named before the cursor (`zot ext invoke TARGET
+/// <TAB>`), as [`tools`] finds its tools; with a leading `/` when the word has one.
+pub(crate) fn commands(current: &OsStr) -> Vec<CompletionCandidate> {
+    let current = current.to_string_lossy();
+    let (slash, name) = match current.strip_prefix('/') {
+        Some(name) => ("/", name),
+        None => ("", &*current),
+    };
+    let commands = registered("invoke").commands;
+    let matching = commands.into_iter().filter(|c| c.starts_with(name));
+    matching
+        .map(|c| CompletionCandidate::new(format!("{slash}{c}")))
+        .collect()
+}
+
+/// What the extension named after `zot ext <verb>` registered when zot last ran it.
+fn registered(verb: &str) -> Registered {
+    let Some(target) = target_word(&["ext", verb]) else {
+        return Registered::default();
     };
     let Ok(home) = ZotHome::from_env() else {
-        return Vec::new();
+        return Registered::default();
     };
-    let Some(dir) = target_dir(&home, &target) else {
-        return Vec::new();
-    };
-    remembered(&home, &dir)
-        .into_iter()
-        .filter(|t| t.starts_with(&*current))
-        .map(CompletionCandidate::new)
-        .collect()
+    match target_dir(&home, &target) {
+        Some(dir) => remembered(&home, &dir),
+        None => Registered::default(),
+    }
 }
 
 /// The first positional word after the subcommand path `path` in the words being
@@ -227,7 +247,7 @@ fn target_dir(home: &ZotHome, target: &str) -> Option<PathBuf> {
         .map(|(dir, _)| dir)
 }
 
-/// Where the tools of the extension in `dir` are remembered: `$ZOT_HOME/completion/<its
+/// Where the names the extension in `dir` registered are remembered: `$ZOT_HOME/completion/<its
 /// identity's key>.json`; none for a folder inside `$ZOT_HOME` that is not an install (a
 /// bare component's staging folder, gone after its run).
 fn memory_file(home: &ZotHome, dir: &Path) -> Option<PathBuf> {
@@ -244,44 +264,56 @@ fn memory_file(home: &ZotHome, dir: &Path) -> Option<PathBuf> {
     Some(file)
 }
 
-/// Remembers the tools the extension in `dir` registered, for completion (best effort:
-/// a failure to write only loses completion). An empty list (a failed start) changes
+/// The names an extension registered, as remembered for completion.
+#[derive(serde::Serialize, serde::Deserialize, Default, PartialEq, Debug)]
+pub(crate) struct Registered {
+    #[serde(default)]
+    pub(crate) tools: Vec<String>,
+    #[serde(default)]
+    pub(crate) commands: Vec<String>,
+}
+
+impl Registered {
+    /// Plain names only (see [`plain`]), at most [`MAX_NAMES`] of each.
+    fn cleaned(self) -> Registered {
+        let clean = |names: Vec<String>| names.into_iter().filter(|n| plain(n)).take(MAX_NAMES);
+        Registered {
+            tools: clean(self.tools).collect(),
+            commands: clean(self.commands).collect(),
+        }
+    }
+}
+
+/// Remembers what the extension in `dir` registered, for completion (best effort: a
+/// failure to write only loses completion). Nothing registered (a failed start) changes
 /// nothing.
-pub(crate) fn remember(home: &ZotHome, dir: &Path, tools: &[String]) {
-    let Some(file) = memory_file(home, dir).filter(|_| !tools.is_empty()) else {
+pub(crate) fn remember(home: &ZotHome, dir: &Path, names: Registered) {
+    let names = names.cleaned();
+    let nothing = names.tools.is_empty() && names.commands.is_empty();
+    let Some(file) = memory_file(home, dir).filter(|_| !nothing) else {
         return;
     };
-    let tools: Vec<&String> = tools.iter().filter(|t| plain(t)).take(MAX_TOOLS).collect();
-    if remembered(home, dir).iter().eq(tools.iter().copied()) {
+    if remembered(home, dir) == names {
         return;
     }
-    if let Ok(bytes) = serde_json::to_vec(&serde_json::json!({ "tools": tools })) {
+    if let Ok(bytes) = serde_json::to_vec(&names) {
         let _ = zot_host::paths::write_atomic(&file, &bytes);
     }
 }
 
-/// The tools remembered for the extension in `dir`: plain names only, at most
-/// [`MAX_TOOLS`], from a file of at most [`MAX_TOOLS_FILE`] bytes.
-fn remembered(home: &ZotHome, dir: &Path) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct Memory {
-        tools: Vec<String>,
-    }
+/// What is remembered for the extension in `dir`: plain names only, at most
+/// [`MAX_NAMES`] of each, from a file of at most [`MAX_MEMORY_FILE`] bytes.
+fn remembered(home: &ZotHome, dir: &Path) -> Registered {
     let Some(file) = memory_file(home, dir) else {
-        return Vec::new();
+        return Registered::default();
     };
-    let small = std::fs::metadata(&file).is_ok_and(|m| m.is_file() && m.len() <= MAX_TOOLS_FILE);
-    let memory = small
+    let small = std::fs::metadata(&file).is_ok_and(|m| m.is_file() && m.len() <= MAX_MEMORY_FILE);
+    small
         .then(|| std::fs::read(&file).ok())
         .flatten()
-        .and_then(|bytes| serde_json::from_slice::<Memory>(&bytes).ok());
-    memory
-        .map(|m| m.tools)
+        .and_then(|bytes| serde_json::from_slice::<Registered>(&bytes).ok())
         .unwrap_or_default()
-        .into_iter()
-        .filter(|t| plain(t))
-        .take(MAX_TOOLS)
-        .collect()
+        .cleaned()
 }
 
 #[cfg(test)]

@@ -223,7 +223,11 @@ pub(crate) async fn start_one(config: HostConfig) -> Result<Running, String> {
     };
     match why {
         None => {
-            super::complete::remember(&home, &info.dir, &info.tools);
+            let registered = super::complete::Registered {
+                tools: info.tools.clone(),
+                commands: info.commands.clone(),
+            };
+            super::complete::remember(&home, &info.dir, registered);
             Ok(Running {
                 host,
                 info,
