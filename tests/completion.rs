@@ -190,7 +190,7 @@ fn a_remembered_tool_that_is_not_a_plain_word_is_not_offered() {
     )
     .unwrap();
     let got = values(&home, &sub, &["zot", "ext", "call", "guard", ""]);
-    assert_eq!(got, ["ok", "fine.too"]);
+    assert_eq!(got, ["fine.too", "ok"]);
     // A manifest's description reaches the terminal escaped, on one line.
     let desc = home.join("extensions/glow/extension.json");
     let mut m: serde_json::Value =

@@ -1,14 +1,13 @@
 //! Shell completion. `zot completions SHELL` prints clap_complete's standalone script
 //! (commands, flags, paths); with `--dynamic`, a script that asks zot itself for the
 //! candidates at each TAB (`ZOT_COMPLETE=SHELL zot -- <words>`: clap_complete's dynamic
-//! engine over the definition `--help` shows), so the names of installed extensions, the
-//! tools of an extension, directories and `.wasm` files complete.
+//! engine over the definition `--help` shows), so the names of installed extensions, an
+//! extension's tools and commands, directories and `.wasm` files complete.
 //!
 //! Completing never starts an extension. Tool and command names come from what `check`,
 //! `call` and `invoke` saw an extension register (remembered under
-//! `$ZOT_HOME/completion`); every
-//! name offered is a plain word (no shell or terminal syntax), every description one
-//! escaped line.
+//! `$ZOT_HOME/completion`); every name offered is a plain word (no shell or terminal
+//! syntax), every description one escaped line.
 
 use clap::{CommandFactory, ValueEnum};
 use clap_complete::engine::{CompletionCandidate, PathCompleter, ValueCompleter};
@@ -93,7 +92,8 @@ fn help(text: &str) -> Option<clap::builder::StyledStr> {
 }
 
 /// The names of the installed extensions seen from the current directory, the project's
-/// (trusted or not: only read, never run) and the global ones, that start with `current`.
+/// (trusted or not: only read, never run) and the global ones, that start with `current`,
+/// in order of name.
 pub(crate) fn names(current: &OsStr) -> Vec<CompletionCandidate> {
     let current = current.to_string_lossy();
     let (Ok(home), Ok(cwd)) = (ZotHome::from_env(), std::env::current_dir()) else {
@@ -103,8 +103,8 @@ pub(crate) fn names(current: &OsStr) -> Vec<CompletionCandidate> {
         (project_extensions_dir(&cwd), "project"),
         (home.extensions_dir(), "global"),
     ];
-    let mut seen = std::collections::BTreeSet::new();
-    let mut out = Vec::new();
+    // By name; the first seen (the project's) describes it.
+    let mut found = std::collections::BTreeMap::new();
     for (root, scope) in roots {
         let Ok(entries) = std::fs::read_dir(&root) else {
             continue;
@@ -124,12 +124,13 @@ pub(crate) fn names(current: &OsStr) -> Vec<CompletionCandidate> {
             if validate_name(&name).is_err() || !plain(&name) || !name.starts_with(&*current) {
                 continue;
             }
-            if seen.insert(name.clone()) {
-                out.push(CompletionCandidate::new(name).help(help(&about)));
-            }
+            found.entry(name).or_insert(about);
         }
     }
-    out
+    found
+        .into_iter()
+        .map(|(name, about)| CompletionCandidate::new(name).help(help(&about)))
+        .collect()
 }
 
 /// What `check`, `call` and `invoke` load: an installed extension's name, a directory,
@@ -274,12 +275,19 @@ pub(crate) struct Registered {
 }
 
 impl Registered {
-    /// Plain names only (see [`plain`]), at most [`MAX_NAMES`] of each.
+    /// Plain names only (see [`plain`]), at most [`MAX_NAMES`] of each, in order.
     fn cleaned(self) -> Registered {
-        let clean = |names: Vec<String>| names.into_iter().filter(|n| plain(n)).take(MAX_NAMES);
+        let clean = |names: Vec<String>| {
+            let set: std::collections::BTreeSet<String> = names
+                .into_iter()
+                .filter(|n| plain(n))
+                .take(MAX_NAMES)
+                .collect();
+            set.into_iter().collect()
+        };
         Registered {
-            tools: clean(self.tools).collect(),
-            commands: clean(self.commands).collect(),
+            tools: clean(self.tools),
+            commands: clean(self.commands),
         }
     }
 }
