@@ -268,9 +268,9 @@ Examples:
     pub(super) const COMPLETIONS: &str = "\
 Examples:
   zot completions bash --dynamic > ~/.local/share/bash-completion/completions/zot
-  zot completions zsh --dynamic > ~/.zfunc/_zot
   zot completions fish --dynamic > ~/.config/fish/completions/zot.fish
-  zot completions bash > /etc/bash_completion.d/zot";
+  zot completions zsh --dynamic >> ~/.zshrc
+  zot completions zsh > ~/.zfunc/_zot";
     pub(super) const MAN: &str = "\
 Examples:
   zot man --dir ~/.local/share/man/man1
