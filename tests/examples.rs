@@ -381,7 +381,7 @@ fn weather_without_a_grant_reaches_nothing() {
     // which is asked for but not granted either.
     let said = first_text(&data);
     assert!(
-        said.starts_with("weather: https://wttr.in/Berlin?format=j1: ") && said.contains("Denied"),
+        said.starts_with("weather: https://wttr.in/Berlin?format=j1: HTTP request denied: "),
         "{said}"
     );
     assert_eq!(server.hits(), 0);

@@ -20,6 +20,8 @@ use native::send;
 mod wasi;
 #[cfg(target_os = "wasi")]
 use wasi::send;
+#[cfg(any(target_os = "wasi", test))]
+mod words;
 
 use std::fmt;
 

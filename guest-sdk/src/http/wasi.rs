@@ -1,9 +1,12 @@
 //! HTTP in the sandbox: `wasi:http/outgoing-handler`, which the host checks against the
 //! granted allow-list before anything leaves.
 
+use super::words;
 use super::{Request, Response, MAX_BODY};
 use wasi::http::outgoing_handler;
-use wasi::http::types::{Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, Scheme};
+use wasi::http::types::{
+    http_error_code, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, Scheme,
+};
 use wasi::io::streams::StreamError;
 
 /// `blocking-write-and-flush` takes at most this much at a time.
@@ -25,7 +28,7 @@ pub(super) fn send(request: &Request) -> Result<Response, String> {
         .iter()
         .map(|(n, v)| (n.to_ascii_lowercase(), v.as_bytes().to_vec()))
         .collect();
-    let fields = Fields::from_list(&headers).map_err(|e| format!("bad header: {e:?}"))?;
+    let fields = Fields::from_list(&headers).map_err(|e| words::header_error(&e))?;
     let outgoing = OutgoingRequest::new(fields);
     outgoing
         .set_method(&method(&request.method))
@@ -41,16 +44,25 @@ pub(super) fn send(request: &Request) -> Result<Response, String> {
         .map_err(|()| "bad path")?;
 
     let body = outgoing.body().map_err(|()| "no request body")?;
-    let future = outgoing_handler::handle(outgoing, None).map_err(|e| format!("{e:?}"))?;
+    let said = |code| words::error_code(&code, authority);
+    // A stream that failed: the host's error code if it gave one.
+    let failed = |what: &str, e: StreamError| match e {
+        StreamError::LastOperationFailed(e) => match http_error_code(&e) {
+            Some(code) => said(code),
+            None => format!("{what} failed"),
+        },
+        StreamError::Closed => format!("{what} failed: the stream was closed"),
+    };
+    let future = outgoing_handler::handle(outgoing, None).map_err(said)?;
     {
         let stream = body.write().map_err(|()| "no request body stream")?;
         for chunk in request.body.chunks(WRITE_CHUNK) {
             stream
                 .blocking_write_and_flush(chunk)
-                .map_err(|e| format!("sending the body: {e:?}"))?;
+                .map_err(|e| failed("sending the body", e))?;
         }
     }
-    OutgoingBody::finish(body, None).map_err(|e| format!("{e:?}"))?;
+    OutgoingBody::finish(body, None).map_err(said)?;
 
     let response = loop {
         match future.get() {
@@ -60,7 +72,7 @@ pub(super) fn send(request: &Request) -> Result<Response, String> {
     };
     let response = response
         .map_err(|()| "the response was taken twice".to_string())?
-        .map_err(|e| format!("{e:?}"))?;
+        .map_err(said)?;
     let status = response.status();
     let headers = response
         .headers()
@@ -76,7 +88,7 @@ pub(super) fn send(request: &Request) -> Result<Response, String> {
             match stream.blocking_read(64 * 1024) {
                 Ok(chunk) => bytes.extend_from_slice(&chunk),
                 Err(StreamError::Closed) => break,
-                Err(StreamError::LastOperationFailed(e)) => return Err(e.to_debug_string()),
+                Err(e) => return Err(failed("reading the response", e)),
             }
             if bytes.len() > MAX_BODY {
                 return Err(format!("the response body is over {MAX_BODY} bytes"));

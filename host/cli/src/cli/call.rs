@@ -29,8 +29,10 @@ const NOT_CALLED: u8 = 2;
 pub(crate) struct CallArgs {
     /// The extension's directory, its extension.json, a component (a .wasm file), or the
     /// name of an installed extension (the copy that loads here: project first).
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     target: String,
     /// The tool to call (without it, the extension's tools are listed).
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::tools))]
     tool: Option<String>,
     /// Its arguments: a JSON object, checked against the tool's schema before it is sent.
     #[arg(value_name = "JSON", default_value = "{}")]
@@ -42,7 +44,7 @@ pub(crate) struct CallArgs {
     #[arg(long)]
     json: bool,
     /// Write each image the tool returns to DIR as `<n>.<ext>` (1.png, 2.jpg, …).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     save: Option<PathBuf>,
     /// How long the tool may take (default: the manifest's `limits.tool_timeout_ms`, else
     /// 60000).
@@ -61,8 +63,10 @@ pub(crate) struct CallArgs {
 pub(crate) struct InvokeArgs {
     /// The extension's directory, its extension.json, a component (a .wasm file), or the
     /// name of an installed extension (the copy that loads here: project first).
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     target: String,
     /// The command, with or without its leading `/`.
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::commands))]
     command: String,
     /// Its arguments, joined by spaces (after `--` when one starts with `-`).
     args: Vec<String>,

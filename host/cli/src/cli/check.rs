@@ -98,6 +98,7 @@ struct CompileStep {
 pub(crate) struct CheckArgs {
     /// The extension's directory, its extension.json, a component (a .wasm file), or the
     /// name of an installed extension (the copy that loads here: project first).
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     path: String,
     #[command(flatten)]
     scope: ScopeArgs,
@@ -176,8 +177,16 @@ fn prepare_and_check(
             .and_then(|record| record.rename),
         Target::Wasm(_) => None,
     };
-    let config = prepared.config(home, compiler, wait);
+    let config = prepared.config(home.clone(), compiler, wait);
     let mut report = runtime.block_on(check(config, renamed));
+    if let Some(found) = &report.found {
+        let names = |list: &[Registered]| list.iter().map(|r| r.name.clone()).collect();
+        let registered = super::complete::Registered {
+            tools: names(&found.tools),
+            commands: names(&found.commands),
+        };
+        super::complete::remember(&home, &found.dir, registered);
+    }
     drop(prepared);
     if let Some(found) = &mut report.found {
         if let Target::Wasm(file) = target {

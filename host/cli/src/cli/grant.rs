@@ -14,6 +14,7 @@ use zot_host::sandbox::{asked_words, granted_words, grants};
 #[derive(clap::Args)]
 pub(crate) struct GrantArgs {
     /// An installed extension's name, or an extension directory.
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     target: String,
     /// Grant everything its manifest asks for.
     #[arg(long)]
@@ -35,6 +36,7 @@ pub(crate) fn grant(args: GrantArgs) -> ExitCode {
 #[derive(clap::Args)]
 pub(crate) struct RevokeArgs {
     /// An installed extension's name, or an extension directory.
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     target: String,
     #[command(flatten)]
     scope: ScopeArgs,

@@ -21,6 +21,7 @@ use zot_host::trust::{self, ProjectExtension};
 pub(crate) struct InstallArgs {
     /// A directory holding extension.json, a git URL (https://, git@, ssh://, file://,
     /// *.git), or a WebAssembly component (a .wasm file).
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::extension_paths()))]
     source: String,
     /// The branch, tag or commit to install (git sources).
     #[arg(long = "ref", value_name = "REF")]
@@ -46,6 +47,7 @@ pub(crate) struct InstallArgs {
 pub(crate) struct UpdateArgs {
     /// The extension to update (as it would load from here: project first, then global).
     #[arg(required_unless_present = "all", conflicts_with = "all")]
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::names))]
     name: Option<String>,
     /// Update every extension that loads from here and has an install record.
     #[arg(long)]

@@ -22,11 +22,13 @@ macro_rules! esay {
 
 mod call;
 mod check;
+mod complete;
 mod ext;
 mod grant;
 mod install;
 mod load;
 mod log_tail;
+mod man;
 mod new;
 mod outbox;
 mod resolve;
@@ -57,16 +59,22 @@ enum Command {
     /// Run the host as a JSON-lines sidecar on stdin/stdout (see docs/sidecar.md).
     #[command(after_help = examples::HOST)]
     Host(sidecar::HostArgs),
-    /// Print a shell completion script for zot to stdout.
+    /// Print a shell completion script for zot to stdout: commands, flags and paths;
+    /// with --dynamic also installed extension names and tool names.
     #[command(after_help = examples::COMPLETIONS)]
     Completions {
         /// The shell to complete in.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+        /// Print a script that asks zot for the candidates at each TAB, so installed
+        /// extension names and their tools complete too.
+        #[arg(long)]
+        dynamic: bool,
     },
-    /// Print zot's man page (roff) to stdout.
+    /// Print zot's man page (roff) to stdout, or a command's (`zot man ext install`);
+    /// `--dir DIR` writes them all.
     #[command(after_help = examples::MAN)]
-    Man,
+    Man(man::ManArgs),
 }
 
 #[derive(Subcommand)]
@@ -89,6 +97,7 @@ pub(crate) enum ExtCommand {
     /// Show an extension's manifest, where it was installed from, its hash and its grant.
     #[command(after_help = examples::INFO)]
     Info {
+        #[arg(add = clap_complete::ArgValueCompleter::new(complete::names))]
         name: String,
         /// Print JSON.
         #[arg(long)]
@@ -99,6 +108,7 @@ pub(crate) enum ExtCommand {
     /// Report files of an install that changed since it was installed (exit 1 if any).
     #[command(after_help = examples::VERIFY)]
     Verify {
+        #[arg(add = clap_complete::ArgValueCompleter::new(complete::names))]
         name: String,
         /// Print JSON.
         #[arg(long)]
@@ -111,6 +121,7 @@ pub(crate) enum ExtCommand {
     #[command(visible_alias = "rm")]
     #[command(after_help = examples::REMOVE)]
     Remove {
+        #[arg(add = clap_complete::ArgValueCompleter::new(complete::names))]
         name: String,
         /// Do not ask for confirmation (the data is kept unless --purge).
         #[arg(long, short)]
@@ -127,6 +138,7 @@ pub(crate) enum ExtCommand {
     /// Set `enabled: true` in an extension's manifest.
     #[command(after_help = examples::ENABLE)]
     Enable {
+        #[arg(add = clap_complete::ArgValueCompleter::new(complete::names))]
         name: String,
         #[command(flatten)]
         scope: resolve::ScopeArgs,
@@ -134,6 +146,7 @@ pub(crate) enum ExtCommand {
     /// Set `enabled: false` in an extension's manifest.
     #[command(after_help = examples::DISABLE)]
     Disable {
+        #[arg(add = clap_complete::ArgValueCompleter::new(complete::names))]
         name: String,
         #[command(flatten)]
         scope: resolve::ScopeArgs,
@@ -141,6 +154,7 @@ pub(crate) enum ExtCommand {
     /// Print an extension's log.
     #[command(after_help = examples::LOGS)]
     Logs {
+        #[arg(add = clap_complete::ArgValueCompleter::new(complete::names))]
         name: String,
         /// Keep printing as the log grows.
         #[arg(long, short)]
@@ -197,6 +211,8 @@ pub fn main() -> ExitCode {
     {
         return zot_host::compile::child_main(&args[2..]);
     }
+    // `ZOT_COMPLETE=bash zot -- zot ext info g`: the candidates for a shell's TAB.
+    complete::answer_if_asked();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -216,25 +232,19 @@ pub fn main() -> ExitCode {
         Command::Ext(ExtCommand::Dev(args)) => shell::dev(args),
         Command::Ext(cmd) => ext::run(cmd),
         Command::Host(args) => sidecar::run(args),
-        Command::Completions { shell } => {
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "zot", &mut script);
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
-            ExitCode::SUCCESS
-        }
-        Command::Man => man(),
+        Command::Completions { shell, dynamic } => match complete::script(shell, dynamic) {
+            Ok(script) => {
+                // A closed stdout (`| head`) is not an error.
+                let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                esay!("zot: completions: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Man(args) => man::run(args, Cli::command()),
     }
-}
-
-/// Writes the man page; a closed stdout (`| head`) is not an error.
-fn man() -> ExitCode {
-    let mut page = Vec::new();
-    if let Err(e) = clap_mangen::Man::new(Cli::command()).render(&mut page) {
-        esay!("zot: man: {e}");
-        return ExitCode::FAILURE;
-    }
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), &page);
-    ExitCode::SUCCESS
 }
 
 /// What the library logs reaches the terminal in the CLI's own form, `zot: warning: …`
@@ -293,13 +303,15 @@ Examples:
   zot host --cwd ~/src/app --trust-project --builtin-tools read,write,edit,bash";
     pub(super) const COMPLETIONS: &str = "\
 Examples:
-  zot completions bash > ~/.local/share/bash-completion/completions/zot
-  zot completions zsh > ~/.zfunc/_zot
-  zot completions fish > ~/.config/fish/completions/zot.fish";
+  zot completions bash --dynamic > ~/.local/share/bash-completion/completions/zot
+  zot completions fish --dynamic > ~/.config/fish/completions/zot.fish
+  zot completions zsh --dynamic >> ~/.zshrc
+  zot completions zsh > ~/.zfunc/_zot";
     pub(super) const MAN: &str = "\
 Examples:
-  zot man > ~/.local/share/man/man1/zot.1
-  zot man | man -l -";
+  zot man --dir ~/.local/share/man/man1
+  zot man ext install | man -l -
+  zot man > ~/.local/share/man/man1/zot.1";
     pub(super) const NEW: &str = "\
 Examples:
   zot ext new notes --lang python

@@ -41,11 +41,11 @@ pub(crate) struct NewArgs {
     #[arg(long)]
     wasm: bool,
     /// The folder to create the extension's folder <name> in.
-    #[arg(long, value_name = "PARENT", default_value = ".")]
+    #[arg(long, value_name = "PARENT", default_value = ".", value_hint = clap::ValueHint::DirPath)]
     dir: PathBuf,
     /// Rust only: the zot-ext SDK's folder (guest-sdk/ of the zot sources); default: the
     /// one this zot was built from.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::DirPath)]
     sdk: Option<PathBuf>,
 }
 

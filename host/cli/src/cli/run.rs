@@ -18,6 +18,7 @@ use zot_protocol::DEFAULT_MAX_FRAME;
 #[derive(clap::Args)]
 pub(crate) struct RunArgs {
     /// A component (`.wasm`), or an extension directory whose manifest names one.
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::extension_paths()))]
     path: PathBuf,
     /// The longest line accepted, in either direction, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_FRAME)]
@@ -28,7 +29,7 @@ pub(crate) struct RunArgs {
     tool_timeout_ms: Option<u64>,
     /// The project directory a `cwd: "read"` grant exposes (default: the current
     /// directory). The component is told this path in `hello_ack.cwd`.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     cwd: Option<PathBuf>,
     #[command(flatten)]
     grants: super::load::GrantArgs,

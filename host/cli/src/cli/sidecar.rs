@@ -19,14 +19,15 @@ const REQUESTS_IN_FLIGHT: usize = 256;
 #[derive(clap::Args)]
 pub(crate) struct HostArgs {
     /// The project directory: its .zot/extensions is searched, and extensions are told it.
-    #[arg(long)]
+    #[arg(long, value_hint = clap::ValueHint::DirPath)]
     cwd: Option<PathBuf>,
     /// The state root (extensions, logs, data). Default: $ZOT_HOME or the platform default.
-    #[arg(long)]
+    #[arg(long, value_hint = clap::ValueHint::DirPath)]
     zot_home: Option<PathBuf>,
     /// An extension directory (or its extension.json, or a component file) to load
     /// before all others; naming it trusts it.
     #[arg(long = "ext", value_name = "PATH")]
+    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::extension_paths()))]
     ext: Vec<PathBuf>,
     /// Start the project's own extensions (./.zot/extensions) without `zot ext trust`:
     /// for an agent that asks the user itself. What the published host does.

@@ -199,6 +199,7 @@ pub(crate) struct Running {
 /// ready; if it is not, it is stopped and the reason returned (naming its log).
 pub(crate) async fn start_one(config: HostConfig) -> Result<Running, String> {
     let wait = humantime::format_duration(config.timeouts.ready).to_string();
+    let home = config.home.clone();
     let (host, notes) = Host::new(config);
     let report = host.load().await;
     let Some(info) = host.extensions().into_iter().next() else {
@@ -221,11 +222,18 @@ pub(crate) async fn start_one(config: HostConfig) -> Result<Running, String> {
         ),
     };
     match why {
-        None => Ok(Running {
-            host,
-            info,
-            _notes: notes,
-        }),
+        None => {
+            let registered = super::complete::Registered {
+                tools: info.tools.clone(),
+                commands: info.commands.clone(),
+            };
+            super::complete::remember(&home, &info.dir, registered);
+            Ok(Running {
+                host,
+                info,
+                _notes: notes,
+            })
+        }
         Some(why) => {
             host.shutdown().await;
             Err(format!("{why} (its log: {})", info.log.display()))

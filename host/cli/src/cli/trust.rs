@@ -15,6 +15,7 @@ use zot_host::trust::{self, ProjectExtension, Untrusted};
 #[derive(clap::Args)]
 pub(crate) struct TrustArgs {
     /// The project directory (default: the current directory).
+    #[arg(value_hint = clap::ValueHint::DirPath)]
     dir: Option<PathBuf>,
     /// Do not ask: trust what is shown (for scripts).
     #[arg(long, short)]
@@ -24,6 +25,7 @@ pub(crate) struct TrustArgs {
 #[derive(clap::Args)]
 pub(crate) struct UntrustArgs {
     /// The project directory (default: the current directory).
+    #[arg(value_hint = clap::ValueHint::DirPath)]
     dir: Option<PathBuf>,
 }
 

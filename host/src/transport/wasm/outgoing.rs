@@ -11,7 +11,9 @@
 //!    handshake (adapted from `wasmtime_wasi_http::default_send_request`, which this host
 //!    does not compile in).
 //!
-//! A refusal is logged in the extension's log as `denied HTTP to <host>: <why>`.
+//! A refusal is logged in the extension's log as `denied HTTP to <host>: <why>`; a
+//! connection, TLS or HTTP failure as `HTTP failed: <why>`, in words (not wasmtime's
+//! default hooks, which warn with debug text on zot's own stderr).
 
 use crate::log::ExtLog;
 use crate::sandbox::network::{check, Target, CONNECT_TIMEOUT};
@@ -28,6 +30,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use wasmtime_wasi_http::io::TokioIo;
+use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// First-byte and between-bytes timeouts unless the guest's request options say otherwise.
@@ -121,6 +124,59 @@ impl WasiHttpHooks for HttpGate {
             });
             Ok((response, io))
         })
+    }
+
+    fn p2_error_from_connect(&mut self, err: &std::io::Error) -> ErrorCode {
+        self.log
+            .warn(&format!("HTTP failed: cannot connect: {err}"));
+        connect_error_code(err)
+    }
+
+    fn p2_error_from_tls(&mut self, err: &std::io::Error) -> ErrorCode {
+        self.log.warn(&format!("HTTP failed: TLS: {err}"));
+        tls_error_code(err)
+    }
+
+    fn p2_error_from_hyper(&mut self, err: &hyper::Error) -> ErrorCode {
+        self.log.warn(&format!("HTTP failed: {err}"));
+        if err.is_timeout() {
+            ErrorCode::HttpResponseTimeout
+        } else if err.is_incomplete_message() {
+            ErrorCode::HttpResponseIncomplete
+        } else {
+            ErrorCode::HttpProtocolError
+        }
+    }
+}
+
+/// The guest's error code for a failed connect.
+fn connect_error_code(err: &std::io::Error) -> ErrorCode {
+    use std::io::ErrorKind::*;
+    match err.kind() {
+        TimedOut => ErrorCode::ConnectionTimeout,
+        HostUnreachable | NetworkUnreachable => ErrorCode::DestinationUnavailable,
+        ConnectionReset | ConnectionAborted => ErrorCode::ConnectionTerminated,
+        // Refused, and anything else that kept the connection from being made.
+        _ => ErrorCode::ConnectionRefused,
+    }
+}
+
+/// The guest's error code for a failed TLS handshake: a certificate that does not verify,
+/// or any other TLS failure.
+fn tls_error_code(err: &std::io::Error) -> ErrorCode {
+    let certificate = err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+        .is_some_and(|e| {
+            matches!(
+                e,
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+            )
+        });
+    if certificate {
+        ErrorCode::TlsCertificateError
+    } else {
+        ErrorCode::TlsProtocolError
     }
 }
 
@@ -355,5 +411,40 @@ mod tests {
             send(req, None, target).await.err().unwrap()
         });
         assert!(matches!(err, Error::Tls(_)), "{err:?}");
+        let Error::Tls(io) = err else { unreachable!() };
+        assert!(matches!(tls_error_code(&io), ErrorCode::TlsProtocolError));
+    }
+
+    #[test]
+    fn a_closed_port_is_connection_refused() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let err = run(async { connect(&[addr], CONNECT_TIMEOUT).await.err().unwrap() });
+        let Error::Connect(io) = err else {
+            panic!("{err:?}")
+        };
+        assert!(matches!(
+            connect_error_code(&io),
+            ErrorCode::ConnectionRefused
+        ));
+        let timed_out = std::io::Error::from(std::io::ErrorKind::TimedOut);
+        assert!(matches!(
+            connect_error_code(&timed_out),
+            ErrorCode::ConnectionTimeout
+        ));
+    }
+
+    #[test]
+    fn a_certificate_that_does_not_verify_is_a_certificate_error() {
+        let bad = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, bad);
+        assert!(matches!(
+            tls_error_code(&io),
+            ErrorCode::TlsCertificateError
+        ));
     }
 }

@@ -41,6 +41,7 @@ Examples:
 pub(crate) struct DevArgs {
     /// The extension's folder (with its extension.json; a Cargo.toml makes it a Rust
     /// crate, built before it starts and after each change).
+    #[arg(value_hint = clap::ValueHint::DirPath)]
     dir: PathBuf,
     /// Build the Rust crate as a component: `cargo build --release --target
     /// wasm32-wasip2`.

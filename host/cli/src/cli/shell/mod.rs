@@ -70,10 +70,10 @@ pub(crate) struct ShellArgs {
     grants: super::load::GrantArgs,
     /// Run the verbs of FILE (one a line, `#` comments) and print a plain transcript
     /// instead of reading from the terminal.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     script: Option<PathBuf>,
     /// Write the images of tool results into DIR (as <tool>-<n>.<ext>).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     save: Option<PathBuf>,
 }
 
