@@ -37,17 +37,6 @@ fn values(home: &Path, cwd: &Path, words: &[&str]) -> Vec<String> {
     got
 }
 
-/// `zot <args>` (not `zot ext`), with `ZOT_HOME=home`, in `cwd`.
-fn zot_top(home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zot"))
-        .args(args)
-        .env("ZOT_HOME", home)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .expect("zot runs")
-}
-
 /// A home with the global extensions `guard` and `glow` (Python test extensions) and a
 /// project, not trusted, holding `gpx`; returns the builder and a subfolder of the project.
 fn setup(tag: &str) -> (TempDir, std::path::PathBuf, std::path::PathBuf) {

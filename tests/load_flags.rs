@@ -17,30 +17,11 @@ use zot_test_guests::REACTOR;
 /// An environment variable only the tests set.
 const SECRET: &str = "ZOT_LOAD_FLAGS_SECRET";
 
-/// A scratch layout (`home`, `cwd`, `exts`) sharing the compile cache.
-struct Layout {
-    dir: TempDir,
-}
-
 impl Layout {
-    fn new(tag: &str) -> Layout {
-        let dir = TempDir::new(tag);
-        let _ = HostBuilder::in_dir(dir.path());
-        Layout { dir }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn cwd(&self) -> PathBuf {
-        self.dir.path().join("cwd")
-    }
-
     /// A Python extension named `name` in `exts/<name>`.
     fn py(&self, name: &str) -> PathBuf {
         write_manifest(
-            &self.dir.path().join("exts").join(name),
+            &self.root().join("exts").join(name),
             &py_manifest(name, &[]),
         )
     }
@@ -57,7 +38,7 @@ impl Layout {
     }
 
     fn guest(&self, name: &str) -> PathBuf {
-        self.guest_in(&self.dir.path().join("exts"), name)
+        self.guest_in(&self.root().join("exts"), name)
     }
 
     /// `zot <args>` with ZOT_HOME, NO_COLOR and `SECRET` set, in `cwd`, stdin `input`.
@@ -131,7 +112,7 @@ fn loaded(out: &Output) -> Vec<String> {
 #[test]
 fn only_no_global_and_no_project_choose_what_loads() {
     let l = Layout::new("load-only");
-    let mut b = HostBuilder::in_dir(l.dir.path());
+    let mut b = HostBuilder::in_dir(l.root());
     b.global("guard", &py_manifest("guard", &[]));
     b.project("proj", &py_manifest("proj", &[]));
     let mine = l.py("mine");
@@ -163,7 +144,7 @@ fn only_no_global_and_no_project_choose_what_loads() {
     assert_eq!(dev(&["--only"]), ["mine"]);
 
     // The sidecar: the same flags.
-    let mut b = HostBuilder::in_dir(l.dir.path());
+    let mut b = HostBuilder::in_dir(l.root());
     b.ext_path(Path::new(mine)).arg("--no-global");
     let host = b.start();
     let mut ready = host.ready();
@@ -280,7 +261,7 @@ fn a_run_grant_goes_to_the_named_component_only() {
         (vec![], None),
         (vec!["--allow-env", SECRET], Some("s3cret")),
     ] {
-        let mut b = HostBuilder::in_dir(l.dir.path());
+        let mut b = HostBuilder::in_dir(l.root());
         let mut args = vec!["ext", "run"];
         args.extend(flags);
         args.push(REACTOR);
@@ -392,10 +373,10 @@ fn memory_applies_and_a_classic_extension_is_warned() {
 #[test]
 fn a_broken_ext_says_which_copy_it_keeps_from_loading() {
     let l = Layout::new("load-shadow");
-    let mut b = HostBuilder::in_dir(l.dir.path());
+    let mut b = HostBuilder::in_dir(l.root());
     let global = b.global("g", &py_manifest("g", &[]));
     let broken = write_manifest(
-        &l.dir.path().join("exts/broken"),
+        &l.root().join("exts/broken"),
         &json!({"name": "g", "exec": "./missing.py"}),
     );
     let broken = broken.to_str().unwrap();
@@ -417,7 +398,7 @@ fn a_broken_ext_says_which_copy_it_keeps_from_loading() {
     assert!(transcript.contains(&expected), "{}", text(&out));
 
     // The sidecar carries it in host_ready.warnings, and says it on stderr its way.
-    let mut b = HostBuilder::in_dir(l.dir.path());
+    let mut b = HostBuilder::in_dir(l.root());
     b.ext_path(Path::new(broken));
     let host = b.start();
     let ready = host.ready_event();

@@ -51,40 +51,21 @@ fn inert(what: &str, bytes: &[u8]) {
     }
 }
 
-/// A scratch layout: `home` (ZOT_HOME) and `cwd`, a project.
-struct Layout {
-    dir: TempDir,
-}
-
 impl Layout {
-    fn new(tag: &str) -> Layout {
-        let dir = TempDir::new(tag);
-        let _ = HostBuilder::in_dir(dir.path());
-        Layout { dir }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn cwd(&self) -> PathBuf {
-        self.dir.path().join("cwd")
-    }
-
     fn zot(&self, args: &[&str]) -> Output {
         zot(&self.home(), &self.cwd(), args)
     }
 
     /// A folder `src/<name>` with `manifest`.
     fn source(&self, name: &str, manifest: &Value) -> PathBuf {
-        write_manifest(&self.dir.path().join("src").join(name), manifest)
+        write_manifest(&self.root().join("src").join(name), manifest)
     }
 }
 
 /// A Python extension whose hello, tool description, notification and tool result all
 /// carry `EVIL`.
 fn hostile_py(layout: &Layout) -> PathBuf {
-    let dir = layout.dir.path().join("src/hostile");
+    let dir = layout.root().join("src/hostile");
     let program = dir.join("ext.py");
     write_manifest(
         &dir,
@@ -208,7 +189,7 @@ fn call_check_and_the_shell_show_what_an_extension_sends_visibly() {
     assert_inert("check", &out);
     assert!(shown.contains(EVIL_SHOWN), "{shown}");
 
-    let script = layout.dir.path().join("script.txt");
+    let script = layout.root().join("script.txt");
     std::fs::write(&script, "tools\ncall t {}\nsleep 300\nlist\n").unwrap();
     let home = layout.home();
     let cwd = layout.cwd();

@@ -10,31 +10,11 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// A scratch layout: `home` (ZOT_HOME, sharing the compile cache), `cwd`, `exts`.
-struct Layout {
-    dir: TempDir,
-}
-
 impl Layout {
-    fn new(tag: &str) -> Layout {
-        let dir = TempDir::new(tag);
-        // HostBuilder::in_dir makes the folders and links the shared compile cache.
-        let _ = HostBuilder::in_dir(dir.path());
-        Layout { dir }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn cwd(&self) -> PathBuf {
-        self.dir.path().join("cwd")
-    }
-
     /// An explicit Python extension named `name`.
     fn py(&self, name: &str, args: &[&str]) -> PathBuf {
         write_manifest(
-            &self.dir.path().join("exts").join(name),
+            &self.root().join("exts").join(name),
             &py_manifest(name, args),
         )
     }
@@ -43,7 +23,7 @@ impl Layout {
     /// the project folder.
     fn guest(&self) -> PathBuf {
         let dir = write_manifest(
-            &self.dir.path().join("exts/guest"),
+            &self.root().join("exts/guest"),
             &serde_json::json!({"name": "guest", "version": "0.1.0", "wasm": "guest.wasm",
                                 "permissions": {"cwd": "read"}}),
         );
@@ -139,7 +119,7 @@ fn a_script_runs_every_verb_and_prints_a_transcript() {
     let py = l.py("py", &[]);
     let guard = l.py("guard", &["--mode", "guard"]);
     let guest = l.guest();
-    let save = l.dir.path().join("saved");
+    let save = l.root().join("saved");
     let script = r#"# every verb
 help
 list
@@ -172,7 +152,7 @@ teleport
 quit
 call echo {"never":"run"}
 "#;
-    let script_file = l.dir.path().join("verbs.zsh");
+    let script_file = l.root().join("verbs.zsh");
     std::fs::write(&script_file, script).unwrap();
     let out = wait_output(
         l.command(&[

@@ -15,30 +15,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-/// A scratch layout: `home` (ZOT_HOME), `cwd` (the project), `exts`.
-struct Layout {
-    dir: TempDir,
-}
-
 impl Layout {
-    fn new(tag: &str) -> Layout {
-        let dir = TempDir::new(tag);
-        let _ = HostBuilder::in_dir(dir.path());
-        Layout { dir }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn cwd(&self) -> PathBuf {
-        self.dir.path().join("cwd")
-    }
-
     /// The panel test extension (`picker`: command `pick`, tool `forecast`).
     fn picker(&self) -> PathBuf {
         write_manifest(
-            &self.dir.path().join("exts/picker"),
+            &self.root().join("exts/picker"),
             &serde_json::json!({"name": "picker", "version": "0.1.0",
                 "exec": workspace().join("tests/extensions/panel-py/ext.py").to_str().unwrap()}),
         )
@@ -47,7 +28,7 @@ impl Layout {
     /// An explicit Python extension (`py-ext`) named `name`.
     fn py(&self, name: &str) -> PathBuf {
         write_manifest(
-            &self.dir.path().join("exts").join(name),
+            &self.root().join("exts").join(name),
             &py_manifest(name, &[]),
         )
     }

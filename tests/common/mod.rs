@@ -33,8 +33,13 @@ pub const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The workspace root (host/cli/../..).
 /// `zot ext <args>` with `ZOT_HOME=home`, in `cwd`, stdin closed (not a terminal).
 pub fn zot(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    let with_ext: Vec<&str> = std::iter::once("ext").chain(args.iter().copied()).collect();
+    zot_top(home, cwd, &with_ext)
+}
+
+/// `zot <args>` (not `zot ext`), with `ZOT_HOME=home`, in `cwd`, stdin closed.
+pub fn zot_top(home: &Path, cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zot"))
-        .arg("ext")
         .args(args)
         .env("ZOT_HOME", home)
         .current_dir(cwd)
@@ -1146,4 +1151,37 @@ pub fn scaffold_build_env() -> Vec<(&'static str, String)> {
         ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16".into()),
         ("RUSTUP_TOOLCHAIN", pinned_toolchain()),
     ]
+}
+
+// ---------------------------------------------------------------------------------------
+// A scratch layout for tests that run the `zot` binary
+
+/// A scratch folder laid out as [`HostBuilder::in_dir`] makes it (`home`: ZOT_HOME, with
+/// the shared compile cache linked in; `cwd`: the project). A test file adds its own
+/// helpers in an `impl Layout` of its own.
+pub struct Layout {
+    dir: TempDir,
+}
+
+impl Layout {
+    pub fn new(tag: &str) -> Layout {
+        let dir = TempDir::new(tag);
+        let _ = HostBuilder::in_dir(dir.path());
+        Layout { dir }
+    }
+
+    /// The scratch folder itself.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `ZOT_HOME`.
+    pub fn home(&self) -> PathBuf {
+        self.root().join("home")
+    }
+
+    /// The current directory of the runs: a project.
+    pub fn cwd(&self) -> PathBuf {
+        self.root().join("cwd")
+    }
 }
