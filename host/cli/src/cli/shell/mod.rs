@@ -1288,3 +1288,58 @@ async fn trust_and_reload(ctx: &Ctx, words: Vec<String>, o: &mut Outcome) {
         o.panel = Some(None);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a script, what `grant`/`trust` say is in the transcript, each line indented
+    /// (an empty line too), as when they ran as a child process.
+    #[test]
+    fn a_flow_run_in_a_script_says_its_lines_indented_in_the_transcript() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut prompt = ShellPrompt::Transcript(tx);
+        prompt.say("guest asks for:");
+        prompt.list(&["read the project".to_string()]);
+        prompt.say("");
+        prompt.say("a\nb\x1b[2J");
+        assert!(!prompt.can_ask());
+        drop(prompt);
+        let mut lines = Vec::new();
+        while let Ok((_, line)) = rx.try_recv() {
+            lines.push(line);
+        }
+        assert_eq!(
+            lines,
+            [
+                "  guest asks for:",
+                "    - read the project",
+                "  ",
+                "  a",
+                "  b\\x1b[2J"
+            ]
+        );
+    }
+
+    /// The words of `grant` are parsed as `zot ext grant` parses them; a mistake fails
+    /// the verb and is said, `--help` is shown and fails nothing.
+    #[test]
+    fn the_words_of_grant_are_parsed_as_zot_ext_grant_parses_them() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut o = Outcome::new(tx);
+        let ok =
+            parse_words::<super::super::grant::GrantArgs>("grant", words(&["w", "--all"]), &mut o);
+        assert!(ok.is_some() && !o.failed);
+        let bad =
+            parse_words::<super::super::grant::GrantArgs>("grant", words(&["w", "--nope"]), &mut o);
+        assert!(bad.is_none() && o.failed);
+        let said: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok().map(|(_, l)| l)).collect();
+        assert!(said.iter().any(|l| l.contains("--nope")), "{said:?}");
+        assert!(said.iter().any(|l| l.contains("zot ext grant")), "{said:?}");
+        let mut o = Outcome::new(mpsc::unbounded_channel().0);
+        let help =
+            parse_words::<super::super::grant::GrantArgs>("grant", words(&["--help"]), &mut o);
+        assert!(help.is_none() && !o.failed);
+    }
+}
