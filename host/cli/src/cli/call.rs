@@ -6,14 +6,15 @@
 //! (`--no-validate` sends them as they are); when the extension exits or does not start,
 //! the last lines of its log follow the error.
 
+use super::error::{CliError, Context as _};
 use super::load::GrantArgs;
 use super::log_tail::{self, LogMark};
 use super::resolve::ScopeArgs;
 use super::shell::render::{base64_decode, image_ext, panel_box};
 use super::target::{setup, start_one, Parsed};
+use super::terminal::{self, TermProgress};
 use super::validate::{validate, Checked};
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -108,11 +109,10 @@ enum Answer {
 }
 
 /// `zot ext call`.
-pub(crate) fn call(args: CallArgs) -> ExitCode {
-    let tool_args = match parse_tool_args(&args.args) {
-        Ok(v) => v,
-        Err(e) => return fail(&format!("call {}: {e}", args.target)),
-    };
+pub(crate) fn call(args: CallArgs) -> Result<ExitCode, CliError> {
+    let tool_args = parse_tool_args(&args.args)
+        .context(format!("call {}", args.target))
+        .map_err(not_called)?;
     let ask = Ask::Tool {
         name: args.tool.clone().unwrap_or_default(),
         args: tool_args,
@@ -127,8 +127,10 @@ pub(crate) fn call(args: CallArgs) -> ExitCode {
         args.wait,
         None,
         ask,
-    ) {
-        Ok(Answer::Tool(ext, result)) => {
+    )
+    .map_err(not_called)?
+    {
+        Answer::Tool(ext, result) => {
             if args.json {
                 print_json(&super::sidecar::with_extension(
                     &result,
@@ -138,19 +140,18 @@ pub(crate) fn call(args: CallArgs) -> ExitCode {
             } else {
                 print_result(&result, args.save.as_deref());
             }
-            if result.is_error {
+            Ok(if result.is_error {
                 ExitCode::from(ANSWERED_ERROR)
             } else {
                 ExitCode::SUCCESS
-            }
+            })
         }
-        Ok(Answer::Command(..)) => unreachable!("a tool call is answered by a tool result"),
-        Err(e) => fail(&e),
+        Answer::Command(..) => unreachable!("a tool call is answered by a tool result"),
     }
 }
 
 /// `zot ext invoke`.
-pub(crate) fn invoke(args: InvokeArgs) -> ExitCode {
+pub(crate) fn invoke(args: InvokeArgs) -> Result<ExitCode, CliError> {
     let name = args.command.strip_prefix('/').unwrap_or(&args.command);
     let ask = Ask::Command {
         name: name.to_string(),
@@ -165,8 +166,10 @@ pub(crate) fn invoke(args: InvokeArgs) -> ExitCode {
         args.wait,
         Some(timeout),
         ask,
-    ) {
-        Ok(Answer::Command(ext, response)) => {
+    )
+    .map_err(not_called)?
+    {
+        Answer::Command(ext, response) => {
             if args.json {
                 print_json(&super::sidecar::with_extension(&*response, ext, &["id"]));
             } else {
@@ -175,7 +178,7 @@ pub(crate) fn invoke(args: InvokeArgs) -> ExitCode {
                     out(&text);
                 }
             }
-            match &response.error {
+            Ok(match &response.error {
                 Some(error) => {
                     if !args.json {
                         esay!("error: {error}");
@@ -183,17 +186,15 @@ pub(crate) fn invoke(args: InvokeArgs) -> ExitCode {
                     ExitCode::from(ANSWERED_ERROR)
                 }
                 None => ExitCode::SUCCESS,
-            }
+            })
         }
-        Ok(Answer::Tool(..)) => unreachable!("a command is answered by a command response"),
-        Err(e) => fail(&e),
+        Answer::Tool(..) => unreachable!("a command is answered by a command response"),
     }
 }
 
-/// `zot: <why>` on stderr, exit 2.
-fn fail(why: &str) -> ExitCode {
-    esay!("zot: {why}");
-    ExitCode::from(NOT_CALLED)
+/// The error of a request that could not be made: exit 2.
+fn not_called(e: CliError) -> CliError {
+    e.with_code(NOT_CALLED)
 }
 
 /// The tool's arguments: a JSON object.
@@ -226,24 +227,24 @@ fn one_shot(
     wait: Duration,
     command_timeout: Option<Duration>,
     ask: Ask,
-) -> Result<Answer, String> {
+) -> Result<Answer, CliError> {
     let progressive = if verb == "call" {
         "calling"
     } else {
         "invoking"
     };
-    let context = |why: String| format!("{verb} {target}: {why}");
+    let what = format!("{verb} {target}");
     let (home, parsed, compiler, runtime) = setup(verb, target, scope, progressive)?;
     let target = match parsed {
         Parsed::Run(target) => target,
-        Parsed::Untrusted(u) => return Err(context(u.message())),
+        Parsed::Untrusted(u) => return Err(u.message()).context(&what),
     };
-    let progress = super::install::TermProgress::new();
+    let progress = TermProgress::new();
     let prepared = target
         .prepare(&runtime, &home, &compiler, &progress)
-        .map_err(context)?;
+        .context(&what)?;
     let log = LogMark::of(&home, prepared.dir());
-    let mut config = prepared.config(home, compiler, wait);
+    let mut config = prepared.config(home, compiler, wait).context(&what)?;
     grants.apply(&mut config);
     if let Some(timeout) = command_timeout {
         config.timeouts.command = timeout;
@@ -262,13 +263,14 @@ fn one_shot(
     });
     drop(prepared);
     runtime.shutdown_timeout(Duration::from_millis(100));
-    answer.map_err(|(why, gone)| {
-        let mut why = context(why);
-        if let Some(tail) = log.filter(|_| gone).and_then(|l| l.tail()) {
-            why = format!("{why}\n{}", log_tail::shown(&tail));
-        }
-        why
-    })
+    answer
+        .map_err(|(mut why, gone)| {
+            if let Some(tail) = log.filter(|_| gone).and_then(|l| l.tail()) {
+                why = format!("{why}\n{}", log_tail::shown(&tail));
+            }
+            why
+        })
+        .context(what)
 }
 
 /// Makes the request, after checking the tool or command is there (else the error lists
@@ -365,7 +367,7 @@ fn write_line(text: &str) {
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    terminal::print_bytes(text.as_bytes());
 }
 
 /// JSON as serde writes it: its data exact, the control characters escaped by JSON.

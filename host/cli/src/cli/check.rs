@@ -1,10 +1,11 @@
 //! `zot ext check <path>`: load one extension alone, show what it registered and how long
 //! each step took, and fail on any protocol violation.
 
-use super::install::TermProgress;
+use super::error::{CliError, Context as _};
 use super::log_tail::{self, LogMark};
 use super::resolve::ScopeArgs;
 use super::target::{setup, Parsed, Target};
+use super::terminal::{self, TermProgress};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -111,16 +112,9 @@ pub(crate) struct CheckArgs {
     wait: Duration,
 }
 
-/// Runs the check; exit 0 only without violations.
-pub(crate) fn run(args: CheckArgs) -> ExitCode {
-    let ready = setup("check", &args.path, args.scope, "checking");
-    let (home, target, compiler, runtime) = match ready {
-        Ok(t) => t,
-        Err(e) => {
-            esay!("zot: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+/// Runs the check; exit 0 only without violations (1 with, said in the report).
+pub(crate) fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
+    let (home, target, compiler, runtime) = setup("check", &args.path, args.scope, "checking")?;
     let report = match target {
         Parsed::Run(target) => prepare_and_check(&runtime, home, compiler, &target, args.wait),
         Parsed::Untrusted(u) => CheckReport {
@@ -129,20 +123,21 @@ pub(crate) fn run(args: CheckArgs) -> ExitCode {
         },
     };
     let ok = report.violations.is_empty();
-    if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(text) => println!("{text}"),
-            Err(e) => esay!("zot: check {}: {e}", args.path),
-        }
+    let printed = if args.json {
+        serde_json::to_string_pretty(&report)
+            .map(|text| terminal::print_line(&text))
+            .context(format!("check {}", args.path))
     } else {
         print_text(&report);
-    }
+        Ok(())
+    };
     runtime.shutdown_timeout(Duration::from_millis(100));
-    if ok {
+    printed?;
+    Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    }
+    })
 }
 
 /// Compiles a component as its own step, stages a bare one, then checks the extension
@@ -177,7 +172,10 @@ fn prepare_and_check(
             .and_then(|record| record.rename),
         Target::Wasm(_) => None,
     };
-    let config = prepared.config(home.clone(), compiler, wait);
+    let config = match prepared.config(home.clone(), compiler, wait) {
+        Ok(config) => config,
+        Err(e) => return CheckReport::failed(e),
+    };
     let mut report = runtime.block_on(check(config, renamed));
     if let Some(found) = &report.found {
         let names = |list: &[Registered]| list.iter().map(|r| r.name.clone()).collect();
@@ -494,5 +492,5 @@ fn print_text(r: &CheckReport) {
             let _ = writeln!(out, "  - {v}");
         }
     }
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), multi_line(&out).as_bytes());
+    terminal::print_bytes(multi_line(&out).as_bytes());
 }

@@ -66,7 +66,7 @@ pub(crate) fn script(shell: clap_complete::Shell, dynamic: bool) -> Result<Vec<u
 /// called, made absolute when it was called by a relative path (`./target/debug/zot`).
 fn completer() -> String {
     let called = PathBuf::from(std::env::args_os().next().unwrap_or_else(|| "zot".into()));
-    let path = match std::env::current_dir() {
+    let path = match super::terminal::cwd() {
         Ok(cwd) if called.components().count() > 1 => cwd.join(called),
         _ => called,
     };
@@ -96,7 +96,7 @@ fn help(text: &str) -> Option<clap::builder::StyledStr> {
 /// in order of name.
 pub(crate) fn names(current: &OsStr) -> Vec<CompletionCandidate> {
     let current = current.to_string_lossy();
-    let (Ok(home), Ok(cwd)) = (ZotHome::from_env(), std::env::current_dir()) else {
+    let (Ok(home), Ok(cwd)) = (ZotHome::from_env(), super::terminal::cwd()) else {
         return Vec::new();
     };
     let roots = [
@@ -242,7 +242,7 @@ fn target_dir(home: &ZotHome, target: &str) -> Option<PathBuf> {
         let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
         return Some(parent.unwrap_or(Path::new(".")).to_path_buf());
     }
-    let cwd = std::env::current_dir().ok()?;
+    let cwd = super::terminal::cwd().ok()?;
     super::resolve::resolve(home, &cwd, target, None)
         .ok()
         .map(|(dir, _)| dir)

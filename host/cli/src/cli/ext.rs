@@ -1,11 +1,12 @@
 //! `zot ext list|remove|enable|disable|logs`: printing around `zot_host::install`.
 
+use super::error::{self, CliError, Context as _};
 use super::resolve::{copy_at, resolve, Scope};
+use super::terminal::{self, cwd, Term};
 use super::{zot_home, ExtCommand};
 use std::fs::File;
 use std::io::{self, BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::Path;
 use std::time::Duration;
 use zot_host::discovery::Source;
 use zot_host::identity::{project_root, Identity};
@@ -15,18 +16,8 @@ use zot_host::sandbox::grants;
 use zot_host::terminal_text::one_line;
 use zot_host::trust;
 
-/// Runs one management subcommand; a failure is one `zot: …` line on stderr, exit 1.
-pub(crate) fn run(cmd: ExtCommand) -> ExitCode {
-    match dispatch(cmd) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            esay!("zot: {message}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn dispatch(cmd: ExtCommand) -> Result<(), String> {
+/// Runs one management subcommand (a failure is exit 1).
+pub(crate) fn run(cmd: ExtCommand) -> Result<(), CliError> {
     let home = zot_home(None)?;
     match cmd {
         ExtCommand::List { json } => list(&home, json),
@@ -71,15 +62,11 @@ fn dispatch(cmd: ExtCommand) -> Result<(), String> {
     }
 }
 
-pub(crate) fn cwd() -> Result<PathBuf, String> {
-    std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))
-}
-
-fn list(home: &ZotHome, json: bool) -> Result<(), String> {
+fn list(home: &ZotHome, json: bool) -> Result<(), CliError> {
     let listing = install::list(&cwd()?, home);
     if json {
         let text = serde_json::to_string_pretty(&listing.active).expect("rows serialise");
-        println!("{text}");
+        terminal::print_line(&text);
     } else if listing.active.is_empty() {
         say!("No extensions installed.");
         say!("Install one with `zot ext install <path|git-url>`.");
@@ -173,17 +160,17 @@ fn remove(
     yes: bool,
     purge: Option<bool>,
     scope: Option<Scope>,
-) -> Result<(), String> {
-    let what = |e: String| format!("remove {name}: {e}");
-    let (dir, scope) = resolve(home, &cwd()?, name, scope).map_err(what)?;
+) -> Result<(), CliError> {
+    let what = format!("remove {name}");
+    let cwd = cwd().context(&what)?;
+    let (dir, scope) = resolve(home, &cwd, name, scope).context(&what)?;
     let copy = copy_at(&dir, scope);
     let id = Identity::of(&dir, home);
-    super::install::ask(&format!("Remove the {copy}?"), yes).map_err(what)?;
-    install::remove(home, &dir).map_err(|e| what(e.to_string()))?;
-    grants::revoke(home, &id).map_err(|e| what(e.to_string()))?;
+    terminal::ask(&mut Term, &format!("Remove the {copy}?"), yes).context(&what)?;
+    install::remove(home, &dir).context(&what)?;
+    grants::revoke(home, &id).context(&what)?;
     if let Identity::Project { dir_name, .. } = &id {
-        trust::untrust(home, &project_root(&cwd()?), Some(dir_name))
-            .map_err(|e| what(e.to_string()))?;
+        trust::untrust(home, &project_root(&cwd), Some(dir_name)).context(&what)?;
     }
     say!("Removed {name} ({copy}), its install record and its grant");
     let data = home.data_dir(&id);
@@ -193,12 +180,13 @@ fn remove(
     let purge = match purge {
         Some(p) => p,
         None if yes || !io::stdin().is_terminal() => false,
-        None => super::install::confirm(&format!("Delete its data at {} too?", data.display()))
-            .map_err(what)?,
+        None => terminal::confirm(&format!("Delete its data at {} too?", data.display()))
+            .context(&what)?,
     };
     if purge {
         std::fs::remove_dir_all(&data)
-            .map_err(|e| what(format!("cannot delete {}: {e}", data.display())))?;
+            .map_err(|e| format!("cannot delete {}: {e}", data.display()))
+            .context(&what)?;
         say!("Deleted its data at {}", data.display());
     } else {
         say!(
@@ -214,12 +202,11 @@ fn set_enabled(
     name: &str,
     enabled: bool,
     scope: Option<Scope>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let verb = if enabled { "enable" } else { "disable" };
-    let what = |e: String| format!("{verb} {name}: {e}");
-    let (dir, scope) = resolve(home, &cwd()?, name, scope).map_err(what)?;
-    let changed =
-        zot_host::manifest::set_enabled(&dir, enabled).map_err(|e| what(e.to_string()))?;
+    let what = format!("{verb} {name}");
+    let (dir, scope) = resolve(home, &cwd().context(&what)?, name, scope).context(&what)?;
+    let changed = zot_host::manifest::set_enabled(&dir, enabled).context(&what)?;
     if !changed {
         say!("{name} is already {verb}d ({})", copy_at(&dir, scope));
         return Ok(());
@@ -231,28 +218,35 @@ fn set_enabled(
 
 /// Prints the log with control characters escaped; with `follow`, keeps printing what
 /// is appended (polling every 200 ms) and waits for a log that does not exist yet.
-fn logs(home: &ZotHome, name: &str, follow: bool) -> Result<(), String> {
-    let path = install::log_path(home, name).map_err(|e| format!("logs {name}: {e}"))?;
-    let what = |e: io::Error| format!("logs {name}: {}: {e}", path.display());
+fn logs(home: &ZotHome, name: &str, follow: bool) -> Result<(), CliError> {
+    let path = install::log_path(home, name).context(format!("logs {name}"))?;
+    let what = format!("logs {name}: {}", path.display());
     if !follow {
-        let mut file = File::open(&path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => format!(
-                "logs {name}: no log at {} yet; it is written when the extension runs",
-                path.display()
-            ),
-            _ => what(e),
-        })?;
-        return ignore_broken_pipe(copy_escaped(&mut file, &mut io::stdout().lock())).map_err(what);
+        let mut file = match File::open(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(CliError::new(format!(
+                    "no log at {} yet; it is written when the extension runs",
+                    path.display()
+                )))
+                .context(format!("logs {name}"));
+            }
+            opened => opened.context(&what)?,
+        };
+        return ignore_broken_pipe(copy_escaped(&mut file, &mut io::stdout().lock()))
+            .context(&what);
     }
     if !path.exists() {
-        esay!("zot: no log at {} yet; waiting for it", path.display());
+        error::note(format_args!(
+            "no log at {} yet; waiting for it",
+            path.display()
+        ));
     }
     let mut offset = 0;
     loop {
         match print_from(&path, offset) {
             Ok(next) => offset = next,
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-            Err(e) => return Err(what(e)),
+            Err(e) => return Err(e).context(&what),
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -273,10 +267,10 @@ fn print_from(path: &Path, offset: u64) -> io::Result<u64> {
     };
     let len = file.metadata()?.len();
     let start = if len < offset {
-        esay!(
-            "zot: {} was truncated; following from its start",
+        error::note(format_args!(
+            "{} was truncated; following from its start",
             path.display()
-        );
+        ));
         0
     } else {
         offset

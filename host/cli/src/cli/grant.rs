@@ -3,9 +3,10 @@
 //! installed, not its name) with the component's hash; at run time a permission is in
 //! force only if the manifest asks for it and it is granted here for that very component.
 
+use super::error::{CliError, Context as _};
 use super::resolve::{copy_at, resolve, ScopeArgs};
+use super::terminal::{cwd, Prompt, Term};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use zot_host::identity::Identity;
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::ZotHome;
@@ -27,10 +28,24 @@ pub(crate) struct GrantArgs {
     scope: ScopeArgs,
 }
 
-/// With no `--all`/`--permission`, shows what is asked and granted; else records more.
-pub(crate) fn grant(args: GrantArgs) -> ExitCode {
+/// `zot ext grant`, in the current directory and `$ZOT_HOME`, on the terminal.
+pub(crate) fn grant(args: GrantArgs) -> Result<(), CliError> {
     let what = format!("grant {}", args.target);
-    report(&what, run_grant(args))
+    let home = super::zot_home(None).context(&what)?;
+    grant_in(&home, &cwd().context(&what)?, args, &mut Term)
+}
+
+/// With no `--all`/`--permission`, shows what is asked and granted; else records more.
+/// A target that is a relative path is taken from `cwd`; what it says goes to `prompt`
+/// (the shell's, when the shell runs it).
+pub(crate) fn grant_in(
+    home: &ZotHome,
+    cwd: &Path,
+    args: GrantArgs,
+    prompt: &mut dyn Prompt,
+) -> Result<(), CliError> {
+    let what = format!("grant {}", args.target);
+    run_grant(home, cwd, args, prompt).context(what)
 }
 
 #[derive(clap::Args)]
@@ -42,48 +57,45 @@ pub(crate) struct RevokeArgs {
     scope: ScopeArgs,
 }
 
-/// Forgets the grant of an extension.
-pub(crate) fn revoke(args: RevokeArgs) -> ExitCode {
-    report(
-        &format!("revoke {}", args.target),
-        (|| {
-            let home = super::zot_home(None)?;
-            let (dir, copy) = locate_dir(&home, &args.target, args.scope)?;
-            let shown = copy.map_or(args.target.clone(), |c| format!("{} ({c})", args.target));
-            match grants::revoke(&home, &Identity::of(&dir, &home)) {
-                Ok(true) => {
-                    say!("revoked every permission granted to {shown}: it keeps only its data dir")
-                }
-                Ok(false) => say!("{shown} had no grant"),
-                Err(e) => return Err(e.to_string()),
-            }
-            Ok(())
-        })(),
-    )
+/// `zot ext revoke`, in the current directory and `$ZOT_HOME`, on the terminal.
+pub(crate) fn revoke(args: RevokeArgs) -> Result<(), CliError> {
+    let what = format!("revoke {}", args.target);
+    let home = super::zot_home(None).context(&what)?;
+    revoke_in(&home, &cwd().context(&what)?, args, &mut Term)
 }
 
-/// Exit 0, or `zot: <what>: <why>` on stderr and exit 1.
-fn report(what: &str, result: Result<(), String>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            esay!("zot: {what}: {e}");
-            ExitCode::FAILURE
-        }
+/// Forgets the grant of an extension (a relative path taken from `cwd`).
+pub(crate) fn revoke_in(
+    home: &ZotHome,
+    cwd: &Path,
+    args: RevokeArgs,
+    prompt: &mut dyn Prompt,
+) -> Result<(), CliError> {
+    let what = format!("revoke {}", args.target);
+    let (dir, copy) = locate_dir(home, cwd, &args.target, args.scope).context(&what)?;
+    let shown = copy.map_or(args.target.clone(), |c| format!("{} ({c})", args.target));
+    match grants::revoke(home, &Identity::of(&dir, home)).context(&what)? {
+        true => prompt.say(&format!(
+            "revoked every permission granted to {shown}: it keeps only its data dir"
+        )),
+        false => prompt.say(&format!("{shown} had no grant")),
     }
+    Ok(())
 }
 
 /// The folder `target` names: a directory, or an installed name (then also which copy,
 /// in words).
 fn locate_dir(
     home: &ZotHome,
+    cwd: &Path,
     target: &str,
     scope: ScopeArgs,
 ) -> Result<(PathBuf, Option<String>), String> {
-    if Path::new(target).join("extension.json").is_file() {
-        return Ok((PathBuf::from(target), None));
+    let path = cwd.join(target);
+    if path.join("extension.json").is_file() {
+        return Ok((path, None));
     }
-    let (dir, scope) = resolve(home, &super::ext::cwd()?, target, scope.scope())?;
+    let (dir, scope) = resolve(home, cwd, target, scope.scope())?;
     let copy = copy_at(&dir, scope);
     Ok((dir, Some(copy)))
 }
@@ -91,9 +103,10 @@ fn locate_dir(
 /// The manifest, folder and component of `args.target` (and which copy, in words).
 fn locate(
     home: &ZotHome,
+    cwd: &Path,
     args: &GrantArgs,
 ) -> Result<(Manifest, PathBuf, PathBuf, Option<String>), String> {
-    let (dir, copy) = locate_dir(home, &args.target, args.scope)?;
+    let (dir, copy) = locate_dir(home, cwd, &args.target, args.scope)?;
     let m = Manifest::read(&dir).map_err(|e| e.to_string())?;
     match m.launch(&dir) {
         Launch::Wasm(wasm) => Ok((m, dir, wasm, copy)),
@@ -105,38 +118,42 @@ fn locate(
     }
 }
 
-fn run_grant(args: GrantArgs) -> Result<(), String> {
-    let home = super::zot_home(None)?;
-    let (m, dir, wasm, copy) = locate(&home, &args)?;
-    let id = Identity::of(&dir, &home);
+fn run_grant(
+    home: &ZotHome,
+    cwd: &Path,
+    args: GrantArgs,
+    prompt: &mut dyn Prompt,
+) -> Result<(), String> {
+    let (m, dir, wasm, copy) = locate(home, cwd, &args)?;
+    let id = Identity::of(&dir, home);
     let sha256 = grants::sha256_of(&wasm).map_err(|e| e.to_string())?;
-    let old = grants::load(&home, &id).map_err(|e| e.to_string())?;
+    let old = grants::load(home, &id).map_err(|e| e.to_string())?;
     match &copy {
-        Some(copy) => say!("{} ({copy}) asks for:", m.name),
-        None => say!("{} asks for:", m.name),
+        Some(copy) => prompt.say(&format!("{} ({copy}) asks for:", m.name)),
+        None => prompt.say(&format!("{} asks for:", m.name)),
     }
-    print_list(&asked_words(&m));
+    prompt.list(&asked_words(&m));
     if !args.all && args.permissions.is_empty() {
         match &old {
             Some(g) if g.sha256 != sha256 => {
-                say!(
+                prompt.say(
                     "granted to another build of the component (not applied; granting again \
-                     gives it to this one):"
+                     gives it to this one):",
                 );
-                print_list(&granted_words(&m, g));
+                prompt.list(&granted_words(&m, g));
             }
             Some(g) => {
-                say!("granted:");
-                print_list(&granted_words(&m, g));
+                prompt.say("granted:");
+                prompt.list(&granted_words(&m, g));
             }
-            None => say!("granted: nothing beyond its data dir (no grant recorded)"),
+            None => prompt.say("granted: nothing beyond its data dir (no grant recorded)"),
         }
         return Ok(());
     }
     // A grant given to another build is not carried over: what is granted now is for
     // this component only.
     if old.as_ref().is_some_and(|g| g.sha256 != sha256) {
-        say!("(the grant given to another build of the component is replaced)");
+        prompt.say("(the grant given to another build of the component is replaced)");
     }
     let mut grant = old.filter(|g| g.sha256 == sha256).unwrap_or_default();
     grant.sha256 = sha256;
@@ -146,15 +163,8 @@ fn run_grant(args: GrantArgs) -> Result<(), String> {
     for permission in &args.permissions {
         grant.add(&m, permission).map_err(|e| e.to_string())?;
     }
-    grants::save(&home, &id, &grant).map_err(|e| e.to_string())?;
-    say!("granted:");
-    print_list(&granted_words(&m, &grant));
+    grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
+    prompt.say("granted:");
+    prompt.list(&granted_words(&m, &grant));
     Ok(())
-}
-
-/// Prints lines as a list.
-pub(crate) fn print_list(lines: &[String]) {
-    for line in lines {
-        say!("  - {line}");
-    }
 }

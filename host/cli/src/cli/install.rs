@@ -1,13 +1,10 @@
 //! `zot ext install | update | info | verify`: fetching extensions with the user's
 //! consent, and keeping track of where they came from.
 
-use super::grant;
+use super::error::{self, CliError, Context as _};
 use super::resolve::{copy_at, resolve, Scope, ScopeArgs};
-use std::io::{self, IsTerminal, Write};
+use super::terminal::{self, cwd, Prompt as _, Term, TermProgress};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 use zot_host::compile::Compiler;
 use zot_host::identity::{project_root, Identity};
 use zot_host::install::{self, provenance, InstallSource, Progress, Request, Staged};
@@ -62,14 +59,14 @@ pub(crate) struct UpdateArgs {
     scope: ScopeArgs,
 }
 
-pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
-    let what = |e: String| format!("install {}: {e}", args.source);
+pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError> {
+    let what = format!("install {}", args.source);
     let root = if args.project {
-        project_extensions_dir(&super::ext::cwd()?)
+        project_extensions_dir(&cwd().context(&what)?)
     } else {
         home.extensions_dir()
     };
-    let compiler = Compiler::this_program().map_err(what)?;
+    let compiler = Compiler::this_program().context(&what)?;
     let req = Request {
         source: InstallSource::parse(&args.source),
         git_ref: args.git_ref.clone(),
@@ -85,35 +82,36 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
     let bare = match &req.source {
         InstallSource::Wasm(file) => {
             // Not a component: said before anything is asked about it.
-            install::read_component_file(file).map_err(|e| what(e.to_string()))?;
-            Some(Manifest::bare_component(file).map_err(|e| what(e.to_string()))?)
+            install::read_component_file(file).context(&what)?;
+            Some(Manifest::bare_component(file).context(&what)?)
         }
         _ => None,
     };
     if let Some(m) = &bare {
         say!("{} (a component file)", args.source);
         let question = describe_asks(m);
-        ask(&question, args.yes).map_err(what)?;
+        terminal::ask(&mut Term, &question, args.yes).context(&what)?;
     }
-    let staged = stage(&req).map_err(what)?;
+    let staged = stage(&req).context(&what)?;
     let m = &staged.manifest;
     // Staging read the file again: it must ask what the user consented to.
     if let Some(b) = bare
         .as_ref()
         .filter(|b| (&b.permissions, &b.limits) != (&m.permissions, &m.limits))
     {
-        return Err(what(format!(
+        return Err(format!(
             "{} changed while it was installed: it now asks for something else; nothing \
              was changed",
             b.wasm.as_deref().unwrap_or_default()
-        )));
+        ))
+        .context(&what);
     }
     if staged.dest().symlink_metadata().is_ok() && !args.force {
         let taken = install::InstallError::AlreadyInstalled {
             name: m.name.clone(),
             dest: staged.dest(),
         };
-        return Err(what(taken.to_string()));
+        return Err(taken).context(&what);
     }
     say!("{}", headline(&staged));
     if let Some(own) = &staged.renamed_from {
@@ -125,18 +123,18 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), String> {
     }
     if bare.is_none() {
         let question = describe_asks(m);
-        ask(&question, args.yes).map_err(what)?;
+        terminal::ask(&mut Term, &question, args.yes).context(&what)?;
     }
     let wasm = component_of(&staged);
     if let Some(file) = &wasm {
-        compile_staged(home, &compiler, &staged.tree().join(file)).map_err(what)?;
+        compile_staged(home, &compiler, &staged.tree().join(file)).context(&what)?;
     }
-    let done = staged.commit(args.force).map_err(|e| what(e.to_string()))?;
+    let done = staged.commit(args.force).context(&what)?;
     let id = Identity::of(&done.dir, home);
     // The user consented to this code and to what it asks now: nothing is inherited
     // from an earlier install there.
-    grants::revoke(home, &id).map_err(|e| what(e.to_string()))?;
-    consented(home, &id, &done, wasm).map_err(what)?;
+    grants::revoke(home, &id).context(&what)?;
+    consented(home, &id, &done, wasm).context(&what)?;
     let version = match done.manifest.version.as_str() {
         "" => String::new(),
         v => format!(" {}", one_line(v)),
@@ -174,7 +172,7 @@ fn consented(
             dir: &done.dir,
             manifest: Some(&done.manifest),
         };
-        let project = project_root(&super::ext::cwd()?);
+        let project = project_root(&cwd()?);
         trust::trust(home, &project, &[ext], false).map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -252,7 +250,7 @@ fn short(commit: &str) -> &str {
 fn describe_asks(m: &Manifest) -> String {
     if m.wasm.is_some() {
         say!("It is a sandboxed WebAssembly component. It asks to:");
-        grant::print_list(&asked_words(m));
+        Term.list(&asked_words(m));
         format!("Grant this and install {}?", m.name)
     } else {
         esay!(
@@ -282,46 +280,13 @@ fn component_of(staged: &Staged) -> Option<PathBuf> {
     }
 }
 
-/// Asks `question` on the terminal; `yes` answers it. Without a terminal and without
-/// `yes`, refuses and says how to proceed.
-pub(crate) fn ask(question: &str, yes: bool) -> Result<(), String> {
-    if yes {
-        return Ok(());
-    }
-    if !io::stdin().is_terminal() {
-        return Err(format!(
-            "stdin is not a terminal, so \"{question}\" cannot be asked: pass --yes to \
-             consent; nothing was changed"
-        ));
-    }
-    if confirm(question)? {
-        Ok(())
-    } else {
-        Err("not confirmed; nothing was changed".into())
-    }
-}
-
-/// Asks `question` on the terminal: whether the answer was yes.
-pub(crate) fn confirm(question: &str) -> Result<bool, String> {
-    eprint!("{} [y/N] ", one_line(question));
-    let _ = io::stderr().flush();
-    let mut answer = String::new();
-    io::stdin()
-        .read_line(&mut answer)
-        .map_err(|e| format!("cannot read the answer: {e}"))?;
-    Ok(matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "y" | "yes"
-    ))
-}
-
-pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), String> {
-    let cwd = super::ext::cwd()?;
+pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), CliError> {
+    let cwd = cwd()?;
     let scope = args.scope.scope();
     if let Some(name) = &args.name {
-        let what = |e: String| format!("update {name}: {e}");
-        let (dir, scope) = resolve(home, &cwd, name, scope).map_err(what)?;
-        return update_one(home, &dir, scope, args.git_ref.as_deref(), args.yes).map_err(what);
+        let what = format!("update {name}");
+        let (dir, scope) = resolve(home, &cwd, name, scope).context(&what)?;
+        return update_one(home, &dir, scope, args.git_ref.as_deref(), args.yes).context(&what);
     }
     let targets: Vec<(String, PathBuf, Scope)> = install::installed(&cwd, home)
         .into_iter()
@@ -336,18 +301,21 @@ pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), String> {
     }
     let mut failed = Vec::new();
     for (name, dir, scope) in targets {
-        if let Err(e) = update_one(home, &dir, scope, None, args.yes) {
-            esay!("zot: update {name}: {e}");
+        if let Err(e) =
+            update_one(home, &dir, scope, None, args.yes).context(format!("update {name}"))
+        {
+            // One that cannot be updated does not stop the others.
+            error::report(&e);
             failed.push(name);
         }
     }
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!(
+        Err(CliError::new(format!(
             "update --all: could not update {}",
             failed.join(", ")
-        ))
+        )))
     }
 }
 
@@ -480,7 +448,7 @@ fn update_one(
             one_line(name),
             one_line(&staged.dest().to_string_lossy())
         );
-        super::trust::review(new, &staged.dest());
+        super::trust::review(&mut Term, new, &staged.dest());
     }
     let question = match (&trusted_in, grown.is_empty()) {
         (None, true) if !local.is_empty() => Some(format!(
@@ -498,7 +466,7 @@ fn update_one(
         )),
     };
     if let Some(question) = question {
-        ask(&question, yes)?;
+        terminal::ask(&mut Term, &question, yes)?;
     }
     let wasm = component_of(&staged);
     if let Some(file) = &wasm {
@@ -548,11 +516,11 @@ pub(crate) fn info(
     name: &str,
     json: bool,
     scope: Option<Scope>,
-) -> Result<(), String> {
-    let what = |e: String| format!("info {name}: {e}");
-    let (dir, scope) = resolve(home, &super::ext::cwd()?, name, scope).map_err(what)?;
-    let m = Manifest::read(&dir).map_err(|e| what(e.to_string()))?;
-    let record = record_of(home, &dir).map_err(what)?;
+) -> Result<(), CliError> {
+    let what = format!("info {name}");
+    let (dir, scope) = resolve(home, &cwd().context(&what)?, name, scope).context(&what)?;
+    let m = Manifest::read(&dir).context(&what)?;
+    let record = record_of(home, &dir).context(&what)?;
     let id = Identity::of(&dir, home);
     let grant = grants::load(home, &id)
         .ok()
@@ -580,10 +548,7 @@ pub(crate) fn info(
             "grant_stale": grant_stale,
             "program": program.as_ref().map(|p| serde_json::json!({"path": p, "sha256": sha256})),
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).expect("JSON serialises")
-        );
+        terminal::print_line(&serde_json::to_string_pretty(&value).expect("JSON serialises"));
         return Ok(());
     }
     let row = |k: &str, v: &str| say!("{k:<13}{}", one_line(v));
@@ -679,26 +644,22 @@ pub(crate) fn verify(
     name: &str,
     json: bool,
     scope: Option<Scope>,
-) -> Result<(), String> {
-    let what = |e: String| format!("verify {name}: {e}");
-    let (dir, scope) = resolve(home, &super::ext::cwd()?, name, scope).map_err(what)?;
+) -> Result<(), CliError> {
+    let what = format!("verify {name}");
+    let (dir, scope) = resolve(home, &cwd().context(&what)?, name, scope).context(&what)?;
     let copy = copy_at(&dir, scope);
-    let record = record_of(home, &dir).map_err(what)?.ok_or_else(|| {
-        what(format!(
-            "{}: nothing to compare with",
-            no_record(home, &dir, &copy)
-        ))
-    })?;
-    let changes = provenance::verify(&dir, &record).map_err(|e| what(e.to_string()))?;
+    let record = record_of(home, &dir)
+        .and_then(|r| {
+            r.ok_or_else(|| format!("{}: nothing to compare with", no_record(home, &dir, &copy)))
+        })
+        .context(&what)?;
+    let changes = provenance::verify(&dir, &record).context(&what)?;
     if json {
         let value = serde_json::json!({
             "name": name, "dir": dir.display().to_string(), "scope": scope.label(),
             "ok": changes.is_empty(), "changes": changes,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).expect("JSON serialises")
-        );
+        terminal::print_line(&serde_json::to_string_pretty(&value).expect("JSON serialises"));
     } else if changes.is_empty() {
         say!(
             "{name}: all {} files match the install record of {} ({copy})",
@@ -718,59 +679,11 @@ pub(crate) fn verify(
     if changes.is_empty() {
         Ok(())
     } else {
-        Err(what(format!(
+        Err(format!(
             "{} file(s) changed since it was installed ({copy})",
             changes.len()
-        )))
-    }
-}
-
-/// A spinner with the elapsed time on stderr while a slow step runs, on a terminal only.
-pub(crate) struct TermProgress {
-    on: bool,
-    running: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
-}
-
-impl TermProgress {
-    pub(crate) fn new() -> Self {
-        TermProgress {
-            on: io::stderr().is_terminal(),
-            running: Mutex::new(None),
-        }
-    }
-}
-
-impl Progress for TermProgress {
-    fn begin(&self, what: &str) {
-        if !self.on {
-            return;
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        let (flag, what) = (stop.clone(), one_line(what).into_owned());
-        let thread = std::thread::spawn(move || {
-            let started = Instant::now();
-            let frames = ['|', '/', '-', '\\'];
-            let mut i = 0;
-            while !flag.load(Ordering::SeqCst) {
-                eprint!(
-                    "\r{} {what} {:.1}s",
-                    frames[i % 4],
-                    started.elapsed().as_secs_f64()
-                );
-                let _ = io::stderr().flush();
-                i += 1;
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            esay!("\r\x1b[2K{what}: {:.1}s", started.elapsed().as_secs_f64());
-        });
-        *self.running.lock().unwrap() = Some((stop, thread));
-    }
-
-    fn end(&self) {
-        if let Some((stop, thread)) = self.running.lock().unwrap().take() {
-            stop.store(true, Ordering::SeqCst);
-            let _ = thread.join();
-        }
+        ))
+        .context(&what)
     }
 }
 

@@ -5,6 +5,7 @@
 //! sets [`HostConfig`]; the library decides (`SearchPath::searches`,
 //! `RunGrant::applies_to`).
 
+use super::error::note;
 use std::path::PathBuf;
 use zot_host::discovery::{discover, SearchPath};
 use zot_host::manifest::{Manifest, TransportKind};
@@ -122,11 +123,11 @@ fn announce(run: &RunGrant, explicit: &[PathBuf], config: &HostConfig) {
         .filter_map(|f| f.manifest.as_ref().ok())
         .collect();
     if named.is_empty() {
-        esay!(
-            "zot: warning: {} granted for this run, but no extension is named on the command \
+        note(format_args!(
+            "warning: {} granted for this run, but no extension is named on the command \
              line: installed extensions never get a run's grants",
             run.words()
-        );
+        ));
     }
     for m in named {
         announce_one(run, m);
@@ -139,12 +140,12 @@ pub(crate) fn announce_one(run: &RunGrant, m: &Manifest) {
         return;
     }
     match m.transport() {
-        TransportKind::Wasm => esay!("zot: this run grants {}: {}", m.name, run.words()),
-        TransportKind::Stdio => esay!(
-            "zot: warning: {} is a classic extension (a program run with your rights, not \
+        TransportKind::Wasm => note(format_args!("this run grants {}: {}", m.name, run.words())),
+        TransportKind::Stdio => note(format_args!(
+            "warning: {} is a classic extension (a program run with your rights, not \
              sandboxed): {} means nothing for it",
             m.name,
             run.words()
-        ),
+        )),
     }
 }

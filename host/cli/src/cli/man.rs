@@ -3,9 +3,10 @@
 //! Each page lists its subcommands as `zot-ext-install(1)` and, under SEE ALSO, the pages
 //! of the commands above it: every page named is in the set `--dir` writes.
 
+use super::error::{CliError, Context as _};
+use super::terminal;
 use clap::{Command, ValueHint};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// `zot man [COMMAND…] [--dir DIR]`.
 #[derive(clap::Args)]
@@ -26,16 +27,17 @@ struct Page {
 }
 
 /// Runs `zot man` over `root`, zot's command definition.
-pub(crate) fn run(args: ManArgs, root: Command) -> ExitCode {
+pub(crate) fn run(args: ManArgs, root: Command) -> Result<(), CliError> {
     let root = prepared(root);
     match args.dir {
         Some(dir) => write_all(&root, &dir),
         None => print_one(&root, &args.command),
     }
+    .context("man")
 }
 
 /// Prints the page of `words` (`["ext", "install"]`; an alias names its command).
-fn print_one(root: &Command, words: &[String]) -> ExitCode {
+fn print_one(root: &Command, words: &[String]) -> Result<(), CliError> {
     let mut cmd = root;
     let mut above = Vec::new();
     for word in words {
@@ -46,44 +48,26 @@ fn print_one(root: &Command, words: &[String]) -> ExitCode {
             }
             None => {
                 let parent = display_name(cmd);
-                esay!("zot: man: {parent} has no command {word:?}");
-                esay!("hint: `{parent} --help` lists its commands");
-                return ExitCode::FAILURE;
+                return Err(CliError::new(format!("{parent} has no command {word:?}"))
+                    .with_hint(format!("`{parent} --help` lists its commands")));
             }
         }
     }
-    match render(cmd, &above) {
-        Ok(page) => {
-            // A closed stdout (`| head`) is not an error.
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), &page.roff);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            esay!("zot: man: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let page = render(cmd, &above)?;
+    terminal::print_bytes(&page.roff);
+    Ok(())
 }
 
 /// Writes every page into `dir` (created if missing; a file is replaced without
 /// following a link) and prints each path written.
-fn write_all(root: &Command, dir: &std::path::Path) -> ExitCode {
-    let pages = match pages(root, &[]) {
-        Ok(pages) => pages,
-        Err(e) => {
-            esay!("zot: man: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    for page in &pages {
+fn write_all(root: &Command, dir: &std::path::Path) -> Result<(), CliError> {
+    for page in &pages(root, &[])? {
         let path = dir.join(&page.file);
-        if let Err(e) = zot_host::paths::write_atomic(&path, &page.roff) {
-            esay!("zot: man: cannot write {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
+        zot_host::paths::write_atomic(&path, &page.roff)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         say!("{}", path.display());
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 /// Every page of `cmd` (of a prepared tree, below the commands `above`) and of its

@@ -3,26 +3,34 @@
 //! Whatever is printed for people goes through [`say!`] (stdout) or [`esay!`] (stderr),
 //! which show the whole text with [`zot_host::terminal_text::multi_line`]: nothing from
 //! outside (a manifest, a frame, a file name, an error quoting them) drives the terminal.
-//! JSON output is printed as serde writes it, its data exact.
+//! JSON output is printed as serde writes it, its data exact (`terminal::print_line`).
+//! A command that fails returns an [`error::CliError`]; [`main`] prints it, the one
+//! place that writes `zot: <what>: <why>`.
 
-/// `println!` for people: the text shown with `terminal_text::multi_line`.
+/// `println!` for people: the text shown with `terminal_text::multi_line`; a closed
+/// stdout ends the program quietly (`terminal::print_line`).
 macro_rules! say {
-    () => { println!() };
+    () => { $crate::cli::terminal::print_line("") };
     ($($arg:tt)*) => {
-        println!("{}", zot_host::terminal_text::multi_line(&format!($($arg)*)))
+        $crate::cli::terminal::print_line(
+            &zot_host::terminal_text::multi_line(&format!($($arg)*)),
+        )
     };
 }
 
 /// `eprintln!` for people: the text shown with `terminal_text::multi_line`.
 macro_rules! esay {
     ($($arg:tt)*) => {
-        eprintln!("{}", zot_host::terminal_text::multi_line(&format!($($arg)*)))
+        $crate::cli::terminal::eprint_line(
+            &zot_host::terminal_text::multi_line(&format!($($arg)*)),
+        )
     };
 }
 
 mod call;
 mod check;
 mod complete;
+mod error;
 mod ext;
 mod grant;
 mod install;
@@ -36,10 +44,12 @@ mod run;
 mod shell;
 mod sidecar;
 mod target;
+mod terminal;
 mod trust;
 mod validate;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use error::{Context as _, Finish as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tracing_subscriber::fmt::FormatFields as _;
@@ -221,29 +231,22 @@ pub fn main() -> ExitCode {
         .event_format(ZotForm)
         .init();
     match cli.command {
-        Command::Ext(ExtCommand::Check(args)) => check::run(args),
-        Command::Ext(ExtCommand::Call(args)) => call::call(args),
-        Command::Ext(ExtCommand::Invoke(args)) => call::invoke(args),
-        Command::Ext(ExtCommand::New(args)) => new::run(args),
-        Command::Ext(ExtCommand::Run(args)) => run::run(args),
-        Command::Ext(ExtCommand::Grant(args)) => grant::grant(args),
-        Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args),
-        Command::Ext(ExtCommand::Shell(args)) => shell::run(args),
-        Command::Ext(ExtCommand::Dev(args)) => shell::dev(args),
-        Command::Ext(cmd) => ext::run(cmd),
-        Command::Host(args) => sidecar::run(args),
-        Command::Completions { shell, dynamic } => match complete::script(shell, dynamic) {
-            Ok(script) => {
-                // A closed stdout (`| head`) is not an error.
-                let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                esay!("zot: completions: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Command::Man(args) => man::run(args, Cli::command()),
+        Command::Ext(ExtCommand::Check(args)) => check::run(args).finish(),
+        Command::Ext(ExtCommand::Call(args)) => call::call(args).finish(),
+        Command::Ext(ExtCommand::Invoke(args)) => call::invoke(args).finish(),
+        Command::Ext(ExtCommand::New(args)) => new::run(args).finish(),
+        Command::Ext(ExtCommand::Run(args)) => run::run(args).finish(),
+        Command::Ext(ExtCommand::Grant(args)) => grant::grant(args).finish(),
+        Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args).finish(),
+        Command::Ext(ExtCommand::Shell(args)) => shell::run(args).finish(),
+        Command::Ext(ExtCommand::Dev(args)) => shell::dev(args).finish(),
+        Command::Ext(cmd) => ext::run(cmd).finish(),
+        Command::Host(args) => sidecar::run(args).finish(),
+        Command::Completions { shell, dynamic } => complete::script(shell, dynamic)
+            .context("completions")
+            .map(|script| terminal::print_bytes(&script))
+            .finish(),
+        Command::Man(args) => man::run(args, Cli::command()).finish(),
     }
 }
 

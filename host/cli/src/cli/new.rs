@@ -3,8 +3,8 @@
 //! The templates are files under `host/cli/templates/<lang>/`, embedded in the binary;
 //! `{{key}}` placeholders in them are replaced by [`render`] (no template engine).
 
+use super::error::CliError;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use zot_host::manifest::validate_name;
 use zot_host::safe_write::SafeDir;
 
@@ -97,15 +97,9 @@ pub(crate) fn render(text: &str, vars: &[(&str, &str)]) -> String {
     out
 }
 
-/// `zot ext new`: a failure is one `zot: …` line on stderr, exit 1.
-pub(crate) fn run(args: NewArgs) -> ExitCode {
-    match new(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            esay!("zot: {message}");
-            ExitCode::FAILURE
-        }
-    }
+/// `zot ext new` (a failure is exit 1).
+pub(crate) fn run(args: NewArgs) -> Result<(), CliError> {
+    new(args).map_err(CliError::from)
 }
 
 /// Writes the scaffold; prints what it created and what to run next.

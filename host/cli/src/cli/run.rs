@@ -3,6 +3,7 @@
 //! and the grants are those `zot host` would apply. Any host that speaks the protocol
 //! over stdio gets the sandbox: `{"name":"guard","exec":"zot","args":["ext","run","guard.wasm"]}`.
 
+use super::error::{CliError, Context as _};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -36,21 +37,16 @@ pub(crate) struct RunArgs {
 }
 
 /// Runs the component until its input ends, it exits, or this process is signalled.
-pub(crate) fn run(args: RunArgs) -> ExitCode {
+/// The exit status is the component's.
+pub(crate) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let what = format!("run {}", args.path.display());
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            esay!("zot: {what}: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let code = runtime.block_on(bridge(args)).unwrap_or_else(|e| {
-        esay!("zot: {what}: {e}");
-        1
-    });
+    let runtime = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .context(&what)?;
+    let code = runtime.block_on(bridge(args));
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    ExitCode::from(code.clamp(0, 255) as u8)
+    let code = code.context(&what)?;
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
 /// The manifest to run under and its directory: the directory's own (which must name a
@@ -76,12 +72,7 @@ fn manifest_for(path: &Path) -> Result<(Manifest, PathBuf), String> {
 async fn bridge(args: RunArgs) -> Result<i32, String> {
     let home = ZotHome::from_env()?;
     let (manifest, dir) = manifest_for(&args.path)?;
-    let cwd = match args.cwd {
-        Some(dir) => {
-            std::path::absolute(&dir).map_err(|e| format!("--cwd {}: {e}", dir.display()))?
-        }
-        None => std::env::current_dir().map_err(|e| format!("current directory: {e}"))?,
-    };
+    let cwd = super::terminal::cwd_or(args.cwd)?;
     let mut config = HostConfig::new(home, cwd);
     config.max_frame = args.max_frame_bytes;
     config.compiler = zot_host::compile::Compiler::this_program()?;

@@ -1,5 +1,6 @@
 //! `zot host`: the whole host as a JSON-lines sidecar on stdin/stdout (docs/sidecar.md).
 
+use super::error::{self, CliError, Context as _};
 use super::outbox::Outbox;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -76,12 +77,7 @@ impl HostArgs {
 
     pub(crate) fn config(self) -> Result<HostConfig, String> {
         let home = super::zot_home(self.zot_home)?;
-        let cwd = match self.cwd {
-            Some(dir) => {
-                std::path::absolute(&dir).map_err(|e| format!("--cwd {}: {e}", dir.display()))?
-            }
-            None => std::env::current_dir().map_err(|e| format!("current directory: {e}"))?,
-        };
+        let cwd = super::terminal::cwd_or(self.cwd)?;
         let names = |v: Vec<String>| v.into_iter().filter(|s| !s.is_empty()).collect();
         let mut config = HostConfig::new(home, cwd);
         config.explicit = self.ext;
@@ -103,21 +99,11 @@ impl HostArgs {
 }
 
 /// Runs the sidecar until `shutdown` or end of input.
-pub(crate) fn run(args: HostArgs) -> ExitCode {
-    let config = match args.config() {
-        Ok(c) => c,
-        Err(e) => {
-            esay!("zot: host: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            esay!("zot: host: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+pub(crate) fn run(args: HostArgs) -> Result<ExitCode, CliError> {
+    let config = args.config().context("host")?;
+    let runtime = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .context("host")?;
     runtime.block_on(serve(config));
     // The stdin reader may sit in a blocking read: do not wait for it.
     let _ = std::io::stdout().flush();
@@ -161,14 +147,17 @@ async fn serve(config: HostConfig) {
     });
 
     let report = host.load().await;
+    let said = |extension: &str, text: String| {
+        error::report(&CliError::new(text).within(format!("extension {extension}")));
+    };
     for e in &report.errors {
-        esay!("zot: extension {}: {}", e.extension, e.error);
+        said(&e.extension, e.error.clone());
     }
     for u in &report.untrusted {
-        esay!("zot: extension {}: {}", u.extension, u.untrusted.message());
+        said(&u.extension, u.untrusted.message());
     }
     for w in &report.warnings {
-        esay!("zot: extension {}: {}", w.extension, w.warning);
+        said(&w.extension, w.warning.clone());
     }
     out.push(encode(&json!({
         "type": "host_ready",

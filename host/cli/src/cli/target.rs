@@ -3,7 +3,9 @@
 //! extension; made ready to load (a bare component staged as a `.wasm` install would be),
 //! and the host configuration that loads it alone.
 
+use super::error::{CliError, Context as _};
 use super::resolve::{copy_at, resolve, Scope, ScopeArgs};
+use super::terminal::cwd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use zot_host::compile::Compiler;
@@ -48,20 +50,20 @@ impl Target {
                 Ok(Parsed::Run(Target::Dir(dir)))
             }
             _ if validate_name(arg).is_ok() => {
-                let (dir, scope) =
-                    resolve(home, &super::ext::cwd()?, arg, scope.scope()).map_err(|e| {
-                        format!(
-                            "{e} (and it is not an extension directory, an {MANIFEST_FILE} \
+                let cwd = cwd()?;
+                let (dir, scope) = resolve(home, &cwd, arg, scope.scope()).map_err(|e| {
+                    format!(
+                        "{e} (and it is not an extension directory, an {MANIFEST_FILE} \
                              or a .wasm file)"
-                        )
-                    })?;
+                    )
+                })?;
                 esay!("{verb} the {}", copy_at(&dir, scope));
                 // Named by a path it would be trusted by naming; by its name, it is what
                 // loads here, so it runs only if it would run here.
                 match scope {
                     Scope::Global => {}
                     Scope::Project => {
-                        let project = project_root(&super::ext::cwd()?);
+                        let project = project_root(&cwd);
                         let manifest = Manifest::read(&dir).ok();
                         let ext = ProjectExtension {
                             dir_name: &folder_key(dir.file_name().unwrap_or_default()),
@@ -150,15 +152,20 @@ impl Prepared {
     }
 
     /// A host that loads this extension alone (nothing installed), with the current
-    /// `$ZOT_HOME` for logs, data and grants, waiting up to `wait` for it to be ready.
-    pub(crate) fn config(&self, home: ZotHome, compiler: Compiler, wait: Duration) -> HostConfig {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        let mut config = HostConfig::new(home, cwd);
+    /// `$ZOT_HOME` for logs, data and grants, waiting up to `wait` for it to be ready,
+    /// in the current directory.
+    pub(crate) fn config(
+        &self,
+        home: ZotHome,
+        compiler: Compiler,
+        wait: Duration,
+    ) -> Result<HostConfig, String> {
+        let mut config = HostConfig::new(home, cwd()?);
         config.explicit = vec![self.dir.clone()];
         config.installed = false;
         config.timeouts.ready = wait;
         config.compiler = compiler;
-        config
+        Ok(config)
     }
 }
 
@@ -172,19 +179,20 @@ impl Drop for Prepared {
 
 /// What every command that loads one extension needs first: `$ZOT_HOME`, what the
 /// argument names, the compiler (this program, under limits) and a runtime. The error
-/// is `<what> <arg>: <why>`.
+/// is `<what> <arg>: <why>` (but for `$ZOT_HOME`'s).
 pub(crate) fn setup(
     what: &str,
     arg: &str,
     scope: ScopeArgs,
     verb: &str,
-) -> Result<(ZotHome, Parsed, Compiler, tokio::runtime::Runtime), String> {
+) -> Result<(ZotHome, Parsed, Compiler, tokio::runtime::Runtime), CliError> {
     let home = super::zot_home(None)?;
-    let context = |e| format!("{what} {arg}: {e}");
-    let parsed = Target::parse(arg, &home, scope, verb).map_err(context)?;
-    let compiler = Compiler::this_program().map_err(context)?;
+    let what = format!("{what} {arg}");
+    let parsed = Target::parse(arg, &home, scope, verb).context(&what)?;
+    let compiler = Compiler::this_program().context(&what)?;
     let runtime = tokio::runtime::Runtime::new()
-        .map_err(|e| context(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .context(&what)?;
     Ok((home, parsed, compiler, runtime))
 }
 

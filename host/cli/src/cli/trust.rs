@@ -2,6 +2,8 @@
 //! own extensions (`DIR/.zot/extensions`), like `direnv allow`. Trust is recorded in
 //! `$ZOT_HOME/trust`, bound to every file of each extension (see `zot_host::trust`).
 
+use super::error::{CliError, Context as _};
+use super::terminal::{self, Prompt, Term};
 use std::path::{Path, PathBuf};
 use zot_host::discovery::{discover, Found, Source};
 use zot_host::identity::{project_root, Identity};
@@ -34,15 +36,25 @@ fn project_of(dir: Option<PathBuf>) -> Result<(PathBuf, PathBuf), String> {
     let dir = match dir {
         Some(d) if d.is_dir() => d,
         Some(d) => return Err(format!("{} is not a directory", d.display())),
-        None => super::ext::cwd()?,
+        None => terminal::cwd()?,
     };
     let project = project_root(&dir);
     Ok((dir, project))
 }
 
-/// Shows every extension of the project and, with consent, trusts them as they are.
-pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
-    let Some(review) = review_project(home, args.dir)? else {
+/// `zot ext trust` on the terminal.
+pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), CliError> {
+    trust_with(home, args, &mut Term)
+}
+
+/// Shows every extension of the project to `prompt` and, with its consent, trusts them
+/// as they are (the shell runs it with its own prompt).
+pub(crate) fn trust_with(
+    home: &ZotHome,
+    args: TrustArgs,
+    prompt: &mut dyn Prompt,
+) -> Result<(), CliError> {
+    let Some(review) = review_project(home, args.dir, prompt)? else {
         return Ok(());
     };
     let question = format!(
@@ -50,8 +62,8 @@ pub(crate) fn trust(home: &ZotHome, args: TrustArgs) -> Result<(), String> {
         review.found.len(),
         review.project.display()
     );
-    super::install::ask(&question, args.yes).map_err(|e| review.failed(e))?;
-    trust_reviewed(home, &review)
+    terminal::ask(prompt, &question, args.yes).context(review.what())?;
+    trust_reviewed(home, &review, prompt)
 }
 
 /// A project's extensions, as shown to the user who is asked to trust them.
@@ -61,8 +73,9 @@ pub(crate) struct Review {
 }
 
 impl Review {
-    fn failed(&self, e: String) -> String {
-        format!("trust {}: {e}", self.project.display())
+    /// What its errors say was being done.
+    fn what(&self) -> String {
+        format!("trust {}", self.project.display())
     }
 }
 
@@ -73,29 +86,34 @@ impl Review {
 pub(crate) fn review_project(
     home: &ZotHome,
     dir: Option<PathBuf>,
+    prompt: &mut dyn Prompt,
 ) -> Result<Option<Review>, String> {
     let (dir, project) = project_of(dir)?;
     let found = project_extensions(home, &dir);
     if found.is_empty() {
-        say!(
+        prompt.say(&format!(
             "Nothing to trust: {} holds no extension.",
             zot_host::paths::project_extensions_dir(&project).display()
-        );
+        ));
         return Ok(None);
     }
-    say!("Extensions of the project {}:", project.display());
+    prompt.say(&format!("Extensions of the project {}:", project.display()));
     for (f, untrusted) in &found {
-        show(f, untrusted.as_ref());
+        show(prompt, f, untrusted.as_ref());
     }
     if found.iter().all(|(_, u)| u.is_none()) {
-        say!("All are trusted as they are; nothing changed.");
+        prompt.say("All are trusted as they are; nothing changed.");
         return Ok(None);
     }
     Ok(Some(Review { project, found }))
 }
 
 /// Trusts the extensions of a review as they are now (the user said yes to it).
-pub(crate) fn trust_reviewed(home: &ZotHome, review: &Review) -> Result<(), String> {
+pub(crate) fn trust_reviewed(
+    home: &ZotHome,
+    review: &Review,
+    prompt: &mut dyn Prompt,
+) -> Result<(), CliError> {
     let project = &review.project;
     let exts: Vec<ProjectExtension<'_>> = review
         .found
@@ -110,27 +128,26 @@ pub(crate) fn trust_reviewed(home: &ZotHome, review: &Review) -> Result<(), Stri
             Identity::Global { .. } | Identity::Path { .. } => None,
         })
         .collect();
-    trust::trust(home, project, &exts, true).map_err(|e| review.failed(e.to_string()))?;
-    say!(
+    trust::trust(home, project, &exts, true).context(review.what())?;
+    prompt.say(&format!(
         "Trusted {} extension(s) of {}. They start the next time zot starts there; any \
          change to their files needs trust again. `zot ext untrust '{}'` takes it back.",
         exts.len(),
         project.display(),
         project.display()
-    );
+    ));
     Ok(())
 }
 
 /// Forgets the trust of every extension of the project.
-pub(crate) fn untrust(home: &ZotHome, args: UntrustArgs) -> Result<(), String> {
+pub(crate) fn untrust(home: &ZotHome, args: UntrustArgs) -> Result<(), CliError> {
     let (_, project) = project_of(args.dir)?;
-    match trust::untrust(home, &project, None) {
-        Ok(true) => say!(
+    match trust::untrust(home, &project, None).context(format!("untrust {}", project.display()))? {
+        true => say!(
             "{}'s extensions are no longer trusted: zot will not start them there.",
             project.display()
         ),
-        Ok(false) => say!("Nothing was trusted in {}.", project.display()),
-        Err(e) => return Err(format!("untrust {}: {e}", project.display())),
+        false => say!("Nothing was trusted in {}.", project.display()),
     }
     Ok(())
 }
@@ -153,49 +170,49 @@ fn project_extensions(home: &ZotHome, dir: &Path) -> Vec<(Found, Option<Untruste
 
 /// One extension as `trust` shows it: name, folder, transport, state, what it may do or
 /// the command it runs, each on its own line (shown with `terminal_text`).
-fn show(f: &Found, untrusted: Option<&Untrusted>) {
+fn show(prompt: &mut dyn Prompt, f: &Found, untrusted: Option<&Untrusted>) {
     let state = match untrusted {
         None => "trusted".to_string(),
         Some(u) => u.why.to_string(),
     };
-    say!();
-    say!(
+    prompt.say("");
+    prompt.say(&format!(
         "  {} ({}) — {}",
         one_line(&f.name()),
         one_line(&f.dir.to_string_lossy()),
         one_line(&state)
-    );
+    ));
     match &f.manifest {
-        Err(e) => say!(
+        Err(e) => prompt.say(&format!(
             "    its manifest cannot be used: {}",
             one_line(&e.to_string())
-        ),
-        Ok(m) => review(m, &f.dir),
+        )),
+        Ok(m) => review(prompt, m, &f.dir),
     }
 }
 
 /// What the extension of manifest `m` in `dir` may do once it runs: what a component
 /// asks, or a classic extension's command line with a warning.
-pub(crate) fn review(m: &Manifest, dir: &Path) {
+pub(crate) fn review(prompt: &mut dyn Prompt, m: &Manifest, dir: &Path) {
     match m.launch(dir) {
         Launch::Wasm(_) => {
-            say!("    a sandboxed WebAssembly component; it asks to:");
+            prompt.say("    a sandboxed WebAssembly component; it asks to:");
             for line in asked_words(m) {
-                say!("      - {line}");
+                prompt.say(&format!("      - {line}"));
             }
-            say!("    (a project component gets no grant of its own until `zot ext grant`)");
+            prompt.say("    (a project component gets no grant of its own until `zot ext grant`)");
         }
         Launch::Exec(program) => {
-            say!(
+            prompt.say(
                 "    warning: a classic extension: it runs as a program with your full \
                  user permissions (every file you can read or write, the network, your \
-                 environment):"
+                 environment):",
             );
-            say!("      {}", command_line(m, &program));
-            say!(
+            prompt.say(&format!("      {}", command_line(m, &program)));
+            prompt.say(
                 "    trust covers this folder and the files its manifest names, not what \
                  the program loads from elsewhere when it runs (imports, modules, \
-                 downloads): review its code as you would any program's"
+                 downloads): review its code as you would any program's",
             );
         }
     }

@@ -3,6 +3,7 @@
 //! (`cargo build --release`), reloads the host after a change and shows the lines the
 //! extension writes to stderr (read from its log) as they come (docs/shell.md).
 
+use super::super::error::{self, CliError, Context as _};
 use super::{render, Extra, Level, ShellArgs, Watch};
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -52,19 +53,13 @@ pub(crate) struct DevArgs {
 }
 
 /// Runs `zot ext dev`: like `zot ext shell`, with the watcher.
-pub(crate) fn run(mut args: DevArgs) -> ExitCode {
-    let fail = |e: String| {
-        esay!("zot: dev: {e}");
-        ExitCode::FAILURE
-    };
-    let dir = match std::path::absolute(&args.dir) {
-        Ok(dir) => dir,
-        Err(e) => return fail(format!("{}: {e}", args.dir.display())),
-    };
-    let name = match manifest_name(&dir) {
-        Ok(name) => name,
-        Err(e) => return fail(e),
-    };
+pub(crate) fn run(mut args: DevArgs) -> Result<ExitCode, CliError> {
+    let dir = std::path::absolute(&args.dir)
+        .map_err(|e| format!("{}: {e}", args.dir.display()))
+        .context("dev")?;
+    let name = manifest_name(&dir).context("dev")?;
+    // A failed build is said, and what is there starts.
+    let failed = |why: String| error::report(&CliError::new(why).within("dev".into()));
     let wasm = args.wasm;
     if dir.join("Cargo.toml").is_file() {
         // Built before it starts, its output on stderr; a failure starts what is there.
@@ -73,16 +68,16 @@ pub(crate) fn run(mut args: DevArgs) -> ExitCode {
             Ok(out) if out.status.success() => {
                 let built = built_artifact(&String::from_utf8_lossy(&out.stdout));
                 match built.map(|a| place(&dir, &a)) {
-                    Some(Err(e)) => esay!("zot: dev: {e}"),
+                    Some(Err(e)) => failed(e),
                     Some(Ok(Some(to))) => esay!("built {}", to.display()),
                     _ => {}
                 }
             }
-            Ok(out) => esay!(
-                "zot: dev: the build of {name} failed ({}): starting what is there",
+            Ok(out) => failed(format!(
+                "the build of {name} failed ({}): starting what is there",
                 out.status
-            ),
-            Err(e) => esay!("zot: dev: cannot run cargo ({e}): starting what is there"),
+            )),
+            Err(e) => failed(format!("cannot run cargo ({e}): starting what is there")),
         }
     }
     args.shell.host.ext_first(dir.clone());

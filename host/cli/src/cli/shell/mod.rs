@@ -14,6 +14,8 @@ mod verbs;
 
 pub(crate) use dev::{run as dev, DevArgs};
 
+use super::error::{CliError, Context as _};
+use super::terminal::{Prompt, Term};
 use render::Level;
 use serde_json::{json, Map, Value};
 use std::collections::VecDeque;
@@ -117,36 +119,34 @@ struct Watching {
 }
 
 /// Runs the shell; exits 0, or 1 if a verb of a script failed.
-pub(crate) fn run(args: ShellArgs) -> ExitCode {
+pub(crate) fn run(args: ShellArgs) -> Result<ExitCode, CliError> {
     run_with(args, "shell", None)
 }
 
 /// Runs the shell with `watch` beside it (`zot ext dev`); `what` names the command in
 /// error messages.
-fn run_with(args: ShellArgs, what: &'static str, watch: Option<Watch>) -> ExitCode {
-    let fail = |e: String| {
-        esay!("zot: {what}: {e}");
-        ExitCode::FAILURE
-    };
-    let mut config = match args.host.config() {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
+fn run_with(
+    args: ShellArgs,
+    what: &'static str,
+    watch: Option<Watch>,
+) -> Result<ExitCode, CliError> {
+    let mut config = args.host.config().context(what)?;
     args.grants.apply(&mut config);
     let script = match &args.script {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => Some(text.lines().map(str::to_string).collect::<VecDeque<_>>()),
-            Err(e) => return fail(format!("--script {}: {e}", path.display())),
-        },
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--script {}: {e}", path.display()))
+                .context(what)?;
+            Some(text.lines().map(str::to_string).collect::<VecDeque<_>>())
+        }
         None => None,
     };
     let interactive = script.is_none() && std::io::stdin().is_terminal();
     let colour = std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => return fail(format!("cannot start the async runtime: {e}")),
-    };
+    let runtime = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .context(what)?;
     let code = runtime.block_on(async move {
         let sigint = match signal(SignalKind::interrupt()) {
             Ok(s) => s,
@@ -195,15 +195,10 @@ fn run_with(args: ShellArgs, what: &'static str, watch: Option<Watch>) -> ExitCo
         };
         Ok(shell.session(input).await)
     });
-    let _ = std::io::stdout().flush();
     // The stdin reader may sit in a blocking read: do not wait for it.
-    std::process::exit(match code {
-        Ok(code) => code,
-        Err(e) => {
-            esay!("zot: {what}: {e}");
-            1
-        }
-    })
+    runtime.shutdown_background();
+    let code = code.context(what)?;
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
 /// Reads stdin lines on a thread, as they arrive.
@@ -490,7 +485,7 @@ impl Shell {
     async fn offer_trust(&mut self, editor: &mut editor::Editor) {
         let config = self.ctx.host.config();
         let (home, cwd) = (config.home.clone(), config.cwd.clone());
-        let review = match super::trust::review_project(&home, Some(cwd)) {
+        let review = match super::trust::review_project(&home, Some(cwd), &mut Term) {
             Ok(Some(review)) => review,
             Ok(None) => return,
             Err(e) => {
@@ -511,8 +506,9 @@ impl Shell {
             );
             return;
         }
-        if let Err(e) = super::trust::trust_reviewed(&home, &review) {
-            self.out.line(Level::Error, format!("error: {e}"));
+        if let Err(e) = super::trust::trust_reviewed(&home, &review, &mut Term) {
+            self.out
+                .line(Level::Error, format!("error: {}", e.message()));
             return;
         }
         self.out
@@ -962,8 +958,8 @@ async fn exec(ctx: Ctx, verb: Verb, lines: mpsc::UnboundedSender<(Level, String)
             }
             o.panel = Some(None);
         }
-        Verb::Grant(words) => zot_ext(&ctx, "grant", words, &mut o).await,
-        Verb::Revoke(words) => zot_ext(&ctx, "revoke", words, &mut o).await,
+        Verb::Grant(words) => manage_grant(&ctx, "grant", words, &mut o),
+        Verb::Revoke(words) => manage_grant(&ctx, "revoke", words, &mut o),
         Verb::Trust(words) => {
             trust_and_reload(&ctx, words, &mut o).await;
         }
@@ -1162,59 +1158,122 @@ async fn turn(ctx: &Ctx, tool: Option<String>, args: Value, o: &mut Outcome) {
     emit(o, "turn_end", json!({"stop": "end_turn"}));
 }
 
-/// Runs `zot ext <verb> <words…>` with this shell's ZOT_HOME, in its project folder:
-/// its output in a script; on the terminal, interactively (it may ask).
-async fn zot_ext(ctx: &Ctx, verb: &str, mut words: Vec<String>, o: &mut Outcome) {
-    let config = ctx.host.config();
-    // A loaded extension's name stands for its folder (an --ext one is not installed).
-    if verb != "trust" {
-        if let Some(first) = words.first_mut() {
-            if let Some(e) = ctx.host.extensions().into_iter().find(|e| &e.name == first) {
-                *first = e.dir.display().to_string();
-            }
+/// The flows the shell runs in-process (`grant`, `revoke`, `trust`) talk to the user
+/// through this: on the terminal, the terminal itself (a question answered on stdin while
+/// the editor is not reading); in a script, their lines go to the transcript, indented,
+/// and no question can be asked (`--yes` answers).
+enum ShellPrompt {
+    Terminal(Term),
+    Transcript(mpsc::UnboundedSender<(Level, String)>),
+}
+
+impl ShellPrompt {
+    fn for_verb(ctx: &Ctx, o: &Outcome) -> Self {
+        if ctx.interactive {
+            ShellPrompt::Terminal(Term)
+        } else {
+            ShellPrompt::Transcript(o.lines.clone())
         }
-    }
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => return o.fail(format!("cannot find the zot program: {e}")),
-    };
-    let mut cmd = tokio::process::Command::new(exe);
-    cmd.arg("ext")
-        .arg(verb)
-        .args(&words)
-        .env("ZOT_HOME", config.home.root())
-        .current_dir(&config.cwd);
-    let status = if ctx.interactive {
-        cmd.status().await
-    } else {
-        cmd.stdin(std::process::Stdio::null());
-        match cmd.output().await {
-            Ok(output) => {
-                for (level, bytes) in [
-                    (Level::Plain, &output.stdout),
-                    (Level::Error, &output.stderr),
-                ] {
-                    for line in String::from_utf8_lossy(bytes).lines() {
-                        o.say(level, format!("  {}", render::clean(line)));
-                    }
-                }
-                Ok(output.status)
-            }
-            Err(e) => Err(e),
-        }
-    };
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => o.fail(format!("zot ext {verb} failed ({s})")),
-        Err(e) => o.fail(format!("cannot run zot ext {verb}: {e}")),
     }
 }
 
-/// `zot ext trust <project> …`, then a reload when it trusted something.
+impl Prompt for ShellPrompt {
+    fn say(&mut self, text: &str) {
+        match self {
+            ShellPrompt::Terminal(term) => term.say(text),
+            ShellPrompt::Transcript(lines) => {
+                for line in text.split('\n') {
+                    let _ = lines.send((Level::Plain, format!("  {}", render::clean(line))));
+                }
+            }
+        }
+    }
+
+    fn can_ask(&self) -> bool {
+        match self {
+            ShellPrompt::Terminal(term) => term.can_ask(),
+            ShellPrompt::Transcript(_) => false,
+        }
+    }
+
+    fn confirm(&mut self, question: &str) -> Result<bool, String> {
+        match self {
+            ShellPrompt::Terminal(term) => term.confirm(question),
+            ShellPrompt::Transcript(_) => Err(format!("{question:?} cannot be asked in a script")),
+        }
+    }
+}
+
+/// The words of `grant`, `revoke` or `trust` parsed as `zot ext <verb>` parses them; a
+/// mistake (or `--help`) is said in the transcript, and `None` returned.
+fn parse_words<A: clap::Args + clap::FromArgMatches>(
+    verb: &'static str,
+    words: Vec<String>,
+    o: &mut Outcome,
+) -> Option<A> {
+    let cmd = A::augment_args(
+        clap::Command::new(verb)
+            .bin_name(format!("zot ext {verb}"))
+            .no_binary_name(true),
+    );
+    let parsed = cmd
+        .try_get_matches_from(words)
+        .and_then(|m| A::from_arg_matches(&m));
+    match parsed {
+        Ok(args) => Some(args),
+        Err(e) => {
+            let level = if e.use_stderr() {
+                o.failed = true;
+                Level::Error
+            } else {
+                Level::Plain
+            };
+            for line in e.render().to_string().trim_end().lines() {
+                o.say(level, format!("  {}", render::clean(line)));
+            }
+            None
+        }
+    }
+}
+
+/// Runs `zot ext grant` or `revoke` in-process, with this shell's `$ZOT_HOME`, in its
+/// project folder, through its prompt.
+fn manage_grant(ctx: &Ctx, verb: &'static str, mut words: Vec<String>, o: &mut Outcome) {
+    let config = ctx.host.config();
+    // A loaded extension's name stands for its folder (an --ext one is not installed).
+    if let Some(first) = words.first_mut() {
+        if let Some(e) = ctx.host.extensions().into_iter().find(|e| &e.name == first) {
+            *first = e.dir.display().to_string();
+        }
+    }
+    let (home, cwd) = (&config.home, &config.cwd);
+    let mut prompt = ShellPrompt::for_verb(ctx, o);
+    let done = match verb {
+        "grant" => parse_words(verb, words, o)
+            .map(|args| super::grant::grant_in(home, cwd, args, &mut prompt)),
+        _ => parse_words(verb, words, o)
+            .map(|args| super::grant::revoke_in(home, cwd, args, &mut prompt)),
+    };
+    if let Some(Err(e)) = done {
+        o.fail(e.message());
+    }
+}
+
+/// `zot ext trust <project> …` in-process, then a reload when it trusted something.
 async fn trust_and_reload(ctx: &Ctx, words: Vec<String>, o: &mut Outcome) {
-    let mut args = vec![ctx.host.config().cwd.display().to_string()];
+    let config = ctx.host.config();
+    let mut args = vec![config.cwd.display().to_string()];
     args.extend(words);
-    zot_ext(ctx, "trust", args, o).await;
+    if let Some(args) = parse_words("trust", args, o) {
+        let mut prompt = ShellPrompt::for_verb(ctx, o);
+        // On the terminal it may wait for an answer: the session waits with it.
+        let trusted = tokio::task::block_in_place(|| {
+            super::trust::trust_with(&config.home, args, &mut prompt)
+        });
+        if let Err(e) = trusted {
+            o.fail(e.message());
+        }
+    }
     let untrusted = ctx
         .host
         .extensions()
@@ -1227,5 +1286,60 @@ async fn trust_and_reload(ctx: &Ctx, words: Vec<String>, o: &mut Outcome) {
             o.say(level, line);
         }
         o.panel = Some(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a script, what `grant`/`trust` say is in the transcript, each line indented
+    /// (an empty line too), as when they ran as a child process.
+    #[test]
+    fn a_flow_run_in_a_script_says_its_lines_indented_in_the_transcript() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut prompt = ShellPrompt::Transcript(tx);
+        prompt.say("guest asks for:");
+        prompt.list(&["read the project".to_string()]);
+        prompt.say("");
+        prompt.say("a\nb\x1b[2J");
+        assert!(!prompt.can_ask());
+        drop(prompt);
+        let mut lines = Vec::new();
+        while let Ok((_, line)) = rx.try_recv() {
+            lines.push(line);
+        }
+        assert_eq!(
+            lines,
+            [
+                "  guest asks for:",
+                "    - read the project",
+                "  ",
+                "  a",
+                "  b\\x1b[2J"
+            ]
+        );
+    }
+
+    /// The words of `grant` are parsed as `zot ext grant` parses them; a mistake fails
+    /// the verb and is said, `--help` is shown and fails nothing.
+    #[test]
+    fn the_words_of_grant_are_parsed_as_zot_ext_grant_parses_them() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut o = Outcome::new(tx);
+        let ok =
+            parse_words::<super::super::grant::GrantArgs>("grant", words(&["w", "--all"]), &mut o);
+        assert!(ok.is_some() && !o.failed);
+        let bad =
+            parse_words::<super::super::grant::GrantArgs>("grant", words(&["w", "--nope"]), &mut o);
+        assert!(bad.is_none() && o.failed);
+        let said: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok().map(|(_, l)| l)).collect();
+        assert!(said.iter().any(|l| l.contains("--nope")), "{said:?}");
+        assert!(said.iter().any(|l| l.contains("zot ext grant")), "{said:?}");
+        let mut o = Outcome::new(mpsc::unbounded_channel().0);
+        let help =
+            parse_words::<super::super::grant::GrantArgs>("grant", words(&["--help"]), &mut o);
+        assert!(help.is_none() && !o.failed);
     }
 }
