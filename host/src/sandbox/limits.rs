@@ -186,13 +186,8 @@ pub struct Caps {
 impl Caps {
     /// The value set for `limit`, if any.
     pub fn get(&self, limit: Limit) -> Option<u64> {
-        match limit {
-            Limit::Memory => self.memory_mb,
-            Limit::Disk => self.disk_mb,
-            Limit::Resources => self.resources,
-            Limit::HttpRequests => self.http_requests,
-            Limit::FieldKib => self.field_kib,
-        }
+        let mut caps = *self;
+        *caps.slot(limit)
     }
 
     /// Where the value of `limit` is kept.
@@ -235,17 +230,6 @@ impl InForce {
             resources: f(Limit::Resources),
             http_requests: f(Limit::HttpRequests),
             field_kib: f(Limit::FieldKib),
-        }
-    }
-
-    /// The value of `limit`.
-    pub fn get(&self, limit: Limit) -> u64 {
-        match limit {
-            Limit::Memory => self.memory_mb,
-            Limit::Disk => self.disk_mb,
-            Limit::Resources => self.resources,
-            Limit::HttpRequests => self.http_requests,
-            Limit::FieldKib => self.field_kib,
         }
     }
 }
