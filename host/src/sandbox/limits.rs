@@ -306,6 +306,19 @@ mod tests {
         assert_eq!(Limit::Disk.named(256), "disk quota (256 MiB)");
     }
 
+    /// Each limit's [`Spec::field`] is the JSON field [`Caps`] keeps it in.
+    #[test]
+    fn each_limit_is_kept_in_its_field() {
+        for limit in Limit::ALL {
+            let mut caps = Caps::default();
+            *caps.slot(limit) = Some(7);
+            assert_eq!(caps.get(limit), Some(7));
+            let json = format!(r#"{{"{}":7}}"#, limit.spec().field);
+            assert_eq!(serde_json::to_string(&caps).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Caps>(&json).unwrap(), caps);
+        }
+    }
+
     /// A grant file and a manifest's `limits` written before [`Caps`] was shared read and
     /// write back byte for byte; a grant file's unknown field is still ignored.
     #[test]
