@@ -7,10 +7,10 @@ use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
 use crate::identity::Identity;
 use crate::launcher::{self, Launched, Launcher, StartError, Transports};
 use crate::log::ExtLog;
-use crate::manifest::{Manifest, Permissions, TransportKind};
+use crate::manifest::{Manifest, TransportKind};
 use crate::paths::ZotHome;
 use crate::registry::{Owned, Registry};
-use crate::transport::wasm::Kind;
+use crate::sandbox_view::SandboxView;
 use crate::trust::Untrusted;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -25,10 +25,6 @@ use zot_protocol::{
     CommandResponse, Event, HelloAck, HostFrame, PanelClose, PanelKey, PanelResize,
     RegisterCommand, RegisterTool, ToolResult, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
 };
-
-/// How many host notifications may wait for the application (see also
-/// [`crate::events::EVENT_QUEUE_BYTES`]).
-pub const NOTIFICATION_QUEUE: usize = crate::events::EVENT_QUEUE;
 
 /// Deadlines, all configurable; the defaults are PROTOCOL.md's.
 #[derive(Debug, Clone)]
@@ -155,7 +151,7 @@ pub struct ExtensionInfo {
     pub error: Option<String>,
     /// Components only: their kind, hash, permissions and limits.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<SandboxInfo>,
+    pub sandbox: Option<SandboxView>,
     /// State `untrusted` only: why, and the command that trusts it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub untrusted: Option<Untrusted>,
@@ -177,34 +173,6 @@ pub enum ExtState {
     /// A project-local extension the user has not trusted as it is now: not started;
     /// [`ExtensionInfo::untrusted`] says why and how to trust it.
     Untrusted,
-}
-
-/// How a component is sandboxed.
-#[derive(Debug, Clone, Serialize)]
-pub struct SandboxInfo {
-    /// `reactor` or `command`.
-    pub component: Kind,
-    /// SHA-256 of the component file.
-    pub sha256: String,
-    /// What its manifest asks.
-    pub asked: Permissions,
-    /// What the user granted that is in force (`null`: no grant in force, so only the
-    /// data dir).
-    pub granted: Option<Permissions>,
-    /// A grant is recorded for another build of this component: it is not applied
-    /// (`zot ext grant` to review it).
-    pub grant_stale: bool,
-    /// What was asked but is not in force, in words.
-    pub withheld: Vec<String>,
-    /// What the user granted for this run only (`--allow-env`, …), as `zot ext grant -p`
-    /// names it: asked and granted for the run, never stored.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub run_grant: Vec<String>,
-    /// Its memory limit.
-    pub memory_mb: u64,
-    /// Every host-side cap in force (memory, `/data` quota, resources, HTTP requests,
-    /// field size).
-    pub caps: crate::sandbox::InForce,
 }
 
 /// What `load` (and `reload`) did.
@@ -330,7 +298,7 @@ struct Entry {
     identity: Identity,
     log: PathBuf,
     transport: TransportKind,
-    sandbox: Option<SandboxInfo>,
+    sandbox: Option<SandboxView>,
     tool_timeout: Option<Duration>,
     state: EntryState,
 }
@@ -339,7 +307,7 @@ struct Entry {
 struct Started {
     ext: Extension,
     transport: TransportKind,
-    sandbox: Option<SandboxInfo>,
+    sandbox: Option<SandboxView>,
     tool_timeout: Option<Duration>,
 }
 

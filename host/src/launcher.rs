@@ -2,11 +2,12 @@
 //! the wasm transport. The core ([`crate::host`]) asks a [`Launcher`] for a
 //! [`Connection`] and never learns more about how frames travel.
 
-use crate::host::{HostConfig, SandboxInfo};
+use crate::host::HostConfig;
 use crate::identity::Identity;
 use crate::log::ExtLog;
 use crate::manifest::{Launch, Manifest, TransportKind};
 use crate::sandbox;
+use crate::sandbox_view::{Granted, Running, SandboxView};
 use crate::transport::stdio::{self, StdioSpec};
 use crate::transport::wasm::{self, WasmSpec};
 use crate::transport::Connection;
@@ -35,7 +36,7 @@ pub struct Launched {
     pub connection: Connection,
     pub transport: TransportKind,
     /// How a component is sandboxed (`None` for a subprocess).
-    pub sandbox: Option<SandboxInfo>,
+    pub sandbox: Option<SandboxView>,
     /// The paths the extension is told in `hello_ack`, as it sees them.
     pub paths: SeenPaths,
 }
@@ -269,18 +270,23 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         },
         data_dir: decision.policy.data_mount().to_string(),
     };
-    let sandbox = SandboxInfo {
-        component: loaded.kind(),
-        sha256: loaded.sha256.clone(),
+    let sandbox = SandboxView {
+        component: Some(loaded.kind()),
+        sha256: Some(loaded.sha256.clone()),
         asked: m.permissions.clone(),
-        granted: grant.applied().map(|g| g.permissions.clone()),
+        limits: None,
+        granted: grant
+            .applied()
+            .map(|g| Granted::Applied(g.permissions.clone())),
         grant_stale: matches!(grant, sandbox::GrantState::Stale(_)),
-        withheld: decision.withheld,
-        run_grant: run_grant
-            .map(|r| r.permissions().iter().map(ToString::to_string).collect())
-            .unwrap_or_default(),
-        memory_mb: (decision.policy.memory_bytes >> 20) as u64,
-        caps: decision.policy.limits,
+        running: Some(Running {
+            withheld: decision.withheld,
+            run_grant: run_grant
+                .map(|r| r.permissions().iter().map(ToString::to_string).collect())
+                .unwrap_or_default(),
+            memory_mb: (decision.policy.memory_bytes >> 20) as u64,
+            caps: decision.policy.limits,
+        }),
     };
     let connection = wasm::start(
         loaded,

@@ -80,6 +80,7 @@ pub mod paths;
 mod registry;
 pub mod safe_write;
 pub mod sandbox;
+pub mod sandbox_view;
 pub mod terminal_text;
 pub mod transport;
 mod tree;

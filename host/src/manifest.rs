@@ -1,5 +1,6 @@
 //! `extension.json`: reading, validating, and editing it without losing fields.
 
+use crate::sandbox::{Caps, Limit};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -91,55 +92,44 @@ pub enum CwdAccess {
 }
 
 /// Resource limits; unset means the host's default. `tool_timeout_ms` applies to any
-/// extension, the others to components (see [`crate::sandbox::Limit`]: defaults, maxima,
-/// and how a value above the default is granted).
+/// extension, the `caps` to components (see [`crate::sandbox::Limit`]: defaults, maxima,
+/// and how a value above the default is granted). In JSON one flat object:
+/// `{"memory_mb":128,"tool_timeout_ms":500}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
-    /// Linear memory, in MiB (default 64).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_mb: Option<u64>,
-    /// Bytes stored in `/data`, in MiB (default 256).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disk_mb: Option<u64>,
-    /// WASI resource-table entries: open files, streams, `wasi:http` objects (default
-    /// 1000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<u64>,
-    /// Outgoing HTTP requests in flight at once (default 16).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http_requests: Option<u64>,
-    /// Size of one `wasi:http` fields (headers) resource, in KiB (default 32).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field_kib: Option<u64>,
+    /// What a component asks of each host-side cap (memory, `/data`, resources, …).
+    #[serde(flatten)]
+    pub caps: Caps,
     /// How long one of its tool calls may take, in ms (default: the host's tool timeout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_timeout_ms: Option<u64>,
 }
 
 impl Limits {
-    /// What these limits ask of `limit`, if they name it.
-    pub fn get(&self, limit: crate::sandbox::Limit) -> Option<u64> {
-        use crate::sandbox::Limit::*;
-        match limit {
-            Memory => self.memory_mb,
-            Disk => self.disk_mb,
-            Resources => self.resources,
-            HttpRequests => self.http_requests,
-            FieldKib => self.field_kib,
+    /// Every field of the `limits` object, in order.
+    pub const FIELDS: [&'static str; Limit::ALL.len() + 1] = {
+        let mut fields = ["tool_timeout_ms"; Limit::ALL.len() + 1];
+        let mut i = 0;
+        while i < Limit::ALL.len() {
+            fields[i] = Limit::ALL[i].spec().field;
+            i += 1;
         }
-    }
+        fields
+    };
 
-    /// Where these limits keep `limit`.
-    pub fn slot(&mut self, limit: crate::sandbox::Limit) -> &mut Option<u64> {
-        use crate::sandbox::Limit::*;
-        match limit {
-            Memory => &mut self.memory_mb,
-            Disk => &mut self.disk_mb,
-            Resources => &mut self.resources,
-            HttpRequests => &mut self.http_requests,
-            FieldKib => &mut self.field_kib,
+    /// Parses a manifest's `limits`. A field it does not know is named with the fields it
+    /// does, as for every other object of the manifest (serde names none for an object
+    /// with a flattened part).
+    fn parse(value: &Value) -> Result<Limits, serde_json::Error> {
+        use serde::de::Error;
+        if let Some(unknown) = value
+            .as_object()
+            .and_then(|o| o.keys().find(|k| !Limits::FIELDS.contains(&k.as_str())))
+        {
+            return Err(serde_json::Error::unknown_field(unknown, &Limits::FIELDS));
         }
+        serde_json::from_value(value.clone())
     }
 }
 
@@ -334,7 +324,7 @@ impl Manifest {
                 .map_err(|e| field("permissions", e))?;
         }
         if let Some(v) = value.get("limits") {
-            serde_json::from_value::<Limits>(v.clone()).map_err(|e| field("limits", e))?;
+            Limits::parse(v).map_err(|e| field("limits", e))?;
         }
         let manifest: Manifest =
             serde_json::from_value(value).map_err(|e| Invalid(e.to_string()))?;
@@ -358,9 +348,9 @@ impl Manifest {
             Some(value) if value == 0 || value > max => Err(OutOfRange { field, value, max }),
             _ => Ok(()),
         };
-        for limit in crate::sandbox::Limit::ALL {
+        for limit in Limit::ALL {
             let spec = limit.spec();
-            in_range(spec.path, manifest.limits.get(limit), spec.max)?;
+            in_range(spec.path, manifest.limits.caps.get(limit), spec.max)?;
         }
         in_range(
             "limits.tool_timeout_ms",
@@ -819,7 +809,7 @@ mod validation_tests {
             "the data dir is asked for by default"
         );
         assert_eq!(m.permissions.cwd, Some(CwdAccess::Read));
-        assert_eq!(m.limits.memory_mb, Some(128));
+        assert_eq!(m.limits.caps.memory_mb, Some(128));
     }
 
     #[test]
@@ -895,6 +885,20 @@ mod validation_tests {
             assert!(e.contains(field), "{body}: {e}");
         }
     }
+
+    /// `limits` names an unknown field with every field it knows, as serde did when
+    /// `limits` was one flat struct.
+    #[test]
+    fn an_unknown_limit_is_named_with_the_known_ones() {
+        let e = error(r#"{"name":"g","wasm":"g","limits":{"memory_mb":64,"cpu":1}}"#);
+        assert!(
+            e.ends_with(
+                "field \"limits\": unknown field `cpu`, expected one of `memory_mb`, \
+                 `disk_mb`, `resources`, `http_requests`, `field_kib`, `tool_timeout_ms`"
+            ),
+            "{e}"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -953,7 +957,7 @@ mod embedded_tests {
         assert_eq!(e.permissions.env, ["TOKEN"]);
         assert_eq!(e.permissions.http, ["api.example.com"]);
         assert!(e.permissions.data_dir);
-        assert_eq!(e.limits.memory_mb, Some(96));
+        assert_eq!(e.limits.caps.memory_mb, Some(96));
     }
 
     #[test]
@@ -1026,7 +1030,7 @@ mod embedded_tests {
         let m = Manifest::bare_component(&with).unwrap();
         assert_eq!((m.name.as_str(), m.version.as_str()), ("probe", "1.2.0"));
         assert_eq!(m.permissions.env, ["TOKEN"]);
-        assert_eq!(m.limits.memory_mb, Some(96));
+        assert_eq!(m.limits.caps.memory_mb, Some(96));
         assert!(m.enabled && m.exec.is_none() && m.description.is_empty());
         let without = dir.join("plain.wasm");
         std::fs::write(&without, component(&[])).unwrap();

@@ -578,7 +578,7 @@ pub struct Listed {
     pub error: Option<String>,
     /// Components only: what the manifest asks and what the user granted.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<ListedSandbox>,
+    pub sandbox: Option<crate::sandbox_view::SandboxView>,
     /// Components only: the recorded grant (`null` when none: the data dir only);
     /// the same as `sandbox.granted`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -618,20 +618,6 @@ impl From<Provenance> for Origin {
             installed_at: p.installed_at,
         }
     }
-}
-
-/// A component's kind and permissions in `zot ext list --json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct ListedSandbox {
-    /// `reactor` or `command`, read from the file's exports; `null` when it cannot be
-    /// read or is not a component of a supported kind.
-    pub component: Option<crate::transport::wasm::Kind>,
-    pub asked: crate::manifest::Permissions,
-    pub limits: crate::manifest::Limits,
-    /// `null` when no grant is recorded (the data dir only).
-    pub granted: Option<crate::sandbox::Grant>,
-    /// The grant was given for another build of the component: it is not applied.
-    pub grant_stale: bool,
 }
 
 impl Listed {
@@ -704,32 +690,16 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
     let found = discover(&search_path(cwd, home));
     let row = |f: &Found| {
         let mut row = Listed::of(f, home);
-        if let Some(m) = f.manifest.as_ref().ok().filter(|m| m.wasm.is_some()) {
-            let bytes = match m.launch(&f.dir) {
-                crate::manifest::Launch::Wasm(path) => crate::cache::read_component(&path).ok(),
-                crate::manifest::Launch::Exec(_) => None,
-            };
-            let component = bytes
-                .as_deref()
-                .and_then(|b| crate::transport::wasm::kind_of_bytes(b).ok());
-            let sha256 = bytes.as_deref().map(crate::cache::sha256_hex);
-            let granted = crate::sandbox::grants::load(home, &f.identity)
-                .ok()
-                .flatten();
-            let grant_stale = granted
-                .as_ref()
-                .is_some_and(|g| Some(&g.sha256) != sha256.as_ref());
-            if grant_stale {
+        let view = f.manifest.as_ref().ok().and_then(|m| {
+            crate::sandbox_view::SandboxView::on_disk(home, &f.identity, m, &f.dir)
+                .map(|view| (m, view))
+        });
+        if let Some((m, view)) = view {
+            if view.grant_stale {
                 row.warning = Some(crate::sandbox::stale_warning(&m.name, &f.identity, &f.dir));
             }
-            row.grant = Some(granted.clone());
-            row.sandbox = Some(ListedSandbox {
-                component,
-                asked: m.permissions.clone(),
-                limits: m.limits.clone(),
-                granted,
-                grant_stale,
-            });
+            row.grant = Some(view.recorded_grant().cloned());
+            row.sandbox = Some(view);
         }
         row
     };

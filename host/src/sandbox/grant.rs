@@ -1,6 +1,6 @@
 //! What the user granted an extension, and how a grant is widened.
 
-use super::{Limit, Permission, SandboxError};
+use super::{Caps, Limit, Permission, SandboxError};
 use crate::manifest::{CwdAccess, Manifest, Permissions};
 use serde::{Deserialize, Serialize};
 
@@ -12,21 +12,10 @@ pub struct Grant {
     pub sha256: String,
     #[serde(default = "data_dir_only")]
     pub permissions: Permissions,
-    /// Memory the user allowed beyond the default, in MiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_mb: Option<u64>,
-    /// The `/data` quota the user allowed beyond the default, in MiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disk_mb: Option<u64>,
-    /// Resource-table entries allowed beyond the default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<u64>,
-    /// Concurrent outgoing HTTP requests allowed beyond the default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http_requests: Option<u64>,
-    /// `wasi:http` fields size allowed beyond the default, in KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field_kib: Option<u64>,
+    /// The caps the user allowed beyond their defaults (`memory_mb`, `disk_mb`, …: fields
+    /// of the grant file itself).
+    #[serde(flatten)]
+    pub caps: Caps,
 }
 
 /// The grant in force when none is recorded: the data dir and the default memory.
@@ -35,11 +24,7 @@ impl Default for Grant {
         Grant {
             sha256: String::new(),
             permissions: data_dir_only(),
-            memory_mb: None,
-            disk_mb: None,
-            resources: None,
-            http_requests: None,
-            field_kib: None,
+            caps: Caps::default(),
         }
     }
 }
@@ -55,31 +40,6 @@ fn data_dir_only() -> Permissions {
 }
 
 impl Grant {
-    /// What the user granted of `limit`, if anything.
-    pub fn limit(&self, limit: Limit) -> Option<u64> {
-        *self.limit_slot_ref(limit)
-    }
-
-    fn limit_slot_ref(&self, limit: Limit) -> &Option<u64> {
-        match limit {
-            Limit::Memory => &self.memory_mb,
-            Limit::Disk => &self.disk_mb,
-            Limit::Resources => &self.resources,
-            Limit::HttpRequests => &self.http_requests,
-            Limit::FieldKib => &self.field_kib,
-        }
-    }
-
-    fn limit_slot(&mut self, limit: Limit) -> &mut Option<u64> {
-        match limit {
-            Limit::Memory => &mut self.memory_mb,
-            Limit::Disk => &mut self.disk_mb,
-            Limit::Resources => &mut self.resources,
-            Limit::HttpRequests => &mut self.http_requests,
-            Limit::FieldKib => &mut self.field_kib,
-        }
-    }
-
     /// Adds everything `m` asks for.
     pub fn add_asked(&mut self, m: &Manifest) {
         let asked = &m.permissions;
@@ -89,8 +49,8 @@ impl Grant {
         add_all(&mut p.env, &asked.env);
         add_all(&mut p.http, &asked.http);
         for limit in Limit::ALL {
-            let slot = self.limit_slot(limit);
-            *slot = (*slot).max(m.limits.get(limit));
+            let slot = self.caps.slot(limit);
+            *slot = (*slot).max(m.limits.caps.get(limit));
         }
     }
 
@@ -111,7 +71,7 @@ impl Grant {
             Permission::Cwd => p.cwd = Some(CwdAccess::Read),
             Permission::Env(name) => add_all(&mut p.env, &[name]),
             Permission::Http(host) => add_all(&mut p.http, &[host]),
-            Permission::Limit(limit, value) => *self.limit_slot(limit) = Some(value),
+            Permission::Limit(limit, value) => *self.caps.slot(limit) = Some(value),
         }
         Ok(())
     }
@@ -150,7 +110,7 @@ mod tests {
         grant.add(&m, "env:TOKEN").unwrap();
         grant.add(&m, "memory:100").unwrap();
         assert_eq!(grant.permissions.env, vec!["TOKEN".to_string()]);
-        assert_eq!(grant.memory_mb, Some(100));
+        assert_eq!(grant.caps.memory_mb, Some(100));
         let e = grant.add(&m, "env:TOKEM").unwrap_err();
         assert!(e.to_string().contains("(nearest: env:TOKEN)"), "{e}");
         assert!(grant.add(&m, "memory:256").is_err(), "more than asked");

@@ -79,7 +79,8 @@ pub fn sha256_of(wasm: &Path) -> Result<String, SandboxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{CwdAccess, Limits, Permissions, MAX_MEMORY_MB};
+    use crate::manifest::{CwdAccess, Permissions, MAX_MEMORY_MB};
+    use crate::sandbox::Caps;
 
     /// A damaged or hand-edited grant file is an error naming the file, or a grant that
     /// still gives no more than the manifest asks; never a panic.
@@ -96,9 +97,9 @@ mod tests {
             env: vec!["HOME".into()],
             http: vec!["api.example.com".into()],
         };
-        let limits = Limits {
+        let limits = Caps {
             memory_mb: Some(MAX_MEMORY_MB),
-            ..Limits::default()
+            ..Caps::default()
         };
         let odd: [&[u8]; 8] = [
             b"",

@@ -36,8 +36,8 @@ pub fn grown_since(old: &Manifest, new: &Manifest) -> Vec<String> {
     };
     let more: Vec<(Limit, u64)> = Limit::ALL
         .into_iter()
-        .map(|l| (l, l.asked(&new.limits)))
-        .filter(|(l, v)| *v > l.asked(&old.limits).max(l.spec().default))
+        .map(|l| (l, l.asked(&new.limits.caps)))
+        .filter(|(l, v)| *v > l.asked(&old.limits.caps).max(l.spec().default))
         .collect();
     in_words(&added, &more)
 }

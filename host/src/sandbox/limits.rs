@@ -7,8 +7,9 @@
 //! user granted (`min(asked, granted)`, never less than the default). A grant never
 //! gives more than the manifest asks.
 
-use super::{Grant, SandboxError};
-use crate::manifest::{Limits, MAX_MEMORY_MB};
+use super::SandboxError;
+use crate::manifest::MAX_MEMORY_MB;
+use serde::{Deserialize, Serialize};
 
 /// One kind of host-side cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -104,20 +105,20 @@ impl Limit {
             .find(|l| l.spec().permission == permission)
     }
 
-    /// What `limits` ask for (the default when they name none).
-    pub fn asked(self, limits: &Limits) -> u64 {
-        limits.get(self).unwrap_or(self.spec().default)
+    /// What a manifest's `asked` caps ask for (the default when they name none).
+    pub fn asked(self, asked: &Caps) -> u64 {
+        asked.get(self).unwrap_or(self.spec().default)
     }
 
-    /// The most `grant` allows (never less than the default).
-    pub fn granted(self, grant: &Grant) -> u64 {
+    /// The most a grant's `granted` caps allow (never less than the default).
+    pub fn granted(self, granted: &Caps) -> u64 {
         let default = self.spec().default;
-        grant.limit(self).unwrap_or(default).max(default)
+        granted.get(self).unwrap_or(default).max(default)
     }
 
     /// In force: what is asked, but no more than what is granted.
-    pub fn in_force(self, limits: &Limits, grant: &Grant) -> u64 {
-        self.asked(limits).min(self.granted(grant))
+    pub fn in_force(self, asked: &Caps, granted: &Caps) -> u64 {
+        self.asked(asked).min(self.granted(granted))
     }
 
     /// Parses a value the user grants: 1 to the limit's max.
@@ -158,6 +159,49 @@ impl Limit {
     }
 }
 
+/// A number for some of the [`Limit`]s, the others unset: what a manifest's `limits`
+/// ask (`manifest::Limits::caps`) or what the user granted (`Grant::caps`). In JSON, one
+/// field per limit ([`Spec::field`]), present only when set: the same in `extension.json`,
+/// in a grant file and in `zot ext list --json`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caps {
+    /// Linear memory, in MiB (default 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    /// Bytes stored in `/data`, in MiB (default 256).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_mb: Option<u64>,
+    /// WASI resource-table entries: open files, streams, `wasi:http` objects (default
+    /// 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<u64>,
+    /// Outgoing HTTP requests in flight at once (default 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_requests: Option<u64>,
+    /// Size of one `wasi:http` fields (headers) resource, in KiB (default 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_kib: Option<u64>,
+}
+
+impl Caps {
+    /// The value set for `limit`, if any.
+    pub fn get(&self, limit: Limit) -> Option<u64> {
+        let mut caps = *self;
+        *caps.slot(limit)
+    }
+
+    /// Where the value of `limit` is kept.
+    pub fn slot(&mut self, limit: Limit) -> &mut Option<u64> {
+        match limit {
+            Limit::Memory => &mut self.memory_mb,
+            Limit::Disk => &mut self.disk_mb,
+            Limit::Resources => &mut self.resources,
+            Limit::HttpRequests => &mut self.http_requests,
+            Limit::FieldKib => &mut self.field_kib,
+        }
+    }
+}
+
 /// Memory a component gets unless its manifest asks (and the user grants) more.
 pub const DEFAULT_MEMORY_MB: u64 = Limit::Memory.spec().default;
 
@@ -174,12 +218,12 @@ pub struct InForce {
 impl InForce {
     /// Every limit at its default.
     pub fn defaults() -> InForce {
-        InForce::decide(&Limits::default(), &Grant::default())
+        InForce::decide(&Caps::default(), &Caps::default())
     }
 
-    /// What `limits` ask ∩ what `grant` allows.
-    pub fn decide(limits: &Limits, grant: &Grant) -> InForce {
-        let f = |l: Limit| l.in_force(limits, grant);
+    /// What is `asked` ∩ what is `granted`.
+    pub fn decide(asked: &Caps, granted: &Caps) -> InForce {
+        let f = |l: Limit| l.in_force(asked, granted);
         InForce {
             memory_mb: f(Limit::Memory),
             disk_mb: f(Limit::Disk),
@@ -188,24 +232,13 @@ impl InForce {
             field_kib: f(Limit::FieldKib),
         }
     }
-
-    /// The value of `limit`.
-    pub fn get(&self, limit: Limit) -> u64 {
-        match limit {
-            Limit::Memory => self.memory_mb,
-            Limit::Disk => self.disk_mb,
-            Limit::Resources => self.resources,
-            Limit::HttpRequests => self.http_requests,
-            Limit::FieldKib => self.field_kib,
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn limits(json: &str) -> Limits {
+    fn limits(json: &str) -> Caps {
         serde_json::from_str(json).unwrap()
     }
 
@@ -229,14 +262,14 @@ mod tests {
     #[test]
     fn asked_above_the_default_needs_a_grant_and_below_it_does_not() {
         let asks = limits(r#"{"disk_mb":1024,"resources":10,"http_requests":64}"#);
-        let none = InForce::decide(&asks, &Grant::default());
+        let none = InForce::decide(&asks, &Caps::default());
         assert_eq!(
             none.disk_mb, 256,
             "asked more, nothing granted: the default"
         );
         assert_eq!(none.resources, 10, "asked less: in force without a grant");
         assert_eq!(none.http_requests, 16);
-        let grant: Grant = serde_json::from_str(r#"{"disk_mb":512,"http_requests":1000}"#).unwrap();
+        let grant: Caps = serde_json::from_str(r#"{"disk_mb":512,"http_requests":1000}"#).unwrap();
         let some = InForce::decide(&asks, &grant);
         assert_eq!(some.disk_mb, 512, "granted less than asked: the grant");
         assert_eq!(some.http_requests, 64, "granted more than asked: the ask");
@@ -271,5 +304,74 @@ mod tests {
                 .contains(&l.spec().default.to_string()));
         }
         assert_eq!(Limit::Disk.named(256), "disk quota (256 MiB)");
+    }
+
+    /// Each limit's [`Spec::field`] is the JSON field [`Caps`] keeps it in.
+    #[test]
+    fn each_limit_is_kept_in_its_field() {
+        for limit in Limit::ALL {
+            let mut caps = Caps::default();
+            *caps.slot(limit) = Some(7);
+            assert_eq!(caps.get(limit), Some(7));
+            let json = format!(r#"{{"{}":7}}"#, limit.spec().field);
+            assert_eq!(serde_json::to_string(&caps).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Caps>(&json).unwrap(), caps);
+        }
+    }
+
+    /// A grant file and a manifest's `limits` written before [`Caps`] was shared read and
+    /// write back byte for byte; a grant file's unknown field is still ignored.
+    #[test]
+    fn old_grant_files_and_manifests_round_trip() {
+        let grant_file = r#"{
+  "sha256": "375322e6",
+  "permissions": {
+    "data_dir": true,
+    "cwd": "read",
+    "env": [
+      "TOKEN"
+    ]
+  },
+  "memory_mb": 96,
+  "disk_mb": 1024,
+  "resources": 10,
+  "http_requests": 32,
+  "field_kib": 64
+}"#;
+        let grant: crate::sandbox::Grant = serde_json::from_str(grant_file).unwrap();
+        assert_eq!(grant.caps.memory_mb, Some(96));
+        assert_eq!(grant.caps.field_kib, Some(64));
+        assert_eq!(serde_json::to_string_pretty(&grant).unwrap(), grant_file);
+        let partial = r#"{"sha256":"","permissions":{"data_dir":true},"disk_mb":512}"#;
+        let grant: crate::sandbox::Grant = serde_json::from_str(partial).unwrap();
+        assert_eq!(grant.caps.get(Limit::Disk), Some(512));
+        assert_eq!(grant.caps.get(Limit::Memory), None);
+        assert_eq!(serde_json::to_string(&grant).unwrap(), partial);
+        let with_unknown: crate::sandbox::Grant =
+            serde_json::from_str(r#"{"sha256":"","disk_mb":512,"later":1}"#).unwrap();
+        assert_eq!(with_unknown, grant);
+
+        use crate::manifest::{Limits, Manifest};
+        let manifest = r#"{"name":"g","version":"","exec":null,"args":[],"language":"","description":"","enabled":true,"wasm":"g.wasm","permissions":{"data_dir":true},"limits":{"memory_mb":128,"disk_mb":1024,"resources":10,"http_requests":32,"field_kib":64,"tool_timeout_ms":500}}"#;
+        let m: Manifest = serde_json::from_str(manifest).unwrap();
+        assert_eq!(m.limits.caps.http_requests, Some(32));
+        assert_eq!(m.limits.tool_timeout_ms, Some(500));
+        assert_eq!(serde_json::to_string(&m).unwrap(), manifest);
+        for limits in [r#"{}"#, r#"{"tool_timeout_ms":500}"#, r#"{"resources":10}"#] {
+            let parsed: Limits = serde_json::from_str(limits).unwrap();
+            assert_eq!(serde_json::to_string(&parsed).unwrap(), limits);
+        }
+        assert!(serde_json::from_str::<Limits>(r#"{"cpu":1}"#).is_err());
+        assert_eq!(
+            Limits::FIELDS,
+            [
+                "memory_mb",
+                "disk_mb",
+                "resources",
+                "http_requests",
+                "field_kib",
+                "tool_timeout_ms"
+            ]
+        );
     }
 }

@@ -27,7 +27,7 @@ pub use error::SandboxError;
 pub use grant::Grant;
 pub use grown::grown_since;
 pub use host_pattern::HostPattern;
-pub use limits::{InForce, Limit, DEFAULT_MEMORY_MB};
+pub use limits::{Caps, InForce, Limit, DEFAULT_MEMORY_MB};
 pub use permission::Permission;
 pub use policy::{decide, for_manifest, stale_warning, Decision, GrantState, Policy};
 pub use run_grant::RunGrant;

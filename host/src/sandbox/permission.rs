@@ -64,7 +64,7 @@ impl Permission {
             Permission::Env(name) => asked.env.push(name.clone()),
             Permission::Http(host) if asked.http.contains(host) => {}
             Permission::Http(host) => asked.http.push(host.clone()),
-            Permission::Limit(limit, value) => *m.limits.slot(*limit) = Some(*value),
+            Permission::Limit(limit, value) => *m.limits.caps.slot(*limit) = Some(*value),
         }
     }
 
@@ -76,7 +76,7 @@ impl Permission {
             Permission::Cwd => asked.cwd.is_some(),
             Permission::Env(name) => asked.env.contains(name),
             Permission::Http(host) => asked.http.contains(host),
-            Permission::Limit(limit, value) => *value <= limit.asked(&m.limits),
+            Permission::Limit(limit, value) => *value <= limit.asked(&m.limits.caps),
         }
     }
 }
@@ -95,7 +95,7 @@ pub(super) fn not_asked(m: &Manifest, permission: &str) -> SandboxError {
     options.extend(asked.env.iter().map(|n| format!("env:{n}")));
     options.extend(asked.http.iter().map(|h| format!("http:{h}")));
     for limit in Limit::ALL {
-        if let Some(value) = m.limits.get(limit) {
+        if let Some(value) = m.limits.caps.get(limit) {
             options.push(format!("{}:{value}", limit.spec().permission));
         }
     }

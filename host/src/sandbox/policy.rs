@@ -1,10 +1,11 @@
 //! What a component may use: what its manifest asks ∩ what the user granted, decided
 //! once before it starts.
 
+use super::Caps;
 use super::{Grant, HostPattern, InForce, Limit, RunGrant, DATA_MOUNT};
 use crate::identity::Identity;
 use crate::log::ExtLog;
-use crate::manifest::{CwdAccess, Limits, Manifest, Permissions};
+use crate::manifest::{CwdAccess, Manifest, Permissions};
 use crate::paths::ZotHome;
 use std::path::{Path, PathBuf};
 
@@ -36,7 +37,7 @@ pub struct Decision {
 /// default memory only). `env_var` reads the host's environment.
 pub fn decide(
     asked: &Permissions,
-    limits: &Limits,
+    caps: &Caps,
     granted: Option<&Grant>,
     data_dir: PathBuf,
     cwd: &Path,
@@ -82,13 +83,13 @@ pub fn decide(
         }
     }
     for limit in Limit::ALL {
-        let (asked, allowed) = (limit.asked(limits), limit.granted(grant));
+        let (asked, allowed) = (limit.asked(caps), limit.granted(&grant.caps));
         if asked > allowed {
             let (name, unit) = (limit.spec().permission, limit.spec().unit);
             withheld.push(format!("{name} {asked} {unit}: {allowed} {unit} granted"));
         }
     }
-    let in_force = InForce::decide(limits, grant);
+    let in_force = InForce::decide(caps, &grant.caps);
     Decision {
         policy: Policy {
             data_dir,
@@ -165,7 +166,7 @@ pub fn for_manifest(
     };
     let decision = decide(
         &m.permissions,
-        &m.limits,
+        &m.limits.caps,
         granted,
         home.data_dir(id),
         cwd,
@@ -233,9 +234,9 @@ mod tests {
     fn without_a_grant_only_the_data_dir() {
         let d = decide(
             &asks(true, &["SET"], &["api.example.com"]),
-            &Limits {
+            &Caps {
                 memory_mb: Some(128),
-                ..Limits::default()
+                ..Caps::default()
             },
             None,
             "/d".into(),
@@ -254,14 +255,16 @@ mod tests {
         let grant = Grant {
             sha256: String::new(),
             permissions: asks(true, &["SET", "UNSET", "OTHER"], &[]),
-            memory_mb: Some(256),
-            ..Grant::default()
+            caps: Caps {
+                memory_mb: Some(256),
+                ..Caps::default()
+            },
         };
         let d = decide(
             &asks(true, &["SET", "UNSET"], &[]),
-            &Limits {
+            &Caps {
                 memory_mb: Some(128),
-                ..Limits::default()
+                ..Caps::default()
             },
             Some(&grant),
             "/d".into(),
@@ -285,7 +288,7 @@ mod tests {
         nothing.data_dir = false;
         let d = decide(
             &nothing,
-            &Limits::default(),
+            &Caps::default(),
             Some(&grant),
             "/d".into(),
             Path::new("/p"),
@@ -305,7 +308,7 @@ mod tests {
         };
         let d = decide(
             &asks(false, &[], &["http://127.0.0.1:8080", "*.other.org"]),
-            &Limits::default(),
+            &Caps::default(),
             Some(&grant),
             "/d".into(),
             Path::new("/p"),
@@ -321,7 +324,7 @@ mod tests {
         );
         let none = decide(
             &asks(false, &[], &[]),
-            &Limits::default(),
+            &Caps::default(),
             Some(&grant),
             "/d".into(),
             Path::new("/p"),

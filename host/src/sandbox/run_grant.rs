@@ -106,7 +106,7 @@ mod tests {
         let (m, grant) = run.widen(&bare, None);
         let d = decide(
             &m.permissions,
-            &m.limits,
+            &m.limits.caps,
             Some(&grant),
             "/d".into(),
             Path::new("/p"),

@@ -7,7 +7,7 @@ use crate::terminal_text::one_line;
 /// What `m` asks for, in plain words: its memory, and the other limits it asks above
 /// their defaults.
 pub fn asked_words(m: &Manifest) -> Vec<String> {
-    in_words(&m.permissions, &raised(|l| l.asked(&m.limits)))
+    in_words(&m.permissions, &raised(|l| l.asked(&m.limits.caps)))
 }
 
 /// What `grant` allows the component of manifest `m`, in plain words: the memory it
@@ -16,7 +16,7 @@ pub fn asked_words(m: &Manifest) -> Vec<String> {
 pub fn granted_words(m: &Manifest, grant: &Grant) -> Vec<String> {
     in_words(
         &grant.permissions,
-        &raised(|l| l.in_force(&m.limits, grant)),
+        &raised(|l| l.in_force(&m.limits.caps, &grant.caps)),
     )
 }
 

@@ -13,11 +13,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use zot_host::compile::Compiler;
 use zot_host::extension::ReadyBy;
-use zot_host::host::SandboxInfo;
 use zot_host::identity::Identity;
 use zot_host::install::{provenance, Progress};
 use zot_host::manifest::TransportKind;
 use zot_host::paths::ZotHome;
+use zot_host::sandbox_view::SandboxView;
 use zot_host::terminal_text::{multi_line, one_line};
 use zot_host::trust::Untrusted;
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
@@ -75,7 +75,7 @@ struct Found {
     intercept: Vec<String>,
     shutdown_ms: f64,
     exit: Option<String>,
-    sandbox: Option<SandboxInfo>,
+    sandbox: Option<SandboxView>,
 }
 
 /// A command (no schema) or a tool.
@@ -439,13 +439,18 @@ fn print_text(r: &CheckReport) {
                     );
                 }
             }
-            if let Some(sb) = &f.sandbox {
+            let started = f
+                .sandbox
+                .as_ref()
+                .and_then(|sb| Some((sb, sb.running.as_ref()?)));
+            if let Some((sb, run)) = started {
+                let sha256 = sb.sha256.as_deref().unwrap_or_default();
                 let _ = writeln!(
                     out,
                     "  sandbox    {} component, {} MiB memory, sha256 {}",
                     word(&sb.component),
-                    sb.memory_mb,
-                    sb.sha256.chars().take(12).collect::<String>()
+                    run.memory_mb,
+                    sha256.chars().take(12).collect::<String>()
                 );
                 let _ = writeln!(
                     out,
@@ -457,7 +462,7 @@ fn print_text(r: &CheckReport) {
                     "             granted {}",
                     serde_json::to_string(&sb.granted).unwrap_or_default()
                 );
-                for w in &sb.withheld {
+                for w in &run.withheld {
                     let _ = writeln!(out, "             withheld: {w}");
                 }
             }

@@ -11,6 +11,7 @@ use zot_host::install::{self, provenance, InstallSource, Progress, Request, Stag
 use zot_host::manifest::{Launch, Manifest};
 use zot_host::paths::{project_extensions_dir, ZotHome};
 use zot_host::sandbox::{asked_words, granted_words, grants, grown_since};
+use zot_host::sandbox_view::SandboxView;
 use zot_host::terminal_text::{self, one_line};
 use zot_host::trust::{self, ProjectExtension};
 
@@ -522,24 +523,18 @@ pub(crate) fn info(
     let m = Manifest::read(&dir).context(&what)?;
     let record = record_of(home, &dir).context(&what)?;
     let id = Identity::of(&dir, home);
-    let grant = grants::load(home, &id)
-        .ok()
-        .flatten()
-        .filter(|_| m.wasm.is_some());
-    let grant_stale = match (&grant, m.launch(&dir)) {
-        (Some(g), Launch::Wasm(file)) => grants::sha256_of(&file).ok() != Some(g.sha256.clone()),
-        _ => false,
-    };
+    let view = SandboxView::on_disk(home, &id, &m, &dir);
+    let grant = view.as_ref().and_then(SandboxView::recorded_grant);
+    let grant_stale = view.as_ref().is_some_and(|v| v.grant_stale);
     let program = program_file(&m, &dir);
     let sha256 = program.as_ref().and_then(|p| {
         let hash = record.as_ref()?.files.get(p)?;
         Some(hash.clone()).filter(|h| !h.starts_with("symlink:"))
     });
     let transport = if m.wasm.is_some() { "wasm" } else { "stdio" };
-    let asks = m
-        .wasm
-        .is_some()
-        .then(|| serde_json::json!({"permissions": m.permissions, "limits": m.limits}));
+    let asks = view
+        .as_ref()
+        .map(|v| serde_json::json!({"permissions": v.asked, "limits": v.limits}));
     if json {
         let value = serde_json::json!({
             "name": m.name, "version": m.version, "description": m.description,
@@ -611,7 +606,7 @@ pub(crate) fn info(
     if m.wasm.is_some() {
         rows("asks", &asked_words(&m));
     }
-    match &grant {
+    match grant {
         _ if m.wasm.is_none() => row(
             "granted",
             "everything you can: a classic extension runs with your full user permissions",

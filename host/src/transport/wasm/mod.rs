@@ -32,8 +32,6 @@ use wasmtime::{Config, Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{FieldMapError, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-/// The newest WIT package version this host speaks.
-pub const WIT_VERSION: &str = reactor::NEWEST;
 /// How often the epoch ticks: the granularity of deadlines, and how often a running
 /// guest yields to other tasks.
 const TICK: Duration = Duration::from_millis(10);
