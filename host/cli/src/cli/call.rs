@@ -51,13 +51,8 @@ pub(crate) struct CallArgs {
     /// 60000).
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<u64>,
-    /// How long to wait for the extension to be ready, e.g. `30s`, `500ms`.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
-    wait: Duration,
     #[command(flatten)]
-    scope: ScopeArgs,
-    #[command(flatten)]
-    grants: GrantArgs,
+    load: OneShotArgs,
 }
 
 #[derive(clap::Args)]
@@ -78,6 +73,13 @@ pub(crate) struct InvokeArgs {
     /// How long the command may take to answer.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     timeout_ms: u64,
+    #[command(flatten)]
+    load: OneShotArgs,
+}
+
+/// How `call` and `invoke` load their one extension.
+#[derive(clap::Args)]
+pub(crate) struct OneShotArgs {
     /// How long to wait for the extension to be ready, e.g. `30s`, `500ms`.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     wait: Duration,
@@ -119,17 +121,7 @@ pub(crate) fn call(args: CallArgs) -> Result<ExitCode, CliError> {
         timeout: args.timeout_ms.map(Duration::from_millis),
         validate: !args.no_validate,
     };
-    match one_shot(
-        "call",
-        &args.target,
-        args.scope,
-        &args.grants,
-        args.wait,
-        None,
-        ask,
-    )
-    .map_err(not_called)?
-    {
+    match one_shot("call", &args.target, args.load, None, ask).map_err(not_called)? {
         Answer::Tool(ext, result) => {
             if args.json {
                 print_json(&super::sidecar::with_extension(
@@ -158,17 +150,7 @@ pub(crate) fn invoke(args: InvokeArgs) -> Result<ExitCode, CliError> {
         args: args.args.join(" "),
     };
     let timeout = Duration::from_millis(args.timeout_ms);
-    match one_shot(
-        "invoke",
-        &args.target,
-        args.scope,
-        &args.grants,
-        args.wait,
-        Some(timeout),
-        ask,
-    )
-    .map_err(not_called)?
-    {
+    match one_shot("invoke", &args.target, args.load, Some(timeout), ask).map_err(not_called)? {
         Answer::Command(ext, response) => {
             if args.json {
                 print_json(&super::sidecar::with_extension(&*response, ext, &["id"]));
@@ -222,9 +204,7 @@ fn parse_tool_args(text: &str) -> Result<Value, String> {
 fn one_shot(
     verb: &str,
     target: &str,
-    scope: ScopeArgs,
-    grants: &GrantArgs,
-    wait: Duration,
+    load: OneShotArgs,
     command_timeout: Option<Duration>,
     ask: Ask,
 ) -> Result<Answer, CliError> {
@@ -234,7 +214,7 @@ fn one_shot(
         "invoking"
     };
     let what = format!("{verb} {target}");
-    let (home, parsed, compiler, runtime) = setup(verb, target, scope, progressive)?;
+    let (home, parsed, compiler, runtime) = setup(verb, target, load.scope, progressive)?;
     let target = match parsed {
         Parsed::Run(target) => target,
         Parsed::Untrusted(u) => return Err(u.message()).context(&what),
@@ -244,8 +224,8 @@ fn one_shot(
         .prepare(&runtime, &home, &compiler, &progress)
         .context(&what)?;
     let log = LogMark::of(&home, prepared.dir());
-    let mut config = prepared.config(home, compiler, wait).context(&what)?;
-    grants.apply(&mut config);
+    let mut config = prepared.config(home, compiler, load.wait).context(&what)?;
+    load.grants.apply(&mut config);
     if let Some(timeout) = command_timeout {
         config.timeouts.command = timeout;
     }
