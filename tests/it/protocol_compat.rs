@@ -490,12 +490,14 @@ fn project_local_extension_beats_global_of_the_same_name() {
 #[test]
 fn disabled_manifest_is_listed_but_not_started() {
     let mut b = HostBuilder::new();
-    // Each extension writes its file first thing when it starts.
-    let marker = b.scratch().join("disabled-started");
+    // Each extension writes its file first thing when it starts (in a folder that outlives
+    // the host's scratch).
+    let files = TempDir::new("disabled-files");
+    let marker = files.path().join("disabled-started");
     let mut m = py_manifest("sleepy", &["--touch", marker.to_str().unwrap()]);
     m["enabled"] = json!(false);
     b.global("sleepy", &m);
-    let control = b.scratch().join("enabled-started");
+    let control = files.path().join("enabled-started");
     b.global(
         "awake",
         &py_manifest("awake", &["--touch", control.to_str().unwrap()]),
@@ -853,7 +855,12 @@ fn events_reach_only_subscribers_in_emit_order() {
         "turns",
         &node_manifest(
             "turns",
-            &["--events", "session_start,turn_start", "--tools", "mark_turns"],
+            &[
+                "--events",
+                "session_start,turn_start",
+                "--tools",
+                "mark_turns",
+            ],
         ),
     );
     b.explicit(

@@ -555,6 +555,9 @@ fn extensions_that_fail_to_load_are_reported_on_stderr_and_in_host_ready() {
     b.ext_path(&notes);
     b.explicit("crasher", &py_manifest("crasher", &["--mode", "exit"]));
     b.explicit("fine", &py_manifest("fine", &[]));
+    // `fine` must be ready after the reload below: a ready wait far longer than a start
+    // on a loaded machine (it ends as soon as every extension is ready or gone).
+    b.arg("--ready-timeout-ms").arg("30000");
     let host = b.start();
     let ready = host.wait_event("host_ready", READY_TIMEOUT, |v| v["type"] == "host_ready");
     let errors: Vec<(String, String)> = ready["errors"]

@@ -812,11 +812,6 @@ impl Host {
         );
     }
 
-    /// Did the host close stdout?
-    pub fn stdout_closed(&self) -> bool {
-        self.shared.state.lock().unwrap().eof
-    }
-
     /// The extension's log, `$ZOT_HOME/logs/ext-<name>.log` ("" if missing).
     pub fn log(&self, name: &str) -> String {
         std::fs::read_to_string(self.home.join("logs").join(format!("ext-{name}.log")))
