@@ -5,9 +5,7 @@
 //! Each attack drives the real `zot` binary with the real test components (reactor and
 //! command), beside a healthy stdio extension.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};

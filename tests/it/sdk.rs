@@ -1,9 +1,7 @@
 //! The `zot-ext` SDK over its real transports, natively and in the sandbox, with the
 //! probe extension `tests/guests/sdk-probe`: what the examples do not show.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use zot_test_guests::{SDK_PROBE, SDK_PROBE_NATIVE};

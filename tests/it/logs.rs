@@ -2,9 +2,7 @@
 //! for the host, `zot ext logs` escapes control characters, and a flood of stderr is
 //! held to the cap with one rotated file while the host stays responsive.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::path::Path;

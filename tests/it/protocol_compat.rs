@@ -1,9 +1,7 @@
 //! Protocol compatibility: published extensions and every frame type, driven through
 //! `zot host` (docs/sidecar.md, PROTOCOL.md).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -141,8 +139,8 @@ fn one_way_extension_frames_become_sidecar_events() {
     });
     assert_eq!(ev["text"], "/rs-cmd display from slash", "{ev}");
     assert_eq!(ev["extension"], "rs");
-    // The whitespace-only submit (sent before the real one) never shows up.
-    std::thread::sleep(Duration::from_millis(200));
+    // The whitespace-only submit was sent before the real one, which arrived: had it been
+    // passed on, it would have arrived first.
     let extra = host.events(|v| v["type"] == "submit");
     assert!(
         extra.is_empty(),
@@ -341,15 +339,15 @@ fn legacy_extension_without_ready_is_taken_as_ready() {
     let mut b = HostBuilder::new();
     b.explicit("legacy", &py_manifest("legacy", &["--mode", "legacy"]));
     let host = b.start();
-    let names = host.ready();
-    let took = host.started.elapsed();
-    println!("host_ready with a legacy (no ready) extension after {took:?}");
-    assert_eq!(names, vec!["legacy"]);
-    // Silent for 250 ms after its last frame counts as ready: well before the 3 s cap.
-    assert!(
-        took < Duration::from_millis(2500),
-        "host_ready took {took:?}"
+    let ready = host.ready_event();
+    println!(
+        "host_ready with a legacy (no ready) extension after {:?}",
+        host.started.elapsed()
     );
+    // Silent for 250 ms after its last frame counts as ready, within the ready wait: had
+    // it not, the wait would have run out with the extension still starting.
+    assert_eq!(ready["extensions"], json!(["legacy"]), "{ready}");
+    assert_eq!(ready["starting"], json!([]), "{ready}");
     let e = host.entry("legacy");
     assert_eq!(e["state"], "ready", "{e}");
     assert!(str_list(&e["tools"]).contains(&"echo".to_string()), "{e}");
@@ -492,19 +490,27 @@ fn project_local_extension_beats_global_of_the_same_name() {
 #[test]
 fn disabled_manifest_is_listed_but_not_started() {
     let mut b = HostBuilder::new();
-    let marker = b.scratch().join("disabled-started");
+    // Each extension writes its file first thing when it starts (in a folder that outlives
+    // the host's scratch).
+    let files = TempDir::new("disabled-files");
+    let marker = files.path().join("disabled-started");
     let mut m = py_manifest("sleepy", &["--touch", marker.to_str().unwrap()]);
     m["enabled"] = json!(false);
     b.global("sleepy", &m);
-    b.global("awake", &py_manifest("awake", &[]));
+    let control = files.path().join("enabled-started");
+    b.global(
+        "awake",
+        &py_manifest("awake", &["--touch", control.to_str().unwrap()]),
+    );
     let host = b.start();
     assert_eq!(host.ready(), vec!["awake"]);
     let e = host.entry("sleepy");
     assert_eq!(e["state"], "disabled", "{e}");
     assert!(str_list(&e["tools"]).is_empty(), "{e}");
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!marker.exists(), "a disabled extension was started");
+    // The host has stopped every extension it started, each after it wrote its file.
     host.shutdown();
+    assert!(control.exists(), "the enabled extension wrote no file");
+    assert!(!marker.exists(), "a disabled extension was started");
 }
 
 #[test]
@@ -847,9 +853,20 @@ fn events_reach_only_subscribers_in_emit_order() {
     let mut b = HostBuilder::new();
     b.explicit(
         "turns",
-        &node_manifest("turns", &["--events", "session_start,turn_start"]),
+        &node_manifest(
+            "turns",
+            &[
+                "--events",
+                "session_start,turn_start",
+                "--tools",
+                "mark_turns",
+            ],
+        ),
     );
-    b.explicit("tools", &node_manifest("tools", &["--events", "tool_call"]));
+    b.explicit(
+        "tools",
+        &node_manifest("tools", &["--events", "tool_call", "--tools", "mark_tools"]),
+    );
     let host = b.start();
     host.ready();
     let d = host.ok("emit", json!({"event": {"event": "session_start"}}));
@@ -881,7 +898,10 @@ fn events_reach_only_subscribers_in_emit_order() {
     }
     let e = notified_json(&host.wait_notify("tools", "event "));
     assert_eq!(e["event"], "tool_call", "{e}");
-    std::thread::sleep(Duration::from_millis(200));
+    // The markers: each extension answers a tool call after the frames sent before it.
+    for tool in ["mark_turns", "mark_tools"] {
+        assert_eq!(host.call_tool(tool, json!({}))["is_error"], false);
+    }
     assert!(
         host.events(|v| is_notify(v, "turns", "event ")).is_empty(),
         "turns got extra events"
@@ -947,7 +967,8 @@ fn initial_registrations_are_announced_once() {
     // Announced once: the first arrives (it may follow host_ready), no second one.
     let is_change = |v: &Value| v["type"] == "registry_changed" && v["extension"] == "rs";
     host.wait_event("registry_changed of rs", EVENT_TIMEOUT, is_change);
-    std::thread::sleep(Duration::from_millis(300));
+    // The marker: the extension answers a call after its registrations and `ready`.
+    assert_eq!(host.call_tool("echo", json!({}))["is_error"], false);
     let more = host.events(is_change);
     assert!(more.is_empty(), "announced again: {more:?}");
     host.shutdown();

@@ -4,9 +4,7 @@
 //! the components named on the command line for that run only; and a broken `--ext`
 //! of a name, reported with the copy it keeps from loading, in the CLI's own form.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,6 +14,10 @@ use zot_test_guests::REACTOR;
 
 /// An environment variable only the tests set.
 const SECRET: &str = "ZOT_LOAD_FLAGS_SECRET";
+
+/// This module's helpers on a scratch [`crate::common::Layout`].
+struct LoadFlags;
+type Layout = crate::common::Layout<LoadFlags>;
 
 impl Layout {
     /// A Python extension named `name` in `exts/<name>`.

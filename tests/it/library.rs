@@ -1,9 +1,7 @@
 //! The `zot-host` library as an embedding agent uses it: calls from one task reach every
 //! extension in the order they were made.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Map, Value};
 use zot_host::paths::ZotHome;
 use zot_host::{Host, HostConfig, HostEvent};

@@ -1,8 +1,6 @@
 //! `zot ext check`: one extension loaded alone, reported, and judged.
 
-mod common;
-
-use common::{hello_py_example, py_manifest, write_manifest, TempDir};
+use crate::common::{hello_py_example, py_manifest, write_manifest, TempDir};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};

@@ -2,9 +2,7 @@
 //! Rust) and works in a host: its tool answers, its command shows its args, and its
 //! interceptor blocks `rm -rf /` in a bash call and allows the rest.
 
-mod common;
-
-use common::{first_text, scaffold_build_env, serial, HostBuilder, TempDir};
+use crate::common::{first_text, scaffold_build_env, serial, HostBuilder, TempDir};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -275,7 +273,7 @@ fn the_rust_scaffold_builds_natively_passes_check_and_works() {
     let tmp = TempDir::new("new-rs");
     let dir = scaffold(tmp.path(), "rs-demo", "rust", &[]);
     let cargo_toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    let sdk = std::fs::canonicalize(common::workspace().join("guest-sdk")).unwrap();
+    let sdk = std::fs::canonicalize(crate::common::workspace().join("guest-sdk")).unwrap();
     assert!(
         cargo_toml.contains(&format!("path = \"{}\"", sdk.display())),
         "the SDK path is the one zot was built from: {cargo_toml}"
@@ -308,7 +306,7 @@ fn the_rust_scaffold_with_wasm_builds_a_component_that_passes_check_and_works() 
 #[test]
 fn sdk_names_the_sdk_folder_and_a_wrong_one_is_refused() {
     let tmp = TempDir::new("new-sdk");
-    let sdk = common::workspace().join("guest-sdk");
+    let sdk = crate::common::workspace().join("guest-sdk");
     let dir = scaffold(
         tmp.path(),
         "with-sdk",

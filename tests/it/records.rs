@@ -4,9 +4,7 @@
 //! project folder. Each test drives the real `zot` binary with a private `ZOT_HOME`,
 //! working directory and `GIT_TRACE` (which shows whether git was asked to fetch).
 
-mod common;
-
-use common::git;
+use crate::common::git;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fs;

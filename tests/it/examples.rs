@@ -8,9 +8,7 @@
 //! (`examples/<name>/native/extension.json` or `…/wasm/extension.json`) with the built
 //! artifact put where that manifest names it, as `examples/build.sh` does.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

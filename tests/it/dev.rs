@@ -2,9 +2,7 @@
 //! transcript shows the reload, the new code's answer and its stderr, and a failed build
 //! of a Rust crate leaves the old extension answering.
 
-mod common;
-
-use common::{serial, TempDir};
+use crate::common::{serial, TempDir};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -230,7 +228,7 @@ fn rust_dev_session(name: &str, wasm: bool) {
         .arg("--cwd")
         .arg(dir.path())
         .current_dir(dir.path())
-        .envs(common::scaffold_build_env())
+        .envs(crate::common::scaffold_build_env())
         .env("ZOT_HOME", &home)
         .env("NO_COLOR", "1")
         .stdin(Stdio::piped())
@@ -264,7 +262,7 @@ fn rust_dev_session(name: &str, wasm: bool) {
     };
     use std::io::Write;
     let call = format!("call {}_echo {{\"text\": \"hi\"}}", name.replace('-', "_"));
-    // The first build may compile the SDK's dependencies (shared with tests/cli_new.rs).
+    // The first build may compile the SDK's dependencies (shared with the `cli_new` tests).
     writeln!(stdin, "{call}").unwrap();
     wait_for("echo: hi", Duration::from_secs(600));
     let main = ext.join("src/main.rs");

@@ -5,9 +5,7 @@
 //! checked, called and shown by that name. Every test drives the real `zot` binary and
 //! real Python extensions.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

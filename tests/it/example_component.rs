@@ -8,9 +8,7 @@
 //! version pinned in the example's requirements.txt, is installed by the first run with
 //! `python3 -m pip install --target` into the cargo target dir, and reused after.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;

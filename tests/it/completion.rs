@@ -4,9 +4,7 @@
 //! directories and `.wasm` files where a path goes; `zot man --dir` writes a page for every command any page names. Every test
 //! drives the real `zot` binary, and one the real bash.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 

@@ -2,9 +2,7 @@
 //! concurrent calls. Tests here run one at a time (`serial()`): several are heavy and
 //! several measure time.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -340,11 +338,11 @@ fn extension_ignoring_shutdown_and_sigterm_is_killed_with_its_grandchild() {
     assert!(status.success(), "{status}");
     assert!(took < Duration::from_secs(8), "took {took:?}");
     assert!(
-        wait_process_gone(ext_pid, Duration::from_millis(500)),
+        wait_process_gone(ext_pid, Duration::from_secs(5)),
         "extension {ext_pid} survived"
     );
     assert!(
-        wait_process_gone(grandchild, Duration::from_millis(500)),
+        wait_process_gone(grandchild, Duration::from_secs(5)),
         "grandchild {grandchild} survived"
     );
     host.assert_clean_stdout();

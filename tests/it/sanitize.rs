@@ -4,9 +4,7 @@
 //! `\u{202e}`), never sent raw; command lines are shown quoted exactly as they run; JSON
 //! output keeps the data exact. Every test drives the real `zot` binary.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -50,6 +48,10 @@ fn inert(what: &str, bytes: &[u8]) {
         assert!(!s.contains(bad), "{what}: raw {bad:?}: {s:?}");
     }
 }
+
+/// This module's helpers on a scratch [`crate::common::Layout`].
+struct Sanitize;
+type Layout = crate::common::Layout<Sanitize>;
 
 impl Layout {
     fn zot(&self, args: &[&str]) -> Output {

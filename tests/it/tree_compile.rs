@@ -5,9 +5,7 @@
 //! compiled from another component is not used; a compiler killed from outside is
 //! reported as killed, not as out of CPU time. Real `zot` processes, real components.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,9 +1,7 @@
 //! The `zot host` sidecar contract itself (docs/sidecar.md): requests, responses, the
 //! list, start and exit.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,12 +23,12 @@ fn ping_answers_while_a_slow_tool_call_is_in_flight() {
     let host = b.start();
     host.ready();
     let slow = host.send("call_tool", json!({"name": "sleep", "args": {"ms": 3000}}));
-    std::thread::sleep(Duration::from_millis(100));
     let t = Instant::now();
     let ping = host.send("ping", json!({}));
     let pong = host.wait_response(&ping, Duration::from_secs(10));
     let ping_took = t.elapsed();
     assert_eq!(pong["success"], true, "{pong}");
+    // Answered while the call (read first) was still running: not queued behind it.
     assert!(
         host.try_wait_response(&slow, Duration::ZERO).is_none(),
         "the slow call finished before the ping was answered"
@@ -42,10 +40,6 @@ fn ping_answers_while_a_slow_tool_call_is_in_flight() {
     assert!(
         pong["_seq"].as_u64() < done["_seq"].as_u64(),
         "pong came first"
-    );
-    assert!(
-        ping_took < Duration::from_secs(2),
-        "ping took {ping_took:?}"
     );
     host.shutdown();
 }
@@ -349,11 +343,11 @@ fn end_of_stdin_exits_cleanly() {
     println!("exit after EOF took {:?}", t.elapsed());
     assert_eq!(status.code(), Some(0), "{status}");
     assert!(
-        wait_process_gone(py_pid, Duration::from_secs(2)),
+        wait_process_gone(py_pid, Duration::from_secs(5)),
         "py survived"
     );
     assert!(
-        wait_process_gone(node_pid, Duration::from_secs(2)),
+        wait_process_gone(node_pid, Duration::from_secs(5)),
         "node survived"
     );
     host.assert_clean_stdout();
@@ -380,10 +374,10 @@ fn end_of_stdin_answers_the_requests_in_flight_first() {
     host.close_stdin();
     let status = host.wait_exit(Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{status}");
-    let slow = host.wait_response("slow", Duration::from_secs(1));
+    let slow = host.wait_response("slow", EVENT_TIMEOUT);
     assert_eq!(slow["success"], true, "{slow}");
     assert_eq!(first_text(&slow["data"]), "slept 400");
-    let fast = host.wait_response("fast", Duration::from_secs(1));
+    let fast = host.wait_response("fast", EVENT_TIMEOUT);
     assert_eq!(fast["success"], true, "{fast}");
 }
 
@@ -404,12 +398,15 @@ fn shutdown_request_responds_then_exits_zero() {
     let took = t.elapsed();
     println!("shutdown of two well-behaved extensions took {took:?}");
     assert_eq!(status.code(), Some(0), "{status}");
+    // Well-behaved extensions acknowledge and exit: none waits out its grace and gets a
+    // signal.
+    for name in ["rs", "py"] {
+        let log = host.log(name);
+        assert!(log.contains("acknowledged shutdown"), "{name}:\n{log}");
+        assert!(!log.contains("of shutdown: SIGTERM"), "{name}:\n{log}");
+    }
     assert!(
-        took < Duration::from_secs(2),
-        "well-behaved extensions ack at once: {took:?}"
-    );
-    assert!(
-        wait_process_gone(py_pid, Duration::from_secs(1)),
+        wait_process_gone(py_pid, Duration::from_secs(5)),
         "py survived"
     );
     host.assert_clean_stdout();
@@ -435,7 +432,11 @@ fn concurrent_requests_each_get_exactly_one_response() {
         let r = host.wait_response(id, REQUEST_TIMEOUT);
         assert_eq!(r["success"], true, "{r}");
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // The marker: a call the extension answers after every sleep above (its timers run
+    // in order), then a ping.
+    let d = host.call_tool("sleep", json!({"ms": 100}));
+    assert_eq!(first_text(&d), "slept 100");
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
     for id in &ids {
         assert!(
             host.try_wait_response(id, Duration::ZERO).is_none(),
@@ -554,6 +555,9 @@ fn extensions_that_fail_to_load_are_reported_on_stderr_and_in_host_ready() {
     b.ext_path(&notes);
     b.explicit("crasher", &py_manifest("crasher", &["--mode", "exit"]));
     b.explicit("fine", &py_manifest("fine", &[]));
+    // `fine` must be ready after the reload below: a ready wait far longer than a start
+    // on a loaded machine (it ends as soon as every extension is ready or gone).
+    b.arg("--ready-timeout-ms").arg("30000");
     let host = b.start();
     let ready = host.wait_event("host_ready", READY_TIMEOUT, |v| v["type"] == "host_ready");
     let errors: Vec<(String, String)> = ready["errors"]

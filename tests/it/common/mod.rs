@@ -8,11 +8,10 @@
 //!
 //! Only std and serde_json.
 
-#![allow(dead_code)]
-
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -156,8 +155,6 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-// Each test binary uses some of these.
-#[allow(unused_imports)]
 pub use zot_test_fixtures::{fnv1a, payload};
 
 // ---------------------------------------------------------------------------------------
@@ -815,11 +812,6 @@ impl Host {
         );
     }
 
-    /// Did the host close stdout?
-    pub fn stdout_closed(&self) -> bool {
-        self.shared.state.lock().unwrap().eof
-    }
-
     /// The extension's log, `$ZOT_HOME/logs/ext-<name>.log` ("" if missing).
     pub fn log(&self, name: &str) -> String {
         std::fs::read_to_string(self.home.join("logs").join(format!("ext-{name}.log")))
@@ -1033,7 +1025,8 @@ pub fn assert_subset(what: &str, data: &Value, expect: &Value) {
 }
 
 /// Runs `steps` (each must succeed at the host level and answer its `expect`), waiting
-/// for each step's events; `check` sees them. Then waits 300 ms for stray events.
+/// for each step's events; `check` sees them. Then pings the host: every event it wrote
+/// before the answer is read by then, and one it should not have written is a stray.
 /// Returns the transcript: one line per response and per event (without `_seq`).
 pub fn run_steps(
     host: &Host,
@@ -1060,8 +1053,8 @@ pub fn run_steps(
             lines.push(format!("    {ev}"));
         }
     }
-    // Nothing else arrives.
-    std::thread::sleep(Duration::from_millis(300));
+    // Nothing else arrived before the marker.
+    assert_eq!(host.ok("ping", json!({}))["pong"], true);
     for mut ev in host.events(|_| true) {
         ev.as_object_mut().unwrap().remove("_seq");
         lines.push(format!("    unexpected {ev}"));
@@ -1157,17 +1150,23 @@ pub fn scaffold_build_env() -> Vec<(&'static str, String)> {
 // A scratch layout for tests that run the `zot` binary
 
 /// A scratch folder laid out as [`HostBuilder::in_dir`] makes it (`home`: ZOT_HOME, with
-/// the shared compile cache linked in; `cwd`: the project). A test file adds its own
-/// helpers in an `impl Layout` of its own.
-pub struct Layout {
+/// the shared compile cache linked in; `cwd`: the project). A test module that adds
+/// helpers of its own names a marker type for them (`struct Shell; type Layout =
+/// common::Layout<Shell>;`) and writes an `impl Layout` of its own: the modules share one
+/// crate, so their helpers may share a name without colliding.
+pub struct Layout<Helpers> {
     dir: TempDir,
+    helpers: PhantomData<Helpers>,
 }
 
-impl Layout {
-    pub fn new(tag: &str) -> Layout {
+impl<Helpers> Layout<Helpers> {
+    pub fn new(tag: &str) -> Self {
         let dir = TempDir::new(tag);
         let _ = HostBuilder::in_dir(dir.path());
-        Layout { dir }
+        Layout {
+            dir,
+            helpers: PhantomData,
+        }
     }
 
     /// The scratch folder itself.

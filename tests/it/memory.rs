@@ -3,9 +3,7 @@
 //! floods a real `zot host` from a Python extension and reads the host's peak RSS
 //! (`VmHWM`). Tests here run one at a time (`serial()`): they are heavy.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

@@ -10,9 +10,7 @@
 //! grant of the global install `<name>`, so a test that grants, or looks at a data dir,
 //! lays its extension out as a global install ([`HostBuilder::global`]).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -739,7 +737,7 @@ fn spinning_tool_call_is_stopped(kind: Kind, via_manifest: bool) {
     );
     assert_eq!(ev["reason"], "deadline exceeded", "{ev}");
     assert!(failed_after < Duration::from_secs(10), "{failed_after:?}");
-    assert!(worst < Duration::from_secs(2), "{worst:?}");
+    assert!(worst < Duration::from_secs(5), "{worst:?}");
     assert_eq!(host.entry(&name)["state"], "exited");
     let log = host.log(&name);
     assert!(

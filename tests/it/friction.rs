@@ -3,9 +3,7 @@
 //! `.wasm` is refused before anything is asked about it, and the sidecar takes a slash
 //! command by the name a user types. Every test drives the real `zot` binary.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::path::Path;
 

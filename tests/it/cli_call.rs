@@ -1,9 +1,7 @@
 //! `zot ext call` and `zot ext invoke`: one extension loaded alone for one request, its
 //! answer printed, the exit status from the answer.
 
-mod common;
-
-use common::{py_manifest, write_manifest, TempDir};
+use crate::common::{py_manifest, write_manifest, TempDir};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -6,14 +6,16 @@
 //! Each test drives the real `zot` binary on a pseudo-terminal (expectrl) with real
 //! Python extensions (`tests/extensions/panel-py`, `tests/extensions/py-ext`).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use expectrl::session::OsSession as Session;
 use expectrl::{Eof, Expect, Regex};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
+
+/// This module's helpers on a scratch [`crate::common::Layout`].
+struct ShellFriction;
+type Layout = crate::common::Layout<ShellFriction>;
 
 impl Layout {
     /// The panel test extension (`picker`: command `pick`, tool `forecast`).

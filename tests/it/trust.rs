@@ -4,9 +4,7 @@
 //! another build of a component is not applied; `remove` leaves nothing to inherit.
 //! Every test drives the real `zot` binary and real extensions.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -1,14 +1,16 @@
 //! `zot ext shell`: scripted sessions (the plain transcript of --script and piped stdin)
 //! and, through a pseudo-terminal, the interactive line editor.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// This module's helpers on a scratch [`crate::common::Layout`].
+struct Shell;
+type Layout = crate::common::Layout<Shell>;
 
 impl Layout {
     /// An explicit Python extension named `name`.

@@ -1,9 +1,7 @@
 //! `zot ext list|install|remove|enable|disable|logs`, driving the real binary with a
 //! private `ZOT_HOME` and working directory per test.
 
-mod common;
-
-use common::git;
+use crate::common::git;
 use serde_json::Value;
 use std::fs;
 use std::io::{Read, Write};
@@ -857,11 +855,11 @@ fn a_bare_component_asks_what_its_embedded_manifest_asks() {
 fn with_section(component: &[u8], content: &[u8]) -> Vec<u8> {
     let name = b"zot:manifest";
     let mut body = Vec::new();
-    common::leb(name.len() as u64, &mut body);
+    crate::common::leb(name.len() as u64, &mut body);
     body.extend_from_slice(name);
     body.extend_from_slice(content);
     let mut out = component.to_vec();
-    common::section(0, &body, &mut out);
+    crate::common::section(0, &body, &mut out);
     out
 }
 

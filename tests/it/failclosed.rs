@@ -6,9 +6,7 @@
 //! `call`, `shell` and `trust`. Every test drives the real `zot` binary and real
 //! extensions.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
