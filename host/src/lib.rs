@@ -63,6 +63,7 @@
 //! How the modules fit together: `docs/architecture.md`.
 
 pub mod bridge;
+pub mod budget;
 pub mod cache;
 pub mod compile;
 pub mod discovery;

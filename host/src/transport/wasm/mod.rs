@@ -17,6 +17,7 @@ mod reactor;
 use super::{
     Connection, Control, ExitReason, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
 };
+use crate::budget::{Budget, START_BUDGET};
 use crate::compile::Compiler;
 use crate::log::ExtLog;
 use crate::sandbox::{
@@ -37,8 +38,6 @@ pub const WIT_VERSION: &str = reactor::NEWEST;
 /// How often the epoch ticks: the granularity of deadlines, and how often a running
 /// guest yields to other tasks.
 const TICK: Duration = Duration::from_millis(10);
-/// How long `start` (or a command's start-up) may run.
-pub const START_BUDGET: Duration = Duration::from_secs(10);
 
 /// What kind of component it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -403,14 +402,14 @@ impl Control for StopHandle {
 struct Deadline(Mutex<Option<Instant>>);
 
 impl Deadline {
-    fn set(&self, budget: Duration) {
-        *self.0.lock().unwrap() = Some(Instant::now() + budget);
+    fn set(&self, budget: Budget) {
+        *self.0.lock().unwrap() = Some(Instant::now() + budget.duration());
     }
     /// A frame taken while the guest is still busy with earlier ones (it reads ahead,
     /// e.g. to see a `tool_cancel` mid-call): the deadline becomes the later of the two,
     /// so reading ahead never cuts the work in hand short.
-    fn extend(&self, budget: Duration) {
-        let new = Instant::now() + budget;
+    fn extend(&self, budget: Budget) {
+        let new = Instant::now() + budget.duration();
         let mut deadline = self.0.lock().unwrap();
         *deadline = Some(deadline.map_or(new, |d| d.max(new)));
     }
@@ -698,7 +697,7 @@ mod tests {
     #[test]
     fn a_wait_for_input_suspends_the_deadline_and_puts_it_back_unless_input_ended_it() {
         let deadline = Arc::new(Deadline::default());
-        deadline.set(Duration::ZERO);
+        deadline.set(Budget::SPENT);
         let before = *deadline.0.lock().unwrap();
         let waiting = deadline.suspend();
         assert!(!deadline.passed(), "no deadline runs while it waits");

@@ -6,7 +6,8 @@
 
 mod v0_1_0;
 
-use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData, START_BUDGET};
+use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData};
+use crate::budget::Budget;
 use crate::transport::{ExitReason, Outbound};
 use std::future::Future;
 use std::pin::Pin;
@@ -121,7 +122,7 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
     if let Err(e) = add_wasi_to_linker(&mut linker).and_then(|()| B::link(&mut linker)) {
         return ExitReason::LinkFailed(format!("{e:#}"));
     }
-    deadline.set(START_BUDGET);
+    deadline.set(Budget::START);
     let bindings = tokio::select! {
         r = B::instantiate(&mut store, &component, &linker) => match r {
             Ok(b) => b,
