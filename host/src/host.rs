@@ -1,6 +1,7 @@
 //! All extensions together: discovery, start and ready wait, the registries, dispatch of
 //! commands and tools, events, the interception chain, reload and shutdown.
 
+use crate::component::Kind;
 use crate::discovery::{discover, Found, SearchPath, Source};
 use crate::events::{EventQueue, HostEvent};
 use crate::extension::{CallError, Extension, Hub, Phase, Registration, Status};
@@ -10,7 +11,6 @@ use crate::log::ExtLog;
 use crate::manifest::{Manifest, Permissions, TransportKind};
 use crate::paths::ZotHome;
 use crate::registry::{Owned, Registry};
-use crate::transport::wasm::Kind;
 use crate::trust::Untrusted;
 use serde::Serialize;
 use serde_json::{Map, Value};

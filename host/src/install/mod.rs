@@ -328,10 +328,9 @@ fn source_dir(dir: &Path) -> Result<PathBuf, InstallError> {
 pub fn read_component_file(file: &Path) -> Result<Vec<u8>, InstallError> {
     let bytes =
         crate::cache::read_component(file).map_err(|e| InstallError::io("read", file)(e.cause))?;
-    if let Some(what) = crate::filetype::not_a_component(&bytes) {
-        return Err(InstallError::NotAComponent(what.to_string()));
-    }
-    crate::transport::wasm::kind_of_bytes(&bytes).map_err(InstallError::UnsupportedComponent)?;
+    crate::component::inspect(&bytes)
+        .world()
+        .map_err(InstallError::Component)?;
     Ok(bytes)
 }
 
@@ -625,7 +624,7 @@ impl From<Provenance> for Origin {
 pub struct ListedSandbox {
     /// `reactor` or `command`, read from the file's exports; `null` when it cannot be
     /// read or is not a component of a supported kind.
-    pub component: Option<crate::transport::wasm::Kind>,
+    pub component: Option<crate::component::Kind>,
     pub asked: crate::manifest::Permissions,
     pub limits: crate::manifest::Limits,
     /// `null` when no grant is recorded (the data dir only).
@@ -711,7 +710,8 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
             };
             let component = bytes
                 .as_deref()
-                .and_then(|b| crate::transport::wasm::kind_of_bytes(b).ok());
+                .and_then(|b| crate::component::inspect(b).world().ok())
+                .map(crate::component::World::kind);
             let sha256 = bytes.as_deref().map(crate::cache::sha256_hex);
             let granted = crate::sandbox::grants::load(home, &f.identity)
                 .ok()
