@@ -103,7 +103,8 @@ impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StartError::Spawn { cause, .. } => Some(cause),
-            _ => None,
+            StartError::Component { error, .. } => Some(error),
+            StartError::Aborted(_) => None,
         }
     }
 }

@@ -20,9 +20,9 @@ use super::{
 use crate::budget::{Budget, START_BUDGET};
 use crate::component::cache::{self, Source};
 use crate::component::compile::Compiler;
-/// The engine components run in (its home is [`crate::component`]).
-pub use crate::component::{engine, Kind};
 use crate::component::{ComponentError, World};
+// Their home is the component layer; named here too for the callers that know them here.
+pub use crate::component::{engine, Kind};
 use crate::log::ExtLog;
 use crate::sandbox::{
     HostPattern, InForce, Limit, Policy, PreparedWasi, Stdio, MAX_INSTANCES, MAX_TABLE_ELEMENTS,
