@@ -204,7 +204,6 @@ const LAYERS: &[(&str, &[&str])] = &[
 fn the_scan_sees_the_known_imports() {
     let graph = graph();
     let uses = |a: &str, b: &str| graph.get(a).is_some_and(|u| u.contains(b));
-    // A grouped import, a path in code, a root re-export (`crate::Timeouts`).
     assert!(uses("launcher", "component"), "{graph:?}");
     assert!(uses("install", "component"), "{graph:?}");
     assert!(uses("extension", "budget"), "{graph:?}");
@@ -213,6 +212,9 @@ fn the_scan_sees_the_known_imports() {
         first_segments("use crate::{a::b, c, d::{e, f}};", "crate::"),
         ["a", "c", "d"]
     );
+    let roots = root_names("pub use a::{B, c::D};\n// pub use x::Y;\npub use e::F;");
+    let names: Vec<_> = roots.iter().map(|(n, m)| format!("{n}:{m}")).collect();
+    assert_eq!(names, ["B:a", "D:a", "F:e"]);
 }
 
 #[test]
