@@ -1,4 +1,4 @@
-//! One pass over a component's bytes (wasmparser, no validation or compilation) that
+//! One pass over a component's sections (wasmparser, no validation or compilation) that
 //! tells what it is: what the file is if no component ([`super::filetype`]), its
 //! top-level exports (so its [`World`]), its embedded manifest (the first
 //! [`SECTION`](MANIFEST_SECTION) custom section, at any depth) and its measures
@@ -10,7 +10,7 @@
 
 use super::wit::{world_of, World};
 use super::ComponentError;
-use wasmparser::{BinaryReaderError, Encoding, Operator, Parser, Payload};
+use wasmparser::{BinaryReaderError, Encoding, FunctionBody, Operator, Parser, Payload};
 
 /// The custom section in which a component carries its manifest (a public contract:
 /// [`crate::manifest::SECTION`]).
@@ -48,18 +48,22 @@ pub struct Measures {
 /// What [`inspect`] found.
 #[derive(Debug)]
 pub struct Inspection<'a> {
-    /// The file is no component (what it is), it does not parse (the pass stopped
-    /// there), or a core module: why it has no world.
+    /// The size of the file.
+    bytes: usize,
+    /// Why it has no world: the file is no component (what it is), a core module, or it
+    /// does not parse.
     invalid: Option<ComponentError>,
-    /// The first cap exceeded or parse error, whichever came first; later function
-    /// bodies were not measured.
-    refused: Option<ComponentError>,
+    /// Where the bytes stopped parsing, if they did (the pass stopped there).
+    parse_error: Option<ComponentError>,
+    /// The function bodies before that, at most one more than [`MAX_FUNCTIONS`]: measured
+    /// when the caps are asked ([`Inspection::within_caps`]), not before.
+    bodies: Vec<FunctionBody<'a>>,
+    tables: usize,
+    memories: usize,
     /// Its top-level exports.
     pub exports: Vec<String>,
     /// The content of the first embedded-manifest section (before any parse error).
     pub manifest: Option<&'a [u8]>,
-    /// The largest of each measure, as far as they were taken.
-    pub measures: Measures,
 }
 
 impl Inspection<'_> {
@@ -71,53 +75,55 @@ impl Inspection<'_> {
         }
     }
 
-    /// Its measures, if it is within every cap (and parses).
-    pub fn within_caps(&self) -> Result<&Measures, ComponentError> {
-        match &self.refused {
-            Some(e) => Err(e.clone()),
-            None => Ok(&self.measures),
+    /// Its measures, if it is within every cap and parses; else the first cap it
+    /// exceeds or where it stops parsing, whichever comes first in the file.
+    pub fn within_caps(&self) -> Result<Measures, ComponentError> {
+        let mut m = Measures {
+            bytes: self.bytes,
+            tables: self.tables,
+            memories: self.memories,
+            ..Measures::default()
+        };
+        over(
+            "bytes in the file",
+            m.bytes as u64,
+            MAX_COMPONENT_BYTES as u64,
+        )?;
+        for body in &self.bodies {
+            measure(&mut m, body)?;
         }
+        if let Some(e) = &self.parse_error {
+            return Err(e.clone());
+        }
+        over("tables", m.tables as u64, MAX_TABLES as u64)?;
+        over("memories", m.memories as u64, MAX_MEMORIES as u64)?;
+        Ok(m)
     }
 }
 
-/// Inspects the component in `bytes` in one pass (see the module's documentation).
+/// Inspects the component in `bytes` in one pass over its sections (see the module's
+/// documentation); function bodies are decoded only when the caps are asked.
 pub fn inspect(bytes: &[u8]) -> Inspection<'_> {
     let mut found = Inspection {
-        invalid: None,
-        refused: None,
+        bytes: bytes.len(),
+        invalid: super::filetype::not_a_component(bytes).map(ComponentError::NotAComponent),
+        parse_error: None,
+        bodies: Vec::new(),
+        tables: 0,
+        memories: 0,
         exports: Vec::new(),
         manifest: None,
-        measures: Measures {
-            bytes: bytes.len(),
-            ..Measures::default()
-        },
     };
-    found.refused = over(
-        "bytes in the file",
-        bytes.len() as u64,
-        MAX_COMPONENT_BYTES as u64,
-    )
-    .err();
-    if let Some(what) = super::filetype::not_a_component(bytes) {
-        found.invalid = Some(ComponentError::NotAComponent(what));
-    }
     let mut depth = 0usize;
     for payload in Parser::new(0).parse_all(bytes) {
-        let step = payload.map_err(invalid).and_then(|payload| {
-            found.take(payload, &mut depth)?;
-            Ok(())
-        });
-        if let Err(e) = step {
-            found.refused.get_or_insert_with(|| e.clone());
-            found.invalid.get_or_insert(e);
+        if let Err(e) = payload
+            .map_err(invalid)
+            .and_then(|p| found.take(p, &mut depth))
+        {
+            found.invalid.get_or_insert_with(|| e.clone());
+            found.parse_error = Some(e);
             break;
         }
-    }
-    if found.refused.is_none() {
-        let m = &found.measures;
-        found.refused = over("tables", m.tables as u64, MAX_TABLES as u64)
-            .and_then(|()| over("memories", m.memories as u64, MAX_MEMORIES as u64))
-            .err();
     }
     found
 }
@@ -125,7 +131,6 @@ pub fn inspect(bytes: &[u8]) -> Inspection<'_> {
 impl<'a> Inspection<'a> {
     /// Takes one payload in: an error only when the bytes do not parse.
     fn take(&mut self, payload: Payload<'a>, depth: &mut usize) -> Result<(), ComponentError> {
-        let m = &mut self.measures;
         match payload {
             Payload::Version { encoding, .. } if *depth == 0 && encoding != Encoding::Component => {
                 self.invalid.get_or_insert(ComponentError::CoreModule);
@@ -141,14 +146,10 @@ impl<'a> Inspection<'a> {
             Payload::CustomSection(reader) if reader.name() == MANIFEST_SECTION => {
                 self.manifest.get_or_insert(reader.data());
             }
-            Payload::TableSection(r) => m.tables += r.count() as usize,
-            Payload::MemorySection(r) => m.memories += r.count() as usize,
-            // Once over a cap, the rest is read for its exports and manifest only.
-            Payload::CodeSectionEntry(_) if self.refused.is_some() => {}
-            Payload::CodeSectionEntry(body) => {
-                if let Err(e) = measure(m, &body)? {
-                    self.refused = Some(e);
-                }
+            Payload::TableSection(r) => self.tables += r.count() as usize,
+            Payload::MemorySection(r) => self.memories += r.count() as usize,
+            Payload::CodeSectionEntry(body) if self.bodies.len() <= MAX_FUNCTIONS => {
+                self.bodies.push(body);
             }
             _ => {}
         }
@@ -156,29 +157,20 @@ impl<'a> Inspection<'a> {
     }
 }
 
-/// Measures one function body into `m`: `Err` when it does not parse, `Ok(Err)` naming
-/// the first cap it exceeds.
-fn measure(
-    m: &mut Measures,
-    body: &wasmparser::FunctionBody<'_>,
-) -> Result<Result<(), ComponentError>, ComponentError> {
+/// Measures one function body into `m`: `Err` naming the first cap it exceeds, or
+/// where it does not parse.
+fn measure(m: &mut Measures, body: &FunctionBody<'_>) -> Result<(), ComponentError> {
     m.functions += 1;
     let size = body.range().len();
     m.largest_body = m.largest_body.max(size);
-    let capped = over("functions", m.functions as u64, MAX_FUNCTIONS as u64)
-        .and_then(|()| over("bytes in one function", size as u64, MAX_BODY_BYTES as u64));
-    if capped.is_err() {
-        return Ok(capped);
-    }
+    over("functions", m.functions as u64, MAX_FUNCTIONS as u64)?;
+    over("bytes in one function", size as u64, MAX_BODY_BYTES as u64)?;
     let mut locals = 0u64;
     for decl in body.get_locals_reader().map_err(invalid)? {
         locals += u64::from(decl.map_err(invalid)?.0);
     }
     m.most_locals = m.most_locals.max(locals);
-    let capped = over("locals in one function", locals, MAX_LOCALS);
-    if capped.is_err() {
-        return Ok(capped);
-    }
+    over("locals in one function", locals, MAX_LOCALS)?;
     let mut depth = 0usize;
     let mut ops = body.get_operators_reader().map_err(invalid)?;
     while !ops.eof() {
@@ -190,28 +182,22 @@ fn measure(
             | Operator::TryTable { .. } => {
                 depth += 1;
                 m.deepest_nesting = m.deepest_nesting.max(depth);
-                let capped = over(
+                over(
                     "nested blocks in one function",
                     depth as u64,
                     MAX_NESTING as u64,
-                );
-                if capped.is_err() {
-                    return Ok(capped);
-                }
+                )?;
             }
             Operator::End => depth = depth.saturating_sub(1),
             Operator::BrTable { targets } => {
                 let n = targets.len();
                 m.largest_br_table = m.largest_br_table.max(n);
-                let capped = over("targets in one br_table", n.into(), MAX_BR_TABLE.into());
-                if capped.is_err() {
-                    return Ok(capped);
-                }
+                over("targets in one br_table", n.into(), MAX_BR_TABLE.into())?;
             }
             _ => {}
         }
     }
-    Ok(Ok(()))
+    Ok(())
 }
 
 fn invalid(e: BinaryReaderError) -> ComponentError {
