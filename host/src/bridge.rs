@@ -3,7 +3,7 @@
 //! speaks the protocol over stdio gets the sandbox. The extension is started by the same
 //! [`Transports`] launcher `zot host` uses, with the same sandbox and grants.
 
-use crate::extension::ONE_WAY_BUDGET;
+use crate::budget::Budget;
 use crate::launcher::{Launched, Launcher, Request, SeenPaths, Transports};
 use crate::log::ExtLog;
 use crate::transport::{input_lines, ExitReason, Inbound, Outbound};
@@ -109,14 +109,14 @@ async fn forward_input(
                 ack.data_dir = paths.data_dir.clone();
                 ack.cwd = paths.cwd.clone();
                 let frame = HostFrame::HelloAck(ack);
-                (timeouts.budget(&frame), encode(&frame))
+                (Budget::for_frame(&frame, &timeouts, None), encode(&frame))
             }
-            Ok(frame) => (timeouts.budget(&frame), encode(&frame)),
+            Ok(frame) => (Budget::for_frame(&frame, &timeouts, None), encode(&frame)),
             // Not ours to judge: JSON that is no frame this host knows reaches the
             // extension as the host sent it (a one-way budget). A line that is not JSON
             // (or not UTF-8) is no frame at all: skipped, the extension goes on.
             Err(_) => match serde_json::from_slice::<serde_json::Value>(&line) {
-                Ok(value) => (ONE_WAY_BUDGET, encode(&value)),
+                Ok(value) => (Budget::ONE_WAY, encode(&value)),
                 Err(e) => {
                     log.warn(&format!("skipped an input line that is not JSON: {e}"));
                     continue;

@@ -2,6 +2,7 @@
 //! calls with deadlines, the event queue, and the exit. Transport-agnostic: it only sees
 //! a [`Connection`].
 
+use crate::budget::{Budget, Timeouts};
 use crate::events::{json_len, EventQueue, HostEvent, Origin};
 use crate::log::{preview, ExtLog};
 use crate::transport::{Connection, Control, ExitReason, Inbound, Outbound};
@@ -43,12 +44,6 @@ pub const HELLO_BYTES: usize = 64 * 1024;
 pub const VIOLATIONS_KEPT: usize = 64;
 /// Silence after the last frame that counts as `ready` for extensions that never send it.
 pub const READY_SILENCE: Duration = Duration::from_millis(250);
-/// How long an extension may take to handle a one-way frame (event, hello_ack, …).
-pub const ONE_WAY_BUDGET: Duration = Duration::from_secs(1);
-/// How much longer than a request's timeout an extension that runs inside the host (a
-/// component) may go on with that request's frame: time to read the `tool_cancel` sent
-/// at the timeout and stop, instead of being stopped at the very moment it is told.
-pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
 /// How long a notification may wait for the application to make room before the oldest
 /// are dropped.
 pub const NOTE_WAIT: Duration = Duration::from_secs(1);
@@ -171,6 +166,8 @@ pub(crate) trait Hub: Send + Sync + 'static {
         name: String,
         args: Value,
     ) -> Pin<Box<dyn Future<Output = Result<ToolResult, CallError>> + Send>>;
+    /// The deadlines each frame's [`Budget`] is made from.
+    fn timeouts(&self) -> &Timeouts;
 }
 
 /// A registration frame, as the hub receives it.
@@ -190,6 +187,8 @@ struct Inner {
     rank: usize,
     log: ExtLog,
     outbound: mpsc::Sender<Outbound>,
+    /// What each frame's [`Budget`] is made from.
+    timeouts: Timeouts,
     control: Box<dyn Control>,
     next_id: AtomicU64,
     pending: Mutex<HashMap<String, Pending>>,
@@ -266,10 +265,7 @@ impl Drop for PendingGuard<'_> {
                 id: std::mem::take(&mut self.id),
                 extra: Default::default(),
             });
-            let _ = self
-                .ext
-                .outbound
-                .try_send(outbound(&cancel, ONE_WAY_BUDGET));
+            let _ = self.ext.outbound.try_send(self.ext.outbound(&cancel, None));
         }
     }
 }
@@ -298,6 +294,7 @@ impl Extension {
                 rank,
                 log,
                 outbound,
+                timeouts: hub.timeouts().clone(),
                 control,
                 next_id: AtomicU64::new(1),
                 pending: Mutex::new(HashMap::new()),
@@ -449,7 +446,7 @@ impl Extension {
         if self.inner.closed.load(Ordering::SeqCst) {
             return Err(self.exited_error(target));
         }
-        if self.queue_one_way(outbound(frame, ONE_WAY_BUDGET), false) {
+        if self.queue_one_way(self.inner.outbound(frame, None), false) {
             Ok(())
         } else {
             Err(CallError::QueueFull {
@@ -463,7 +460,7 @@ impl Extension {
     /// before it. When the queue is full the oldest waiting event (or, if none waits,
     /// this one) is dropped and counted in the log.
     pub fn deliver_event(&self, event: &Event) {
-        let frame = outbound(&HostFrame::Event(event.clone()), ONE_WAY_BUDGET);
+        let frame = self.inner.outbound(&HostFrame::Event(event.clone()), None);
         self.queue_one_way(frame, true);
     }
 
@@ -519,10 +516,10 @@ impl Extension {
         if self.phase() == Phase::Exited {
             return;
         }
-        let _ = self
-            .inner
-            .outbound
-            .try_send(outbound(&HostFrame::Shutdown(Empty::default()), grace));
+        let _ = self.inner.outbound.try_send(
+            self.inner
+                .outbound(&HostFrame::Shutdown(Empty::default()), Some(grace)),
+        );
         self.inner.control.close_input();
         if self.wait_exited(grace).await {
             return;
@@ -599,7 +596,7 @@ impl Extension {
         }
         inner
             .outbound
-            .try_send(outbound(&frame(id), timeout + CANCEL_GRACE))
+            .try_send(inner.outbound(&frame(id), Some(timeout)))
             .map_err(|e| self.send_error(e, target))?;
         guard.cancel_tool = kind == Kind::Tool;
         match tokio::time::timeout(timeout, rx).await {
@@ -1034,11 +1031,15 @@ impl Extension {
     }
 }
 
-fn outbound(frame: &HostFrame, budget: Duration) -> Outbound {
-    Outbound {
-        line: encode(frame),
-        budget,
-        room: None,
+impl Inner {
+    /// `frame` for the transport, with its [`Budget`] (`call`: the request's timeout,
+    /// or `shutdown`'s grace).
+    fn outbound(&self, frame: &HostFrame, call: Option<Duration>) -> Outbound {
+        Outbound {
+            line: encode(frame),
+            budget: Budget::for_frame(frame, &self.timeouts, call),
+            room: None,
+        }
     }
 }
 
@@ -1048,7 +1049,7 @@ mod tests {
     use crate::transport::memory::{pair, Peer};
     use serde_json::json;
 
-    struct NoHub;
+    struct NoHub(Timeouts);
 
     impl Hub for NoHub {
         fn register(&self, _: &Extension, _: Registration) {}
@@ -1062,6 +1063,9 @@ mod tests {
         ) -> Pin<Box<dyn Future<Output = Result<ToolResult, CallError>> + Send>> {
             Box::pin(async move { Err(CallError::NotFound(format!("tool named {name:?}"))) })
         }
+        fn timeouts(&self) -> &Timeouts {
+            &self.0
+        }
     }
 
     /// Starts the extension `t` on `conn`, telling `notes`.
@@ -1073,7 +1077,7 @@ mod tests {
             log,
             conn,
             HelloAck::default(),
-            Arc::new(NoHub),
+            Arc::new(NoHub(Timeouts::default())),
             notes,
         )
     }
@@ -1138,6 +1142,44 @@ mod tests {
         ))
         .await;
         assert!(next.await.unwrap().is_ok());
+    }
+
+    /// The budget rule on every send path (on tokio's paused clock): a request's frame
+    /// carries its timeout and the cancel grace, and the caller's wait ends at the
+    /// timeout itself; its `tool_cancel`, an event and a one-way frame carry the one-way
+    /// budget; `shutdown` its grace.
+    #[tokio::test(start_paused = true)]
+    async fn every_frame_carries_the_budget_of_the_budget_rule() {
+        use crate::budget::{Budget, CANCEL_GRACE};
+        let (ext, mut peer, _notes) = started(16).await;
+        let timeout = Duration::from_millis(200);
+        let asked = tokio::time::Instant::now();
+        let err = ext.call_tool("x", json!({}), timeout).await.unwrap_err();
+        assert!(matches!(err, CallError::Timeout { .. }));
+        assert_eq!(
+            asked.elapsed(),
+            timeout,
+            "the caller waits the timeout, not the grace"
+        );
+        let call = peer.frames.recv().await.unwrap();
+        assert_eq!(call.budget.duration(), timeout + CANCEL_GRACE);
+        let cancel = peer.frames.recv().await.unwrap();
+        assert!(cancel.line.json().contains("tool_cancel"));
+        assert_eq!(cancel.budget, Budget::ONE_WAY);
+        ext.deliver_event(&turn(1));
+        assert_eq!(peer.frames.recv().await.unwrap().budget, Budget::ONE_WAY);
+        ext.send(&key("a")).unwrap();
+        assert_eq!(peer.frames.recv().await.unwrap().budget, Budget::ONE_WAY);
+        let grace = Duration::from_millis(300);
+        let stopping = tokio::spawn({
+            let ext = ext.clone();
+            async move { ext.shutdown(grace, grace).await }
+        });
+        let shutdown = peer.frames.recv().await.unwrap();
+        assert!(shutdown.line.json().contains("shutdown"));
+        assert_eq!(shutdown.budget.duration(), grace);
+        peer.exit(0);
+        stopping.await.unwrap();
     }
 
     #[tokio::test]

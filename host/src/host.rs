@@ -26,48 +26,8 @@ use zot_protocol::{
     RegisterCommand, RegisterTool, ToolResult, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
 };
 
-/// Deadlines, all configurable; the defaults are PROTOCOL.md's.
-#[derive(Debug, Clone)]
-pub struct Timeouts {
-    pub command: Duration,
-    pub tool: Duration,
-    pub intercept: Duration,
-    /// The ready wait for all extensions together.
-    pub ready: Duration,
-    /// After `shutdown`, before SIGTERM.
-    pub shutdown: Duration,
-    /// After SIGTERM, before SIGKILL.
-    pub terminate: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        Timeouts {
-            command: Duration::from_secs(30),
-            tool: Duration::from_secs(60),
-            intercept: Duration::from_secs(5),
-            ready: Duration::from_secs(3),
-            shutdown: Duration::from_secs(2),
-            terminate: Duration::from_secs(1),
-        }
-    }
-}
-
-impl Timeouts {
-    /// How long an extension may take to handle `frame`: its request's timeout and
-    /// [`CANCEL_GRACE`](crate::extension::CANCEL_GRACE), or
-    /// [`ONE_WAY_BUDGET`](crate::extension::ONE_WAY_BUDGET) for one-way frames.
-    pub fn budget(&self, frame: &HostFrame) -> Duration {
-        let grace = crate::extension::CANCEL_GRACE;
-        match frame {
-            HostFrame::ToolCall(_) => self.tool + grace,
-            HostFrame::CommandInvoked(_) => self.command + grace,
-            HostFrame::EventIntercept(_) => self.intercept + grace,
-            HostFrame::Shutdown(_) => self.shutdown,
-            _ => crate::extension::ONE_WAY_BUDGET,
-        }
-    }
-}
+/// Deadlines, all configurable; the defaults are PROTOCOL.md's (see [`crate::budget`]).
+pub use crate::budget::Timeouts;
 
 /// Everything the host needs to know to start extensions.
 #[derive(Debug, Clone)]
@@ -976,6 +936,10 @@ impl Inner {
 }
 
 impl Hub for Inner {
+    fn timeouts(&self) -> &Timeouts {
+        &self.config.timeouts
+    }
+
     fn register(&self, ext: &Extension, registration: Registration) {
         let changed = {
             let mut registry = self.registry.lock().unwrap();

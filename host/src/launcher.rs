@@ -68,9 +68,11 @@ pub enum StartError {
         /// What to do about it, when there is an obvious next step.
         hint: Option<String>,
     },
-    /// The component could not be loaded, checked, sandboxed or instantiated (the wasm
-    /// transport's reason).
-    Component { wasm: PathBuf, reason: String },
+    /// The component could not be loaded, checked, sandboxed or instantiated.
+    Component {
+        wasm: PathBuf,
+        error: crate::component::ComponentError,
+    },
     /// The start task itself failed: a bug in the host or a launcher, not the
     /// extension's doing.
     Aborted(String),
@@ -90,8 +92,8 @@ impl fmt::Display for StartError {
                     None => Ok(()),
                 }
             }
-            StartError::Component { wasm, reason } => {
-                write!(f, "cannot start {}: {reason}", wasm.display())
+            StartError::Component { wasm, error } => {
+                write!(f, "cannot start {}: {error}", wasm.display())
             }
             StartError::Aborted(why) => write!(f, "its start failed: {why}"),
         }
@@ -102,7 +104,8 @@ impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StartError::Spawn { cause, .. } => Some(cause),
-            _ => None,
+            StartError::Component { error, .. } => Some(error),
+            StartError::Aborted(_) => None,
         }
     }
 }
@@ -246,11 +249,11 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
         ..
     } = request;
     let home = &config.home;
-    let failed = |reason| StartError::Component {
+    let failed = |error| StartError::Component {
         wasm: component.clone(),
-        reason,
+        error,
     };
-    let loaded = wasm::load(&component, &home.cache_dir(), &config.compiler, log)
+    let loaded = wasm::prepare(&component, &home.cache_dir(), &config.compiler, log)
         .await
         .map_err(failed)?;
     let (decision, grant) = sandbox::for_manifest(

@@ -63,14 +63,15 @@
 //! How the modules fit together: `docs/architecture.md`.
 
 pub mod bridge;
-pub mod cache;
-pub mod compile;
+pub mod budget;
+pub mod component;
 pub mod discovery;
 pub mod events;
 pub mod extension;
-mod filetype;
 pub mod host;
 pub mod identity;
+#[cfg(test)]
+mod import_graph;
 pub mod install;
 pub mod launcher;
 pub mod log;
@@ -86,6 +87,7 @@ pub mod transport;
 mod tree;
 pub mod trust;
 
+pub use component::{cache, compile};
 pub use events::HostEvent;
 pub use extension::{CallError, Phase, Status};
 pub use host::{

@@ -479,7 +479,7 @@ pub fn validate_name(name: &str) -> Result<(), String> {
 /// The custom section in which a component carries its manifest: a public contract
 /// (docs/writing-extensions.md, "Embedding the manifest"). Its content is the JSON of an
 /// `extension.json`, of which only `name`, `version`, `permissions` and `limits` count.
-pub const SECTION: &str = "zot:manifest";
+pub const SECTION: &str = crate::component::inspect::MANIFEST_SECTION;
 
 /// What a component's embedded manifest says (its [`SECTION`] custom section): what a
 /// bare `.wasm` is named and asks for.
@@ -500,7 +500,7 @@ impl Embedded {
     /// module), validated as `extension.json` is. `None` without one (or when `bytes`
     /// cannot be parsed before one is found: loading the file says what is wrong).
     pub fn of(bytes: &[u8]) -> Result<Option<Embedded>, ManifestErrorKind> {
-        let Some(section) = section(bytes) else {
+        let Some(section) = crate::component::inspect(bytes).manifest else {
             return Ok(None);
         };
         let wrap = |kind| ManifestErrorKind::Section(Box::new(kind));
@@ -526,22 +526,6 @@ impl Embedded {
             limits: m.limits,
         }))
     }
-}
-
-/// The content of the first [`SECTION`] custom section of the WebAssembly `bytes`, at
-/// any depth (inside nested modules and components).
-fn section(bytes: &[u8]) -> Option<&[u8]> {
-    use wasmparser::{Parser, Payload};
-    for payload in Parser::new(0).parse_all(bytes) {
-        match payload {
-            Ok(Payload::CustomSection(reader)) if reader.name() == SECTION => {
-                return Some(reader.data());
-            }
-            Ok(_) => {}
-            Err(_) => return None,
-        }
-    }
-    None
 }
 
 /// Sets `enabled` in `dir/extension.json`, keeping every other field and their order.

@@ -4,11 +4,11 @@
 //! ([`SandboxView::on_disk`]: nothing is started or compiled); a started component also
 //! what it runs with ([`Running`]). Each shows the fields it has, in the order below.
 
+use crate::component::{cache, Kind};
 use crate::identity::Identity;
 use crate::manifest::{Launch, Limits, Manifest, Permissions};
 use crate::paths::ZotHome;
 use crate::sandbox::{grants, Grant, InForce};
-use crate::transport::wasm::Kind;
 use serde::Serialize;
 use std::path::Path;
 
@@ -70,12 +70,13 @@ impl SandboxView {
         let Launch::Wasm(path) = m.launch(dir) else {
             return None;
         };
-        let bytes = crate::cache::read_component(&path).ok();
+        let bytes = cache::read_component(&path).ok();
         let component = bytes
             .as_deref()
-            .and_then(|b| crate::transport::wasm::kind_of_bytes(b).ok());
+            .and_then(|b| crate::component::inspect(b).world().ok())
+            .map(crate::component::World::kind);
         let sha256 = match &bytes {
-            Some(b) => Some(crate::cache::sha256_hex(b)),
+            Some(b) => Some(cache::sha256_hex(b)),
             None => grants::sha256_of(&path).ok(),
         };
         let granted = grants::load(home, identity).ok().flatten();

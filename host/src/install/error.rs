@@ -73,10 +73,9 @@ pub enum InstallError {
     },
     /// The staging path cannot be passed to git.
     StagingNotUtf8,
-    /// The file is not a WebAssembly component (what it is instead).
-    NotAComponent(String),
-    /// A component of a kind the host does not run (the wasm transport's reason).
-    UnsupportedComponent(String),
+    /// The file is no component this host runs: not a component (what it is instead),
+    /// or of a world or version it does not speak.
+    Component(crate::component::ComponentError),
     /// The component, started with nothing granted, gave no usable `hello`.
     Refused(String),
     /// The component's embedded manifest is unusable (the manifest's reason, which names
@@ -206,8 +205,7 @@ impl fmt::Display for InstallError {
             Git { command, stderr } => write!(f, "git {command} failed: {stderr}"),
             NoCommit { commit, url, cause } => write!(f, "no commit {commit} in {url}: {cause}"),
             StagingNotUtf8 => f.write_str("the staging path is not UTF-8"),
-            NotAComponent(what) => write!(f, "not a WebAssembly component (it is {what})"),
-            UnsupportedComponent(why) => f.write_str(why),
+            Component(e) => write!(f, "{e}"),
             Refused(why) => write!(f, "refused: {why}"),
             BadEmbedded(kind) => write!(f, "{kind}"),
             BadHelloName { name, reason } => write!(

@@ -328,10 +328,9 @@ fn source_dir(dir: &Path) -> Result<PathBuf, InstallError> {
 pub fn read_component_file(file: &Path) -> Result<Vec<u8>, InstallError> {
     let bytes =
         crate::cache::read_component(file).map_err(|e| InstallError::io("read", file)(e.cause))?;
-    if let Some(what) = crate::filetype::not_a_component(&bytes) {
-        return Err(InstallError::NotAComponent(what.to_string()));
-    }
-    crate::transport::wasm::kind_of_bytes(&bytes).map_err(InstallError::UnsupportedComponent)?;
+    crate::component::inspect(&bytes)
+        .world()
+        .map_err(InstallError::Component)?;
     Ok(bytes)
 }
 

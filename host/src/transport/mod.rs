@@ -64,14 +64,14 @@ impl LineGate {
     }
 }
 
-/// One encoded frame for the extension, with how long it may take to handle it (the
-/// frame's deadline: a tool call's timeout, one second for an event). Transports that
-/// run the extension's code themselves enforce it; a subprocess is on its own.
+/// One encoded frame for the extension, with how long it may take to handle it (its
+/// [`Budget`](crate::budget::Budget), set by [`Budget::for_frame`](crate::budget::Budget::for_frame)).
+/// Transports that run the extension's code themselves enforce it; a subprocess is on its own.
 #[derive(Debug)]
 pub struct Outbound {
     /// The frame as one line of JSON, newline included; only the encoder makes one.
     pub line: Encoded,
-    pub budget: std::time::Duration,
+    pub budget: crate::budget::Budget,
     /// The share of its connection's byte budget this frame holds until it is handled
     /// (dropped), if the sender counts it.
     pub(crate) room: Option<OwnedSemaphorePermit>,

@@ -20,7 +20,7 @@ pub(crate) async fn write_frames<W: AsyncWrite + Unpin>(
     mut pipe: W,
     mut rx: mpsc::Receiver<Outbound>,
     close_input: Arc<Notify>,
-    mut before_write: impl FnMut(std::time::Duration),
+    mut before_write: impl FnMut(crate::budget::Budget),
 ) {
     loop {
         tokio::select! {

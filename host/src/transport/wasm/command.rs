@@ -10,8 +10,8 @@
 //! stopped when the deadline it had before that wait runs out: the deadline is never off
 //! while guest code runs.
 
-use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData, Stop, START_BUDGET};
-use crate::extension::ONE_WAY_BUDGET;
+use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData, Stop};
+use crate::budget::Budget;
 use crate::sandbox::Stdio;
 use crate::transport::{pipe, ExitReason, Outbound};
 use bytes::Bytes;
@@ -57,7 +57,7 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
         if let Err(e) = add_wasi_to_linker(&mut linker) {
             return exit_for(&store, &e);
         }
-        deadline.set(START_BUDGET);
+        deadline.set(Budget::START);
         let command = tokio::select! {
             r = Command::instantiate_async(&mut store, &component, &linker) => match r {
                 Ok(c) => c,
@@ -173,7 +173,7 @@ enum Woke {
 #[wasmtime_wasi::async_trait]
 impl Pollable for FrameStdin {
     /// Waits for input with no deadline running. Ended by a frame, that frame's budget
-    /// starts; by the end of input, [`ONE_WAY_BUDGET`] starts (time to finish and
+    /// starts; by the end of input, [`Budget::ONE_WAY`] starts (time to finish and
     /// return). Dropped before either — the guest polled stdin together with something
     /// that was ready first, such as a timer, or only asked whether stdin is ready — the
     /// deadline from before the wait is back, the wait counted ([`Deadline::suspend`]).
@@ -195,11 +195,11 @@ impl Pollable for FrameStdin {
             Woke::Frame(frame) => state.take(frame),
             Woke::Closing => {
                 state.closing = true;
-                state.deadline.extend(ONE_WAY_BUDGET);
+                state.deadline.extend(Budget::ONE_WAY);
             }
             Woke::Ended => {
                 state.ended = true;
-                state.deadline.extend(ONE_WAY_BUDGET);
+                state.deadline.extend(Budget::ONE_WAY);
             }
         }
     }

@@ -17,36 +17,25 @@ mod reactor;
 use super::{
     Connection, Control, ExitReason, Inbound, LineGate, Outbound, INBOUND_QUEUE, OUTBOUND_QUEUE,
 };
-use crate::compile::Compiler;
+use crate::budget::{Budget, START_BUDGET};
+use crate::component::cache::{self, Source};
+use crate::component::compile::Compiler;
+use crate::component::{ComponentError, World};
+// Their home is the component layer; named here too for the callers that know them here.
+pub use crate::component::{engine, Kind};
 use crate::log::ExtLog;
 use crate::sandbox::{
     HostPattern, InForce, Limit, Policy, PreparedWasi, Stdio, MAX_INSTANCES, MAX_TABLE_ELEMENTS,
 };
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, Notify};
 use wasmtime::component::{Component, ResourceTable, ResourceTableError};
-use wasmtime::{Config, Engine, ResourceLimiter, Store, UpdateDeadline};
+use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{FieldMapError, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
-
-/// How often the epoch ticks: the granularity of deadlines, and how often a running
-/// guest yields to other tasks.
-const TICK: Duration = Duration::from_millis(10);
-/// How long `start` (or a command's start-up) may run.
-pub const START_BUDGET: Duration = Duration::from_secs(10);
-
-/// What kind of component it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// Exports `zot:extension/guest`: frames through `start`/`handle` and `host.send`.
-    Reactor,
-    /// Exports `wasi:cli/run`: frames over virtual stdin/stdout.
-    Command,
-}
 
 /// What a loaded component runs with.
 pub struct WasmSpec {
@@ -73,39 +62,6 @@ impl Loaded {
     }
 }
 
-/// An engine configured as [`engine`]'s, without its ticker: what a compile needs (its
-/// artifacts load in [`engine`]).
-pub fn compile_engine() -> Result<Engine, String> {
-    let mut config = Config::new();
-    config.wasm_component_model(true);
-    config.epoch_interruption(true);
-    Engine::new(&config).map_err(|e| format!("cannot set up the WebAssembly engine: {e:#}"))
-}
-
-/// The process-wide engine: async, epoch interruption, ticking every [`TICK`]. Made on
-/// first use; if that fails (no thread for the ticker), the error is that start's and
-/// the next start tries again.
-pub fn engine() -> Result<&'static Engine, String> {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    if let Some(engine) = ENGINE.get() {
-        return Ok(engine);
-    }
-    let engine = compile_engine()?;
-    let ticker = engine.weak();
-    std::thread::Builder::new()
-        .name("zot-epoch".into())
-        .spawn(move || loop {
-            std::thread::sleep(TICK);
-            match ticker.upgrade() {
-                Some(engine) => engine.increment_epoch(),
-                None => return,
-            }
-        })
-        .map_err(|e| format!("cannot start the WebAssembly deadline thread: {e}"))?;
-    // Made twice at once, the second is dropped and its ticker ends.
-    Ok(ENGINE.get_or_init(|| engine))
-}
-
 /// Starts `wasm` with nothing granted (no data dir, no environment, no network, the
 /// default memory), waits at most [`START_BUDGET`] after it was loaded for its first
 /// frame, which must be `hello`, and stops it: the `(name, version)` it gave. The load
@@ -118,7 +74,7 @@ pub async fn probe_hello(
     compiler: &Compiler,
     log: ExtLog,
 ) -> Result<(String, String), String> {
-    let loaded = load(wasm, cache_dir, compiler, &log).await?;
+    let loaded = prepare(wasm, cache_dir, compiler, &log).await?;
     let mut conn = start(
         loaded,
         WasmSpec {
@@ -154,30 +110,40 @@ pub async fn probe_hello(
     }
 }
 
-/// Loads `wasm` (compiled by `compiler`, or from the compilation cache in `cache_dir`)
-/// and checks that it is a component this host runs; says how in `log`.
+/// [`prepare`], for a caller that only prints why not.
 pub async fn load(
     wasm: &Path,
     cache_dir: &Path,
     compiler: &Compiler,
     log: &ExtLog,
 ) -> Result<Loaded, String> {
+    Ok(prepare(wasm, cache_dir, compiler, log).await?)
+}
+
+/// Loads `wasm` (compiled by `compiler`, or from the compilation cache in `cache_dir`)
+/// and checks that it is a component this host runs; says how in `log`.
+pub async fn prepare(
+    wasm: &Path,
+    cache_dir: &Path,
+    compiler: &Compiler,
+    log: &ExtLog,
+) -> Result<Loaded, ComponentError> {
     let engine = engine()?;
-    let loaded = crate::cache::load(engine, wasm, cache_dir, compiler).await?;
+    let loaded = cache::load(engine, wasm, cache_dir, compiler).await?;
     if let Some(why) = &loaded.rejected {
         log.warn(&format!("cache entry not used: {why}"));
     }
     match loaded.source {
-        crate::cache::Source::Shared => log.info(&format!(
+        Source::Shared => log.info(&format!(
             "reused {}, already compiled in this process",
             wasm.display()
         )),
-        crate::cache::Source::Compiled(t) => log.info(&format!(
+        Source::Compiled(t) => log.info(&format!(
             "compiled {} in {} ms (not cached)",
             wasm.display(),
             t.as_millis()
         )),
-        crate::cache::Source::Cached(t) => log.info(&format!(
+        Source::Cached(t) => log.info(&format!(
             "loaded {} from the compilation cache in {} µs",
             wasm.display(),
             t.as_micros()
@@ -192,7 +158,7 @@ pub async fn load(
 }
 
 /// Starts a loaded component with `spec`'s policy: the connection to it.
-pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, String> {
+pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, ComponentError> {
     let engine = engine()?;
     let runner = loaded.runner;
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(OUTBOUND_QUEUE);
@@ -202,12 +168,12 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, String> {
     let wasi = spec
         .policy
         .wasi()
-        .map_err(|e| format!("cannot prepare the sandbox: {e}"))?;
+        .map_err(|e| ComponentError::Io(format!("cannot prepare the sandbox: {e}")))?;
     let disk = match &spec.policy.data_dir {
         None => None,
         Some(dir) => Some(
             disk::Usage::new(dir, spec.policy.limits.disk_mb, spec.log.clone())
-                .map_err(|e| format!("cannot open the data directory: {e}"))?,
+                .map_err(|e| ComponentError::Io(format!("cannot open the data directory: {e}")))?,
         ),
     };
     let guest = Guest {
@@ -276,58 +242,16 @@ impl Runner {
 
 /// Tells a reactor (and its version) from a command by its exports; refuses one built
 /// for another version of the `zot:extension` world, or neither.
-fn runner_of(engine: &Engine, component: &Component) -> Result<Runner, String> {
+fn runner_of(engine: &Engine, component: &Component) -> Result<Runner, ComponentError> {
     let ty = component.component_type();
     let exports: Vec<String> = ty
         .exports(engine)
         .map(|(name, _)| name.to_string())
         .collect();
-    runner_from_exports(&exports)
-}
-
-/// The kind of the component in `bytes`, read from its top-level exports without
-/// compiling it (for listings).
-pub fn kind_of_bytes(bytes: &[u8]) -> Result<Kind, String> {
-    use wasmparser::{Parser, Payload};
-    let mut exports = Vec::new();
-    let mut depth = 0usize;
-    for payload in Parser::new(0).parse_all(bytes) {
-        match payload.map_err(|e| format!("not a valid component: {e}"))? {
-            Payload::Version { encoding, .. }
-                if depth == 0 && encoding != wasmparser::Encoding::Component =>
-            {
-                return Err("not a component (a core module?)".into());
-            }
-            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
-            Payload::End(_) => depth = depth.saturating_sub(1),
-            Payload::ComponentExportSection(reader) if depth == 0 => {
-                for export in reader {
-                    let export = export.map_err(|e| format!("not a valid component: {e}"))?;
-                    exports.push(export.name.name.to_string());
-                }
-            }
-            _ => {}
-        }
-    }
-    runner_from_exports(&exports).map(Runner::kind)
-}
-
-fn runner_from_exports(exports: &[String]) -> Result<Runner, String> {
-    if let Some(version) = reactor::version_of(exports)? {
-        return Ok(Runner::Reactor(version));
-    }
-    if exports.iter().any(|e| e.starts_with("wasi:cli/run@0.2")) {
-        return Ok(Runner::Command);
-    }
-    Err(format!(
-        "the component exports neither {} nor wasi:cli/run@0.2 (it exports: {})",
-        reactor::exports(),
-        if exports.is_empty() {
-            "nothing".to_string()
-        } else {
-            exports.join(", ")
-        }
-    ))
+    Ok(match crate::component::wit::world_of(&exports)? {
+        World::Reactor(wit) => Runner::Reactor(reactor::version(wit)),
+        World::Command => Runner::Command,
+    })
 }
 
 /// What the task needs to run a guest.
@@ -401,14 +325,14 @@ impl Control for StopHandle {
 struct Deadline(Mutex<Option<Instant>>);
 
 impl Deadline {
-    fn set(&self, budget: Duration) {
-        *self.0.lock().unwrap() = Some(Instant::now() + budget);
+    fn set(&self, budget: Budget) {
+        *self.0.lock().unwrap() = Some(Instant::now() + budget.duration());
     }
     /// A frame taken while the guest is still busy with earlier ones (it reads ahead,
     /// e.g. to see a `tool_cancel` mid-call): the deadline becomes the later of the two,
     /// so reading ahead never cuts the work in hand short.
-    fn extend(&self, budget: Duration) {
-        let new = Instant::now() + budget;
+    fn extend(&self, budget: Budget) {
+        let new = Instant::now() + budget.duration();
         let mut deadline = self.0.lock().unwrap();
         *deadline = Some(deadline.map_or(new, |d| d.max(new)));
     }
@@ -696,7 +620,7 @@ mod tests {
     #[test]
     fn a_wait_for_input_suspends_the_deadline_and_puts_it_back_unless_input_ended_it() {
         let deadline = Arc::new(Deadline::default());
-        deadline.set(Duration::ZERO);
+        deadline.set(Budget::SPENT);
         let before = *deadline.0.lock().unwrap();
         let waiting = deadline.suspend();
         assert!(!deadline.passed(), "no deadline runs while it waits");

@@ -6,7 +6,9 @@
 
 mod v0_1_0;
 
-use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData, START_BUDGET};
+use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData};
+use crate::budget::Budget;
+use crate::component::wit::SPOKEN;
 use crate::transport::{ExitReason, Outbound};
 use std::future::Future;
 use std::pin::Pin;
@@ -15,11 +17,37 @@ use tokio::sync::mpsc;
 use wasmtime::component::{Component, Linker};
 use wasmtime::Store;
 
-/// Every `zot:extension` version this host speaks, oldest first.
-const VERSIONS: &[Version] = &[Version::of::<v0_1_0::Extension>()];
+/// The bindings of every `zot:extension` version this host speaks, in the order of
+/// [`SPOKEN`] (the list the component layer tells worlds by; checked when this compiles).
+static VERSIONS: [Version; SPOKEN.len()] = BINDINGS;
+const BINDINGS: [Version; SPOKEN.len()] = [Version::of::<v0_1_0::Extension>()];
 
-/// The newest version this host speaks.
-pub(super) const NEWEST: &str = VERSIONS[VERSIONS.len() - 1].wit;
+const _: () = {
+    let mut i = 0;
+    while i < SPOKEN.len() {
+        assert!(
+            same(BINDINGS[i].wit, SPOKEN[i]),
+            "VERSIONS must follow component::wit::SPOKEN"
+        );
+        i += 1;
+    }
+};
+
+/// Whether `a` and `b` are the same text (usable in a constant).
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// What the loop needs from one version's generated bindings.
 trait Bindings: Sized + Send + Sync + 'static {
@@ -64,11 +92,6 @@ impl Version {
         }
     }
 
-    /// The export a reactor of this version has.
-    fn export(&self) -> String {
-        format!("zot:extension/guest@{}", self.wit)
-    }
-
     /// Runs a reactor of this version until its input closes, it traps, or the host
     /// stops it.
     pub(super) async fn run(&self, guest: Guest, frames: mpsc::Receiver<Outbound>) -> ExitReason {
@@ -76,41 +99,13 @@ impl Version {
     }
 }
 
-/// The version a component with these exports was built for (the newest it exports);
-/// `None` if it exports no `zot:extension/guest`; an error naming the versions this
-/// host speaks if it exports only others.
-pub(super) fn version_of(exports: &[String]) -> Result<Option<&'static Version>, String> {
-    if let Some(version) = VERSIONS
-        .iter()
-        .rev()
-        .find(|v| exports.contains(&v.export()))
-    {
-        return Ok(Some(version));
-    }
-    match exports
-        .iter()
-        .find(|e| e.starts_with("zot:extension/guest@"))
-    {
-        Some(other) => Err(format!(
-            "the component was built for {other}, but this host speaks {}: \
-             rebuild it against wit/zot-extension-{NEWEST}, or update zot",
-            VERSIONS
-                .iter()
-                .map(|v| format!("zot:extension@{}", v.wit))
-                .collect::<Vec<_>>()
-                .join(" or ")
-        )),
-        None => Ok(None),
-    }
-}
-
-/// The guest exports of every version this host speaks, for messages.
-pub(super) fn exports() -> String {
+/// The bindings of the spoken version `wit` (one of [`SPOKEN`], as
+/// [`crate::component::wit::world_of`] gives it).
+pub(super) fn version(wit: &str) -> &'static Version {
     VERSIONS
         .iter()
-        .map(Version::export)
-        .collect::<Vec<_>>()
-        .join(", ")
+        .find(|v| v.wit == wit)
+        .expect("a binding for every spoken version")
 }
 
 async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) -> ExitReason {
@@ -121,7 +116,7 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
     if let Err(e) = add_wasi_to_linker(&mut linker).and_then(|()| B::link(&mut linker)) {
         return ExitReason::LinkFailed(format!("{e:#}"));
     }
-    deadline.set(START_BUDGET);
+    deadline.set(Budget::START);
     let bindings = tokio::select! {
         r = B::instantiate(&mut store, &component, &linker) => match r {
             Ok(b) => b,
@@ -177,40 +172,10 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
 mod tests {
     use super::*;
 
-    fn names(names: &[&str]) -> Vec<String> {
-        names.iter().map(|n| n.to_string()).collect()
-    }
-
     #[test]
-    fn every_listed_version_is_picked_by_its_export() {
-        for version in VERSIONS {
-            let found = version_of(&names(&["wasi:cli/run@0.2.0", &version.export()]));
-            assert_eq!(found.map(|v| v.map(|v| v.wit)), Ok(Some(version.wit)));
+    fn every_spoken_version_has_its_bindings() {
+        for wit in SPOKEN {
+            assert_eq!(version(wit).wit, *wit);
         }
-        assert_eq!(
-            version_of(&names(&["wasi:cli/run@0.2.0"])).map(|v| v.is_some()),
-            Ok(false)
-        );
-    }
-
-    #[test]
-    fn another_version_is_refused_naming_the_spoken_ones() {
-        let error = version_of(&names(&["zot:extension/guest@9.9.9"]))
-            .map(|_| ())
-            .unwrap_err();
-        assert!(
-            error.contains("built for zot:extension/guest@9.9.9"),
-            "{error}"
-        );
-        for version in VERSIONS {
-            assert!(
-                error.contains(&format!("zot:extension@{}", version.wit)),
-                "{error}"
-            );
-        }
-        assert!(
-            error.contains(&format!("wit/zot-extension-{NEWEST}")),
-            "{error}"
-        );
     }
 }

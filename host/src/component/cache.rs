@@ -4,8 +4,8 @@
 //! into place; one whose checksum does not match (torn, corrupt) or that was compiled
 //! from another component than the bytes just hashed (a copied or planted entry) is
 //! compiled again and replaced. The component file is read once, as a regular file of
-//! at most [`MAX_COMPONENT_BYTES`](crate::compile::caps::MAX_COMPONENT_BYTES) opened
-//! without blocking; those bytes are hashed and compiled. Compiling ([`crate::compile`])
+//! at most [`MAX_COMPONENT_BYTES`](super::inspect::MAX_COMPONENT_BYTES) opened
+//! without blocking; those bytes are hashed and compiled. Compiling ([`super::compile`])
 //! runs on a blocking thread, never on the async runtime's workers.
 
 use sha2::{Digest, Sha256};
@@ -18,7 +18,8 @@ use tokio::sync::OnceCell;
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-use crate::compile::Compiler;
+use super::compile::Compiler;
+use super::ComponentError;
 
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,14 +68,16 @@ pub async fn load(
     wasm: &Path,
     cache_dir: &Path,
     compiler: &Compiler,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, ComponentError> {
     let path = wasm.to_path_buf();
     let bytes = tokio::task::spawn_blocking(move || read_component(&path))
         .await
-        .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?
-        .map_err(|e| e.to_string())?;
-    if let Some(what) = crate::filetype::not_a_component(&bytes) {
-        return Err(format!("not a WebAssembly component (it is {what})"));
+        .map_err(|e| ComponentError::Io(format!("cannot read {}: {e}", wasm.display())))?
+        .map_err(|e| ComponentError::Io(e.to_string()))?;
+    // The header only (what the file is); the full pass ([`super::inspect`]) runs before
+    // a compile, not on every load from the cache.
+    if let Some(what) = super::filetype::not_a_component(&bytes) {
+        return Err(ComponentError::NotAComponent(what));
     }
     let sha256 = sha256_hex(&bytes);
     let entry = entry_path(cache_dir, engine, &sha256);
@@ -93,10 +96,12 @@ pub async fn load(
                 load_blocking(&engine, &compiler, &bytes, sha, &entry)
             })
             .await
-            .map_err(|e| format!("compiling the component failed: {e}"))??;
+            .map_err(|e| {
+                ComponentError::Compiler(format!("compiling the component failed: {e}"))
+            })??;
             let component = loaded.component.clone();
             fresh = Some(loaded);
-            Ok::<_, String>(component)
+            Ok::<_, ComponentError>(component)
         })
         .await?
         .clone();
@@ -114,7 +119,7 @@ fn load_blocking(
     bytes: &[u8],
     sha256: String,
     entry: &Path,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, ComponentError> {
     let started = Instant::now();
     let rejected = match read_entry(engine, entry, &sha256) {
         Ok(component) => {
@@ -190,7 +195,7 @@ pub(crate) fn store(entry: &Path, sha256: &str, artifact: &[u8]) -> std::io::Res
     rest.extend_from_slice(artifact);
     let mut data = Sha256::digest(&rest).to_vec();
     data.extend_from_slice(&rest);
-    crate::paths::write_atomic(entry, &data)
+    crate::safe_write::write_file(entry, &data)
 }
 
 /// The 32 bytes written as 64 hex digits in `text`.
@@ -206,10 +211,10 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
 }
 
 /// The bytes of the component file at `path`: a regular file of at most
-/// [`MAX_COMPONENT_BYTES`](crate::compile::caps::MAX_COMPONENT_BYTES), never a FIFO or a
+/// [`MAX_COMPONENT_BYTES`](super::inspect::MAX_COMPONENT_BYTES), never a FIFO or a
 /// device read forever.
 pub fn read_component(path: &Path) -> Result<Vec<u8>, crate::tree::TreeError> {
-    crate::tree::read_regular(path, crate::compile::caps::MAX_COMPONENT_BYTES as u64)
+    crate::tree::read_regular(path, super::inspect::MAX_COMPONENT_BYTES as u64)
 }
 
 #[cfg(test)]

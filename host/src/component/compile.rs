@@ -1,5 +1,5 @@
-//! Compiling components without letting a hostile one hurt the host. [`caps`] refuses a
-//! component built to be expensive before any work is done; what passes is compiled in a
+//! Compiling components without letting a hostile one hurt the host. The caps of
+//! [`super::inspect`] refuse a component built to be expensive before any work is done; what passes is compiled in a
 //! child process (the `zot` binary again, as `zot __compile`) under an address-space
 //! limit, a CPU-time limit and a wall deadline ([`CompileLimits`]), which writes the
 //! artifact into the compilation cache for the host to load. The child is given the very
@@ -8,8 +8,6 @@
 //! at once in one process; the others wait their turn. A compile that fails or runs out
 //! fails that one extension, with the reason.
 
-pub mod caps;
-
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -17,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+use super::{CompileLimit, ComponentError};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
@@ -110,20 +110,22 @@ impl Compiler {
         bytes: &[u8],
         sha256: &str,
         entry: &Path,
-    ) -> Result<Component, String> {
-        caps::check(bytes)?;
+    ) -> Result<Component, ComponentError> {
+        super::inspect(bytes).within_caps()?;
         let _turn = Turn::take(self.limits.wall * QUEUE_WAITS)?;
         let Some(program) = &self.program else {
             let component = Component::new(engine, bytes)
-                .map_err(|e| format!("not a valid component: {e:#}"))?;
+                .map_err(|e| ComponentError::Invalid(format!("{e:#}")))?;
             if let Ok(artifact) = component.serialize() {
-                let _ = crate::cache::store(entry, sha256, &artifact);
+                let _ = super::cache::store(entry, sha256, &artifact);
             }
             return Ok(component);
         };
         self.in_child(program, bytes, sha256, entry)?;
-        crate::cache::read_entry(engine, entry, sha256)
-            .map_err(|e| e.unwrap_or_else(|| "the compiler wrote no artifact".into()))
+        super::cache::read_entry(engine, entry, sha256).map_err(|e| match e {
+            Some(why) => ComponentError::Io(why),
+            None => ComponentError::Compiler("the compiler wrote no artifact".into()),
+        })
     }
 
     /// Runs `program __compile MEMORY_MB CPU_SECS SHA256 ENTRY` with `bytes` on its stdin
@@ -135,11 +137,12 @@ impl Compiler {
         bytes: &[u8],
         sha256: &str,
         entry: &Path,
-    ) -> Result<(), String> {
+    ) -> Result<(), ComponentError> {
         let limits = self.limits;
         if let Some(dir) = entry.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create the cache {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                ComponentError::Io(format!("cannot create the cache {}: {e}", dir.display()))
+            })?;
         }
         let mut child = Command::new(program)
             .arg(SUBCOMMAND)
@@ -151,7 +154,12 @@ impl Compiler {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot start the compiler {}: {e}", program.display()))?;
+            .map_err(|e| {
+                ComponentError::Io(format!(
+                    "cannot start the compiler {}: {e}",
+                    program.display()
+                ))
+            })?;
         let stderr = child.stderr.take().map(|mut pipe| {
             std::thread::spawn(move || {
                 let mut kept = Vec::new();
@@ -174,29 +182,19 @@ impl Compiler {
         })?;
         let said = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
         let Some((status, cpu_used)) = ended else {
-            return Err(format!(
-                "compiling took longer than {} s: stopped (ZOT_COMPILE_WALL_SECS raises the \
-                 limit)",
-                limits.wall.as_secs()
-            ));
+            return Err(ComponentError::CompileLimit(CompileLimit::Wall(
+                limits.wall.as_secs(),
+            )));
         };
-        let out_of_memory = format!(
-            "compiling needed more than {} MiB of memory: stopped (ZOT_COMPILE_MEMORY_MB \
-             raises the limit)",
-            limits.memory_mb
-        );
-        let out_of_cpu = format!(
-            "compiling used more than {} s of CPU time: stopped (ZOT_COMPILE_CPU_SECS raises \
-             the limit)",
-            limits.cpu.as_secs()
-        );
+        let out_of_memory = ComponentError::CompileLimit(CompileLimit::Memory(limits.memory_mb));
+        let out_of_cpu = ComponentError::CompileLimit(CompileLimit::Cpu(limits.cpu.as_secs()));
         let killed = |signal: i32| {
             let mut text = format!("the compiler was killed by signal {signal}");
             if !said.is_empty() {
                 text.push_str(": ");
                 text.push_str(&said);
             }
-            text
+            ComponentError::Compiler(text)
         };
         match (status.code(), status.signal()) {
             (Some(0), _) => Ok(()),
@@ -209,8 +207,10 @@ impl Compiler {
             // SIGXCPU it survived); else it came from outside.
             (_, Some(libc::SIGKILL)) if cpu_used > limits.cpu => Err(out_of_cpu),
             (_, Some(signal)) => Err(killed(signal)),
-            _ if said.is_empty() => Err(format!("the compiler failed ({status})")),
-            _ => Err(said),
+            _ if said.is_empty() => Err(ComponentError::Compiler(format!(
+                "the compiler failed ({status})"
+            ))),
+            _ => Err(ComponentError::Compiler(said)),
         }
     }
 }
@@ -220,7 +220,7 @@ impl Compiler {
 fn wait(
     child: &mut std::process::Child,
     deadline: Instant,
-) -> Result<Option<(ExitStatus, Duration)>, String> {
+) -> Result<Option<(ExitStatus, Duration)>, ComponentError> {
     let pid = child.id() as libc::pid_t;
     loop {
         let mut status = 0;
@@ -247,7 +247,9 @@ fn wait(
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     // Not left running (nor its stdin's writer waiting on it).
                     let _ = child.kill();
-                    return Err(format!("cannot wait for the compiler: {e}"));
+                    return Err(ComponentError::Io(format!(
+                        "cannot wait for the compiler: {e}"
+                    )));
                 }
             }
         }
@@ -262,17 +264,15 @@ static FREED: Condvar = Condvar::new();
 
 impl Turn {
     /// Waits at most `patience` for a turn.
-    fn take(patience: Duration) -> Result<Turn, String> {
+    fn take(patience: Duration) -> Result<Turn, ComponentError> {
         let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         let (mut running, waited) = FREED
             .wait_timeout_while(running, patience, |n| *n >= MAX_COMPILES)
             .unwrap_or_else(|e| e.into_inner());
         if waited.timed_out() && *running >= MAX_COMPILES {
-            return Err(format!(
-                "waited {} s for a turn to compile (at most {MAX_COMPILES} compiles run at \
-                 once): stopped",
-                patience.as_secs()
-            ));
+            return Err(ComponentError::CompileLimit(CompileLimit::Turn(
+                patience.as_secs(),
+            )));
         }
         *running += 1;
         Ok(Turn)
@@ -335,23 +335,23 @@ fn compile_here(args: &[OsString]) -> Result<(), String> {
     let mut bytes = Vec::new();
     std::io::stdin()
         .lock()
-        .take(caps::MAX_COMPONENT_BYTES as u64 + 1)
+        .take(super::inspect::MAX_COMPONENT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read the component from stdin: {e}"))?;
-    if crate::cache::sha256_hex(&bytes) != sha256 {
+    if super::cache::sha256_hex(&bytes) != sha256 {
         return Err(format!(
             "the component read from stdin is not the one with SHA-256 {sha256}"
         ));
     }
-    caps::check(&bytes)?;
+    super::inspect(&bytes).within_caps()?;
     let entry = Path::new(entry);
-    let engine = crate::transport::wasm::compile_engine()?;
+    let engine = super::compile_engine()?;
     let component =
-        Component::new(&engine, &bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
+        Component::new(&engine, &bytes).map_err(|e| ComponentError::Invalid(format!("{e:#}")))?;
     let artifact = component
         .serialize()
         .map_err(|e| format!("cannot serialise the compiled component: {e:#}"))?;
-    crate::cache::store(entry, sha256, &artifact)
+    super::cache::store(entry, sha256, &artifact)
         .map_err(|e| format!("cannot write {}: {e}", entry.display()))
 }
 

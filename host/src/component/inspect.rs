@@ -1,0 +1,265 @@
+//! One pass over a component's sections (wasmparser, no validation or compilation) that
+//! tells what it is: what the file is if no component ([`super::filetype`]), its
+//! top-level exports (so its [`World`]), its embedded manifest (the first
+//! [`SECTION`](MANIFEST_SECTION) custom section, at any depth) and its measures
+//! against documented caps, so that a component built to make the compiler use gigabytes
+//! and minutes is refused in milliseconds with a message naming the cap. The caps are far
+//! above what real components use (the CPython component, 18 MB: see docs/sandbox.md);
+//! the compile's own memory, CPU and time limits ([`super::compile::CompileLimits`])
+//! catch what passes them.
+
+use super::wit::{world_of, World};
+use super::ComponentError;
+use wasmparser::{BinaryReaderError, Encoding, FunctionBody, Operator, Parser, Payload};
+
+/// The custom section in which a component carries its manifest (a public contract:
+/// [`crate::manifest::SECTION`]).
+pub const MANIFEST_SECTION: &str = "zot:manifest";
+
+/// At most this many bytes in a component file.
+pub const MAX_COMPONENT_BYTES: usize = 128 << 20;
+/// At most this many function bodies in all its modules together.
+pub const MAX_FUNCTIONS: usize = 250_000;
+/// At most this many bytes in one function body.
+pub const MAX_BODY_BYTES: usize = 4 << 20;
+/// At most this many locals in one function.
+pub const MAX_LOCALS: u64 = 10_000;
+/// At most this deep a nesting of blocks, loops and ifs in one function.
+pub const MAX_NESTING: usize = 5_000;
+/// At most this many targets in one `br_table`.
+pub const MAX_BR_TABLE: u32 = 50_000;
+/// At most this many tables, and memories, declared in all its modules together.
+pub const MAX_TABLES: usize = 1_000;
+pub const MAX_MEMORIES: usize = 100;
+
+/// What the pass counted: the largest of each measure.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Measures {
+    pub bytes: usize,
+    pub functions: usize,
+    pub largest_body: usize,
+    pub most_locals: u64,
+    pub deepest_nesting: usize,
+    pub largest_br_table: u32,
+    pub tables: usize,
+    pub memories: usize,
+}
+
+/// What [`inspect`] found.
+#[derive(Debug)]
+pub struct Inspection<'a> {
+    /// The size of the file.
+    bytes: usize,
+    /// Why it has no world: the file is no component (what it is), a core module, or it
+    /// does not parse.
+    invalid: Option<ComponentError>,
+    /// Where the bytes stopped parsing, if they did (the pass stopped there).
+    parse_error: Option<ComponentError>,
+    /// The function bodies before that, at most one more than [`MAX_FUNCTIONS`]: measured
+    /// when the caps are asked ([`Inspection::within_caps`]), not before.
+    bodies: Vec<FunctionBody<'a>>,
+    tables: usize,
+    memories: usize,
+    /// Its top-level exports.
+    pub exports: Vec<String>,
+    /// The content of the first embedded-manifest section (before any parse error).
+    pub manifest: Option<&'a [u8]>,
+}
+
+impl Inspection<'_> {
+    /// The world it is built for, or why it has none this host runs.
+    pub fn world(&self) -> Result<World, ComponentError> {
+        match &self.invalid {
+            Some(e) => Err(e.clone()),
+            None => world_of(&self.exports),
+        }
+    }
+
+    /// Its measures, if it is within every cap and parses; else the first cap it
+    /// exceeds or where it stops parsing, whichever comes first in the file.
+    pub fn within_caps(&self) -> Result<Measures, ComponentError> {
+        let mut m = Measures {
+            bytes: self.bytes,
+            tables: self.tables,
+            memories: self.memories,
+            ..Measures::default()
+        };
+        over(
+            "bytes in the file",
+            m.bytes as u64,
+            MAX_COMPONENT_BYTES as u64,
+        )?;
+        for body in &self.bodies {
+            measure(&mut m, body)?;
+        }
+        if let Some(e) = &self.parse_error {
+            return Err(e.clone());
+        }
+        over("tables", m.tables as u64, MAX_TABLES as u64)?;
+        over("memories", m.memories as u64, MAX_MEMORIES as u64)?;
+        Ok(m)
+    }
+}
+
+/// Inspects the component in `bytes` in one pass over its sections (see the module's
+/// documentation); function bodies are decoded only when the caps are asked.
+pub fn inspect(bytes: &[u8]) -> Inspection<'_> {
+    let mut found = Inspection {
+        bytes: bytes.len(),
+        invalid: super::filetype::not_a_component(bytes).map(ComponentError::NotAComponent),
+        parse_error: None,
+        bodies: Vec::new(),
+        tables: 0,
+        memories: 0,
+        exports: Vec::new(),
+        manifest: None,
+    };
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        if let Err(e) = payload
+            .map_err(invalid)
+            .and_then(|p| found.take(p, &mut depth))
+        {
+            found.invalid.get_or_insert_with(|| e.clone());
+            found.parse_error = Some(e);
+            break;
+        }
+    }
+    found
+}
+
+impl<'a> Inspection<'a> {
+    /// Takes one payload in: an error only when the bytes do not parse.
+    fn take(&mut self, payload: Payload<'a>, depth: &mut usize) -> Result<(), ComponentError> {
+        match payload {
+            Payload::Version { encoding, .. } if *depth == 0 && encoding != Encoding::Component => {
+                self.invalid.get_or_insert(ComponentError::CoreModule);
+            }
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => *depth += 1,
+            Payload::End(_) => *depth = depth.saturating_sub(1),
+            Payload::ComponentExportSection(reader) if *depth == 0 => {
+                for export in reader {
+                    self.exports
+                        .push(export.map_err(invalid)?.name.name.to_string());
+                }
+            }
+            Payload::CustomSection(reader) if reader.name() == MANIFEST_SECTION => {
+                self.manifest.get_or_insert(reader.data());
+            }
+            Payload::TableSection(r) => self.tables += r.count() as usize,
+            Payload::MemorySection(r) => self.memories += r.count() as usize,
+            Payload::CodeSectionEntry(body) if self.bodies.len() <= MAX_FUNCTIONS => {
+                self.bodies.push(body);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Measures one function body into `m`: `Err` naming the first cap it exceeds, or
+/// where it does not parse.
+fn measure(m: &mut Measures, body: &FunctionBody<'_>) -> Result<(), ComponentError> {
+    m.functions += 1;
+    let size = body.range().len();
+    m.largest_body = m.largest_body.max(size);
+    over("functions", m.functions as u64, MAX_FUNCTIONS as u64)?;
+    over("bytes in one function", size as u64, MAX_BODY_BYTES as u64)?;
+    let mut locals = 0u64;
+    for decl in body.get_locals_reader().map_err(invalid)? {
+        locals += u64::from(decl.map_err(invalid)?.0);
+    }
+    m.most_locals = m.most_locals.max(locals);
+    over("locals in one function", locals, MAX_LOCALS)?;
+    let mut depth = 0usize;
+    let mut ops = body.get_operators_reader().map_err(invalid)?;
+    while !ops.eof() {
+        match ops.read().map_err(invalid)? {
+            Operator::Block { .. }
+            | Operator::Loop { .. }
+            | Operator::If { .. }
+            | Operator::Try { .. }
+            | Operator::TryTable { .. } => {
+                depth += 1;
+                m.deepest_nesting = m.deepest_nesting.max(depth);
+                over(
+                    "nested blocks in one function",
+                    depth as u64,
+                    MAX_NESTING as u64,
+                )?;
+            }
+            Operator::End => depth = depth.saturating_sub(1),
+            Operator::BrTable { targets } => {
+                let n = targets.len();
+                m.largest_br_table = m.largest_br_table.max(n);
+                over("targets in one br_table", n.into(), MAX_BR_TABLE.into())?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn invalid(e: BinaryReaderError) -> ComponentError {
+    ComponentError::Invalid(e.to_string())
+}
+
+/// `Err` naming the cap when `value` exceeds `cap`.
+fn over(what: &'static str, value: u64, cap: u64) -> Result<(), ComponentError> {
+    if value > cap {
+        Err(ComponentError::OverCap { what, value, cap })
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A section `id` with `body` (shorter than 128 bytes).
+    fn section(id: u8, body: &[u8]) -> Vec<u8> {
+        [vec![id, body.len() as u8], body.to_vec()].concat()
+    }
+
+    /// A component holding the manifest `manifest` and a core module with one function,
+    /// whose body nests a block.
+    fn component(manifest: &[u8]) -> Vec<u8> {
+        let name = MANIFEST_SECTION.as_bytes();
+        let custom = section(0, &[&[name.len() as u8], name, manifest].concat());
+        let module = [
+            b"\0asm\x01\0\0\0".to_vec(),
+            section(1, &[1, 0x60, 0, 0]),
+            section(3, &[1, 0]),
+            section(10, &[1, 5, 0, 0x02, 0x40, 0x0b, 0x0b]),
+        ]
+        .concat();
+        [b"\0asm\x0d\0\x01\0".to_vec(), custom, section(1, &module)].concat()
+    }
+
+    #[test]
+    fn one_pass_gives_the_manifest_the_measures_and_the_world() {
+        let bytes = component(br#"{"name":"x"}"#);
+        let found = inspect(&bytes);
+        assert_eq!(found.manifest, Some(&br#"{"name":"x"}"#[..]));
+        let m = found.within_caps().unwrap();
+        assert_eq!((m.functions, m.deepest_nesting), (1, 1));
+        let world = found.world().unwrap_err().to_string();
+        assert!(world.ends_with("(it exports: nothing)"), "{world}");
+    }
+
+    #[test]
+    fn what_is_no_component_is_named_and_a_cut_one_is_invalid() {
+        let text = inspect(b"hello\n").world().unwrap_err();
+        assert_eq!(
+            text.to_string(),
+            "not a WebAssembly component (it is a text file)"
+        );
+        let bytes = component(b"{}");
+        let cut = inspect(&bytes[..bytes.len() - 3]);
+        assert!(matches!(cut.world(), Err(ComponentError::Invalid(_))));
+        assert!(matches!(cut.within_caps(), Err(ComponentError::Invalid(_))));
+        // The manifest came before the cut: it is still read.
+        assert_eq!(cut.manifest, Some(&b"{}"[..]));
+    }
+}

@@ -1,0 +1,22 @@
+//! The component layer: what a WebAssembly component is and how it is made ready to run,
+//! before any transport runs it. The process-wide engine and its epoch ticker
+//! ([`engine`]), one pass over a component's bytes ([`inspect`]: what the file is, its
+//! exports and [`World`], its embedded manifest, its measures against the caps), the
+//! compile in a child process under limits ([`compile`]) and the compilation cache
+//! ([`cache`]). Every failure is a [`ComponentError`].
+//!
+//! Nothing here knows the transports, the launcher or install: they depend on this layer,
+//! never the other way round.
+
+pub mod cache;
+pub mod compile;
+mod engine;
+mod error;
+mod filetype;
+pub mod inspect;
+pub mod wit;
+
+pub use engine::{compile_engine, engine};
+pub use error::{CompileLimit, ComponentError};
+pub use inspect::{inspect, Inspection, Measures};
+pub use wit::{Kind, World};
