@@ -14,9 +14,9 @@ use zot_protocol::{encode, HostFrame};
 
 /// Serves the extension of `request` to the outer host on `input`/`output` until it is
 /// gone: its input closes when `input` ends, and `stop` (e.g. Ctrl-C) stops it at once.
-/// Frames from the outer host reach it with the deadlines `request.config.timeouts` give
+/// Frames from the outer host reach it with the deadlines `request.context.timeouts` give
 /// them, `hello_ack` telling it the paths as it sees them ([`SeenPaths`]); a line that
-/// is not JSON, or longer than `request.config.max_frame` (never held beyond that many
+/// is not JSON, or longer than `request.context.max_frame` (never held beyond that many
 /// bytes), is skipped with a warning, JSON that is no known frame is passed on. Its
 /// frames go to `output`, one per line. Diagnostics go to `request.log`. Returns its
 /// exit.
@@ -30,7 +30,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin,
 {
-    let (config, log) = (request.config, request.log);
+    let (context, log) = (request.context, request.log);
     let Launched {
         connection, paths, ..
     } = Transports
@@ -38,10 +38,10 @@ where
         .await
         .map_err(|e| e.to_string())?;
     let mut forward = tokio::spawn(forward_input(
-        input_lines(input, config.max_frame),
+        input_lines(input, context.max_frame),
         connection.outbound.clone(),
-        config.max_frame,
-        config.timeouts.clone(),
+        context.max_frame,
+        context.timeouts.clone(),
         paths,
         log.clone(),
     ));

@@ -88,6 +88,17 @@ impl HostConfig {
             compiler: crate::compile::Compiler::default(),
         }
     }
+
+    /// What starting an extension needs of this configuration.
+    pub fn launch_context(&self) -> launcher::LaunchContext<'_> {
+        launcher::LaunchContext {
+            home: &self.home,
+            cwd: &self.cwd,
+            max_frame: self.max_frame,
+            timeouts: &self.timeouts,
+            compiler: &self.compiler,
+        }
+    }
 }
 
 /// An extension as the host lists it.
@@ -866,7 +877,7 @@ impl Inner {
             manifest: m,
             dir,
             identity,
-            config: &self.config,
+            context: self.config.launch_context(),
             log: &log,
             run_grant: crate::sandbox::RunGrant::applies_to(source)
                 .then_some(&self.config.run_grant),

@@ -198,6 +198,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "transport",
         &["extension", "launcher", "host", "install", "bridge"],
     ),
+    // Starting an extension takes a `LaunchContext`, not the core's `HostConfig`.
+    ("launcher", &["host", "extension", "install", "bridge"]),
 ];
 
 #[test]

@@ -2,10 +2,12 @@
 //! the wasm transport. The core ([`crate::host`]) asks a [`Launcher`] for a
 //! [`Connection`] and never learns more about how frames travel.
 
-use crate::host::HostConfig;
+use crate::budget::Timeouts;
+use crate::component::compile::Compiler;
 use crate::identity::Identity;
 use crate::log::ExtLog;
 use crate::manifest::{Launch, Manifest, TransportKind};
+use crate::paths::ZotHome;
 use crate::sandbox;
 use crate::sandbox_view::{Granted, Running, SandboxView};
 use crate::transport::stdio::{self, StdioSpec};
@@ -23,12 +25,29 @@ pub struct Request<'a> {
     pub dir: &'a Path,
     /// Where it is installed: what its grant and data dir belong to.
     pub identity: &'a Identity,
-    pub config: &'a HostConfig,
+    /// What every launch needs of the host's configuration.
+    pub context: LaunchContext<'a>,
     /// Its log (`$ZOT_HOME/logs/ext-<name>.log`).
     pub log: &'a ExtLog,
     /// What the user granted for this run only (a component's; see
     /// [`sandbox::RunGrant::applies_to`] for which extensions get it).
     pub run_grant: Option<&'a sandbox::RunGrant>,
+}
+
+/// What starting an extension needs of the host's configuration, and nothing more (the
+/// core's [`HostConfig::launch_context`](crate::HostConfig::launch_context)).
+#[derive(Clone, Copy)]
+pub struct LaunchContext<'a> {
+    /// `$ZOT_HOME`: data dirs, grants, the compile cache.
+    pub home: &'a ZotHome,
+    /// The project directory (what the extension is told, and what `cwd` grants).
+    pub cwd: &'a Path,
+    /// The longest line taken from the extension, in bytes.
+    pub max_frame: usize,
+    /// The deadlines (what the bridge gives the outer host's frames).
+    pub timeouts: &'a Timeouts,
+    /// How components are compiled.
+    pub compiler: &'a Compiler,
 }
 
 /// A started extension's transport.
@@ -201,11 +220,11 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         manifest: m,
         dir,
         identity,
-        config,
+        context,
         log,
         run_grant: _,
     } = request;
-    let data_dir = config.home.data_dir(identity);
+    let data_dir = context.home.data_dir(identity);
     if let Err(e) = std::fs::create_dir_all(&data_dir) {
         log.warn(&format!(
             "cannot create data dir {}: {e}",
@@ -217,7 +236,7 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         args: m.args.clone(),
         dir: dir.to_path_buf(),
         stderr: Some((*log).clone()),
-        max_frame: config.max_frame,
+        max_frame: context.max_frame,
     };
     let connection = stdio::spawn(spec).map_err(|cause| StartError::Spawn {
         hint: spawn_hint(m, dir, &program, &cause),
@@ -231,7 +250,7 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         sandbox: None,
         paths: SeenPaths {
             extension_dir: dir.display().to_string(),
-            cwd: config.cwd.display().to_string(),
+            cwd: context.cwd.display().to_string(),
             data_dir: data_dir.display().to_string(),
         },
     })
@@ -243,24 +262,24 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
     let Request {
         manifest: m,
         identity,
-        config,
+        context,
         log,
         run_grant,
         ..
     } = request;
-    let home = &config.home;
+    let home = context.home;
     let failed = |error| StartError::Component {
         wasm: component.clone(),
         error,
     };
-    let loaded = wasm::prepare(&component, &home.cache_dir(), &config.compiler, log)
+    let loaded = wasm::prepare(&component, &home.cache_dir(), context.compiler, log)
         .await
         .map_err(failed)?;
     let (decision, grant) = sandbox::for_manifest(
         home,
         identity,
         m,
-        &config.cwd,
+        context.cwd,
         &loaded.sha256,
         *run_grant,
         log,
@@ -297,7 +316,7 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
             policy: decision.policy,
             log: (*log).clone(),
             guest_output: true,
-            max_frame: config.max_frame,
+            max_frame: context.max_frame,
         },
     )
     .map_err(failed)?;

@@ -90,7 +90,7 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
         manifest: &manifest,
         dir: &dir,
         identity: &identity,
-        config: &config,
+        context: config.launch_context(),
         log: &ExtLog::stderr(),
         run_grant: Some(&run_grant),
     };
