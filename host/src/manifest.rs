@@ -889,16 +889,8 @@ mod validation_tests {
 mod embedded_tests {
     use super::*;
 
-    fn leb(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
+    fn leb(n: usize, out: &mut Vec<u8>) {
+        zot_test_fixtures::leb(n as u64, out);
     }
 
     /// A section `id` with `body`.

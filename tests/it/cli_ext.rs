@@ -7,33 +7,14 @@ use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// A temp root holding `home` (the `ZOT_HOME`), `cwd` and sources; deleted on drop.
-struct Env {
-    root: PathBuf,
-}
+/// The scratch layout (`home`: ZOT_HOME, `cwd`, sources beside them) with this module's helpers.
+struct CliExt;
+type Env = crate::common::Layout<CliExt>;
 
 impl Env {
-    fn new() -> Env {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "zot-cli-ext-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&root);
-        fs::create_dir_all(root.join("cwd")).unwrap();
-        fs::create_dir_all(root.join("home")).unwrap();
-        Env { root }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.root.join("home")
-    }
-
     fn extensions(&self) -> PathBuf {
         self.home().join("extensions")
     }
@@ -43,7 +24,7 @@ impl Env {
         cmd.arg("ext")
             .args(args)
             .env("ZOT_HOME", self.home())
-            .current_dir(self.root.join("cwd"))
+            .current_dir(self.root().join("cwd"))
             .stdin(Stdio::null());
         cmd
     }
@@ -60,7 +41,7 @@ impl Env {
     /// A source directory `root/<dir>` holding `extension.json` with `manifest`, and the
     /// `run.sh` that [`manifest`] names.
     fn source(&self, dir: &str, manifest: &str) -> PathBuf {
-        let src = self.root.join(dir);
+        let src = self.root().join(dir);
         fs::create_dir_all(&src).unwrap();
         fs::write(src.join("extension.json"), manifest).unwrap();
         fs::write(src.join("run.sh"), "#!/bin/sh\n").unwrap();
@@ -69,7 +50,7 @@ impl Env {
 
     /// A source folder holding the test component `hello.wasm` and `manifest`.
     fn component_source(&self, dir: &str, manifest: &str) -> PathBuf {
-        let src = self.root.join(dir);
+        let src = self.root().join(dir);
         fs::create_dir_all(&src).unwrap();
         fs::write(src.join("hello.wasm"), hello_wasm()).unwrap();
         fs::write(src.join("extension.json"), manifest).unwrap();
@@ -86,12 +67,6 @@ impl Env {
             .unwrap_or_default();
         names.sort();
         names
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.root);
     }
 }
 
@@ -154,7 +129,7 @@ fn list_json(env: &Env) -> Vec<Value> {
 
 #[test]
 fn install_from_a_local_path() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("hello-src", &manifest("hello"));
     fs::write(src.join("run.sh"), "#!/bin/sh\n").unwrap();
     fs::create_dir_all(src.join("lib/.git")).unwrap();
@@ -205,7 +180,7 @@ fn install_from_a_local_path() {
 
 #[test]
 fn install_from_a_git_repository() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let repo = env.source("some-repo", &manifest("from-git"));
     fs::write(repo.join("run.sh"), "#!/bin/sh\n").unwrap();
     git(&repo, &["init", "-q"]);
@@ -222,8 +197,8 @@ fn install_from_a_git_repository() {
 
 #[test]
 fn a_source_without_manifest_leaves_nothing_behind() {
-    let env = Env::new();
-    let dir = env.root.join("empty");
+    let env = Env::new("cli-ext");
+    let dir = env.root().join("empty");
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join("README"), "no manifest").unwrap();
     assert_fails_with(&env.install(dir.to_str().unwrap()), "no extension.json");
@@ -244,7 +219,7 @@ fn a_source_without_manifest_leaves_nothing_behind() {
     );
     assert_eq!(env.installed(), Vec::<String>::new());
 
-    let missing = env.root.join("missing.git");
+    let missing = env.root().join("missing.git");
     let out = env.install(&file_url(&missing));
     assert_fails_with(&out, "git clone failed");
     assert_eq!(env.installed(), Vec::<String>::new());
@@ -252,7 +227,7 @@ fn a_source_without_manifest_leaves_nothing_behind() {
 
 #[test]
 fn an_existing_destination_is_refused() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let first = env.source("first", &manifest("dup"));
     assert_ok(&env.install(first.to_str().unwrap()));
     let second = env.source("second", &manifest("dup"));
@@ -266,7 +241,7 @@ fn an_existing_destination_is_refused() {
 
 #[test]
 fn a_manifest_name_escaping_the_folder_is_refused() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("evil", r#"{"name":"../evil","exec":"./x"}"#);
     assert_fails_with(&env.install(src.to_str().unwrap()), "\"name\"");
     assert_eq!(env.installed(), Vec::<String>::new());
@@ -276,7 +251,7 @@ fn a_manifest_name_escaping_the_folder_is_refused() {
 #[cfg(unix)]
 #[test]
 fn a_symlink_out_of_the_source_is_refused() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("linky", &manifest("linky"));
     std::os::unix::fs::symlink("/etc/passwd", src.join("passwd")).unwrap();
     let out = env.install(src.to_str().unwrap());
@@ -291,7 +266,7 @@ fn a_symlink_out_of_the_source_is_refused() {
 
 #[test]
 fn enable_and_disable_keep_other_fields_and_their_order() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let text = r#"{"zeta":1,"name":"tog","exec":"./run.sh","custom":{"b":[1,2],"a":null},"enabled":true,"version":"0.1"}"#;
     let src = env.source("tog", text);
     assert_ok(&env.install(src.to_str().unwrap()));
@@ -323,10 +298,10 @@ fn enable_and_disable_keep_other_fields_and_their_order() {
 
 #[test]
 fn enable_prefers_the_project_local_extension() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("g", &manifest("both"));
     assert_ok(&env.install(src.to_str().unwrap()));
-    let local = env.root.join("cwd/.zot/extensions/both");
+    let local = env.root().join("cwd/.zot/extensions/both");
     fs::create_dir_all(&local).unwrap();
     fs::write(local.join("extension.json"), manifest("both")).unwrap();
     // Trusted, the project copy is the one that loads.
@@ -343,7 +318,7 @@ fn enable_prefers_the_project_local_extension() {
 
 #[test]
 fn remove_with_yes() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("src", &manifest("gone"));
     assert_ok(&env.install(src.to_str().unwrap()));
     let out = env.zot(&["remove", "gone", "--yes"]);
@@ -362,7 +337,7 @@ fn remove_with_yes() {
 
 #[test]
 fn remove_without_yes_needs_a_terminal() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("src", &manifest("kept"));
     assert_ok(&env.install(src.to_str().unwrap()));
     assert_fails_with(&env.zot(&["remove", "kept"]), "pass --yes");
@@ -378,7 +353,7 @@ fn remove_without_yes_needs_a_terminal() {
 
 #[test]
 fn list_as_text_and_json() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let empty = env.zot(&["list"]);
     assert_ok(&empty);
     assert!(
@@ -392,7 +367,7 @@ fn list_as_text_and_json() {
     assert_ok(&env.install(src.to_str().unwrap()));
     let shadowed = env.source("src2", &manifest("local"));
     assert_ok(&env.install(shadowed.to_str().unwrap()));
-    let local = env.root.join("cwd/.zot/extensions/local");
+    let local = env.root().join("cwd/.zot/extensions/local");
     fs::create_dir_all(&local).unwrap();
     fs::write(
         local.join("extension.json"),
@@ -450,7 +425,7 @@ fn list_as_text_and_json() {
 
 #[test]
 fn logs_print_the_log() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     assert_fails_with(&env.zot(&["logs", "quiet"]), "no log at");
     fs::create_dir_all(env.home().join("logs")).unwrap();
     let log = env.home().join("logs/ext-chatty.log");
@@ -462,7 +437,7 @@ fn logs_print_the_log() {
 
 #[test]
 fn logs_follow_prints_appended_bytes() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     fs::create_dir_all(env.home().join("logs")).unwrap();
     let log = env.home().join("logs/ext-tail.log");
     fs::write(&log, "first\n").unwrap();
@@ -540,7 +515,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
         .arg(answer)
         .args(args)
         .env("ZOT_HOME", env.home())
-        .current_dir(env.root.join("cwd"))
+        .current_dir(env.root().join("cwd"))
         .output()
         .expect("python3 runs");
     (out.status.code().unwrap_or(-1), stdout(&out))
@@ -549,7 +524,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 /// A git repository `root/<dir>` whose `examples/<ext>` holds `manifest` (plus `run.sh`
 /// and whatever `files` says), committed; returns its path.
 fn repo_with(env: &Env, dir: &str, ext: &str, manifest: &str, files: &[(&str, &[u8])]) -> PathBuf {
-    let repo = env.root.join(dir);
+    let repo = env.root().join(dir);
     let sub = repo.join("examples").join(ext);
     fs::create_dir_all(&sub).unwrap();
     fs::write(repo.join("README.md"), "a monorepo").unwrap();
@@ -610,7 +585,7 @@ fn repo_at_v1_then_v2(env: &Env, repo: &str, name: &str) -> PathBuf {
 
 #[test]
 fn install_from_git_at_a_ref_and_a_path_records_where_it_came_from() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let repo = repo_at_v1_then_v2(&env, "mono", "guard");
     let first = rev_parse(&repo, "v1");
 
@@ -678,7 +653,7 @@ fn install_from_git_at_a_ref_and_a_path_records_where_it_came_from() {
 
 #[test]
 fn bad_sources_are_refused_and_leave_nothing_behind() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let repo = repo_with(&env, "mono", "guard", &manifest("guard"), &[]);
     let url = file_url(&repo);
     let out = env.zot(&["install", &url, "--path", "examples/missing", "--yes"]);
@@ -733,14 +708,14 @@ fn bad_sources_are_refused_and_leave_nothing_behind() {
     );
 
     assert_eq!(env.installed(), Vec::<String>::new());
-    assert!(!env.root.join("evil-escape").exists() && !env.home().join("evil").exists());
+    assert!(!env.root().join("evil-escape").exists() && !env.home().join("evil").exists());
     assert!(!env.home().join("provenance").exists(), "nothing recorded");
 }
 
 #[test]
 fn a_bare_component_is_installed_under_the_name_its_hello_gives() {
-    let env = Env::new();
-    let file = env.root.join("some-file-name.wasm");
+    let env = Env::new("cli-ext");
+    let file = env.root().join("some-file-name.wasm");
     fs::write(&file, hello_wasm()).unwrap();
     let out = env.install(file.to_str().unwrap());
     assert_ok(&out);
@@ -788,7 +763,7 @@ fn a_bare_component_is_installed_under_the_name_its_hello_gives() {
     let out = env.install(zot_test_guests::SILENT);
     assert_fails_with(&out, "refused: no hello within 10s");
     println!("silent component refused after {:?}", t.elapsed());
-    let junk = env.root.join("junk.wasm");
+    let junk = env.root().join("junk.wasm");
     fs::write(&junk, b"\0asm not really").unwrap();
     assert_fails_with(&env.install(junk.to_str().unwrap()), "junk.wasm");
     assert_eq!(env.installed(), ["hello", "hello2"]);
@@ -799,8 +774,8 @@ fn a_bare_component_is_installed_under_the_name_its_hello_gives() {
 /// and nothing is recorded; `zot ext check` shows the same asks, withheld.
 #[test]
 fn a_bare_component_asks_what_its_embedded_manifest_asks() {
-    let env = Env::new();
-    let file = env.root.join("probe.wasm");
+    let env = Env::new("cli-ext");
+    let file = env.root().join("probe.wasm");
     fs::copy(zot_test_guests::SDK_PROBE, &file).unwrap();
     let file = file.to_str().unwrap();
     let out = env.zot(&["install", file]);
@@ -837,7 +812,7 @@ fn a_bare_component_asks_what_its_embedded_manifest_asks() {
     );
 
     // A malformed embedded manifest is refused, naming the section.
-    let bad = env.root.join("bad.wasm");
+    let bad = env.root().join("bad.wasm");
     fs::write(
         &bad,
         with_section(&hello_wasm(), br#"{"limits":{"memory_mb":0}}"#),
@@ -865,7 +840,7 @@ fn with_section(component: &[u8], content: &[u8]) -> Vec<u8> {
 
 #[test]
 fn an_install_killed_midway_leaves_nothing_behind() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     // The silent component keeps the install busy (waiting for its hello) for 10 s.
     let mut child = env
         .command(&["install", zot_test_guests::SILENT, "--yes"])
@@ -891,7 +866,7 @@ fn an_install_killed_midway_leaves_nothing_behind() {
 
 #[test]
 fn consent_is_asked_on_a_terminal_and_required_without_one() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let asks = r#"{"data_dir":true,"env":["ASKER_TOKEN"],"http":["api.example.com"],"cwd":"read"}"#;
     let src = env.component_source("asker", &component_manifest("asker", "1.0.0", asks));
     let src = src.to_str().unwrap();
@@ -952,7 +927,7 @@ fn consent_is_asked_on_a_terminal_and_required_without_one() {
 
 #[test]
 fn update_fetches_again_and_asks_when_permissions_grow() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let wasm = hello_wasm();
     let v1 = component_manifest("grower", "1.0.0", r#"{"http":["a.example.com"]}"#);
     let repo = repo_with(&env, "grower", "grower", &v1, &[("hello.wasm", &wasm)]);
@@ -1023,7 +998,7 @@ fn update_fetches_again_and_asks_when_permissions_grow() {
 
 #[test]
 fn verify_reports_files_changed_since_install() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("v", &manifest("verified"));
     fs::write(src.join("data.txt"), "original").unwrap();
     assert_ok(&env.install(src.to_str().unwrap()));
@@ -1056,10 +1031,10 @@ fn verify_reports_files_changed_since_install() {
 
 #[test]
 fn project_installs_go_to_the_project() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("p", &manifest("local"));
     assert_ok(&env.zot(&["install", src.to_str().unwrap(), "--project", "--yes"]));
-    let cwd = env.root.join("cwd");
+    let cwd = env.root().join("cwd");
     assert!(cwd.join(".zot/extensions/local/extension.json").is_file());
     // Its record is under $ZOT_HOME, keyed by the project, never in the project.
     assert!(!cwd.join(".zot/provenance").exists());
@@ -1087,7 +1062,7 @@ fn project_installs_go_to_the_project() {
 
 #[test]
 fn info_shows_the_recorded_hash_and_the_grant_in_plain_words() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.component_source(
         "asker",
         r#"{"name":"asker","version":"1.0.0","description":"asks for things","wasm":"hello.wasm",
@@ -1165,12 +1140,12 @@ granted      read and write its own data directory (seen as /data)
 
 #[test]
 fn a_name_means_the_project_copy_first_and_flags_choose() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("both-src", &manifest("both"));
     let src = src.to_str().unwrap();
     assert_ok(&env.install(src));
     assert_ok(&env.zot(&["install", src, "--project", "--yes"]));
-    let local = env.root.join("cwd/.zot/extensions/both");
+    let local = env.root().join("cwd/.zot/extensions/both");
     let global = env.extensions().join("both");
     let project_copy = format!("project copy at {}", local.display());
     let global_copy = format!("global copy at {}", global.display());
@@ -1211,13 +1186,13 @@ fn a_name_means_the_project_copy_first_and_flags_choose() {
         format!("Removed both ({project_copy}), its install record and its grant\n")
     );
     assert!(!local.exists() && global.exists());
-    assert!(!env.root.join("cwd/.zot/provenance/both.json").exists());
+    assert!(!env.root().join("cwd/.zot/provenance/both.json").exists());
     assert!(env.home().join("provenance/both.json").is_file());
     assert_fails_with(
         &env.zot(&["info", "both", "--project"]),
         &format!(
             "info both: no extension named \"both\" in {}",
-            env.root.join("cwd/.zot/extensions").display()
+            env.root().join("cwd/.zot/extensions").display()
         ),
     );
 
@@ -1240,7 +1215,7 @@ fn a_name_means_the_project_copy_first_and_flags_choose() {
 
 #[test]
 fn grant_refuses_a_permission_the_manifest_does_not_ask() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.component_source(
         "local-http",
         &component_manifest(
@@ -1287,7 +1262,7 @@ fn grant_refuses_a_permission_the_manifest_does_not_ask() {
     );
 
     // A bare component's generated manifest asks for nothing but its data dir.
-    let file = env.root.join("hello.wasm");
+    let file = env.root().join("hello.wasm");
     fs::write(&file, hello_wasm()).unwrap();
     assert_ok(&env.install(file.to_str().unwrap()));
     let before = fs::read(env.home().join("grants/hello.json")).unwrap();
@@ -1309,7 +1284,7 @@ fn grant_refuses_a_permission_the_manifest_does_not_ask() {
 
 #[test]
 fn update_moves_a_git_install_to_another_ref() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let repo = repo_at_v1_then_v2(&env, "mover-repo", "mover");
     git(&repo, &["tag", "v2"]);
     let url = file_url(&repo);
@@ -1374,8 +1349,8 @@ fn update_moves_a_git_install_to_another_ref() {
 
 #[test]
 fn errors_are_one_line_naming_what_failed_without_colour() {
-    let env = Env::new();
-    let text = env.root.join("notes.wasm");
+    let env = Env::new("cli-ext");
+    let text = env.root().join("notes.wasm");
     fs::write(&text, "just some notes\n").unwrap();
     let out = env.install(text.to_str().unwrap());
     assert_fails_with(&out, "");
@@ -1386,7 +1361,7 @@ fn errors_are_one_line_naming_what_failed_without_colour() {
             text.display()
         )
     );
-    let module = env.root.join("module.wasm");
+    let module = env.root().join("module.wasm");
     fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
     assert_fails_with(
         &env.install(module.to_str().unwrap()),
@@ -1405,7 +1380,7 @@ fn errors_are_one_line_naming_what_failed_without_colour() {
     // Diagnostics carry no colour codes when stderr is not a terminal: a log that cannot
     // be opened is warned about on stderr.
     fs::write(env.home().join("logs"), "a file where the log folder goes").unwrap();
-    let file = env.root.join("hello.wasm");
+    let file = env.root().join("hello.wasm");
     fs::write(&file, hello_wasm()).unwrap();
     let out = env.install(file.to_str().unwrap());
     assert_ok(&out);
@@ -1422,7 +1397,7 @@ fn errors_are_one_line_naming_what_failed_without_colour() {
 #[test]
 fn symlinks_whose_text_stays_inside_but_that_resolve_outside_are_refused() {
     use std::os::unix::fs::symlink;
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let attacks: [(&[(&str, &str)], &str); 4] = [
         (
             &[("top", "../../..")],
@@ -1438,7 +1413,7 @@ fn symlinks_whose_text_stays_inside_but_that_resolve_outside_are_refused() {
         ),
         (&[("l1", "l2"), ("l2", "l1")], "is a loop of links"),
     ];
-    fs::write(env.root.join("outside.txt"), "secret").unwrap();
+    fs::write(env.root().join("outside.txt"), "secret").unwrap();
     for (i, (links, needle)) in attacks.iter().enumerate() {
         let src = env.source(&format!("attack{i}"), &manifest("attack"));
         fs::create_dir_all(src.join("sub")).unwrap();
@@ -1476,7 +1451,7 @@ fn symlinks_whose_text_stays_inside_but_that_resolve_outside_are_refused() {
 #[cfg(unix)]
 #[test]
 fn verify_reports_a_link_whose_target_was_swapped() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("swap", &manifest("swapped"));
     fs::write(src.join("data.txt"), "original").unwrap();
     std::os::unix::fs::symlink("data.txt", src.join("link")).unwrap();
@@ -1495,10 +1470,10 @@ fn verify_reports_a_link_whose_target_was_swapped() {
     assert!(shown.contains("modified link"), "{shown}");
 
     // Pointed out of the extension, with the same content: still modified.
-    fs::write(env.root.join("evil.txt"), "original").unwrap();
+    fs::write(env.root().join("evil.txt"), "original").unwrap();
     fs::remove_file(dest.join("data.txt")).unwrap();
     fs::remove_file(dest.join("other.txt")).unwrap();
-    std::os::unix::fs::symlink(env.root.join("evil.txt"), dest.join("data.txt")).unwrap();
+    std::os::unix::fs::symlink(env.root().join("evil.txt"), dest.join("data.txt")).unwrap();
     let out = env.zot(&["verify", "swapped"]);
     assert!(stdout(&out).contains("modified link"), "{}", stdout(&out));
 }
@@ -1506,7 +1481,7 @@ fn verify_reports_a_link_whose_target_was_swapped() {
 #[cfg(unix)]
 #[test]
 fn a_path_through_a_symlink_out_of_the_clone_is_refused() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let outside = env.source("outside-ext", &manifest("outside"));
     let repo = repo_with(&env, "mono", "guard", &manifest("guard"), &[]);
     std::os::unix::fs::symlink(&outside, repo.join("examples/out")).unwrap();
@@ -1534,7 +1509,7 @@ fn a_path_through_a_symlink_out_of_the_clone_is_refused() {
 #[test]
 fn setuid_setgid_and_sticky_bits_are_dropped() {
     use std::os::unix::fs::PermissionsExt;
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     let src = env.source("suid", &manifest("suid"));
     fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o4755)).unwrap();
     fs::write(src.join("g"), "g").unwrap();
@@ -1564,7 +1539,7 @@ fn setuid_setgid_and_sticky_bits_are_dropped() {
 
 #[test]
 fn what_a_probed_component_writes_is_discarded() {
-    let env = Env::new();
+    let env = Env::new("cli-ext");
     // The command guest writes "command started" to stderr before its hello.
     let out = env
         .command(&["install", zot_test_guests::COMMAND, "--yes"])

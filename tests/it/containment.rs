@@ -309,15 +309,7 @@ fn host_with(name: &str, manifest: &Value, grant: Option<Value>) -> Host {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(format!("{name}.json")), g.to_string()).unwrap();
     }
-    b.explicit("steady", &py_manifest("steady", &["--tools", "echo_py"]));
-    let host = b.start();
-    let ready = host.ready_event();
-    assert_eq!(
-        ready["extensions"].as_array().map(Vec::len),
-        Some(2),
-        "{ready}"
-    );
-    host
+    start_beside_steady(b)
 }
 
 fn sha256_of(path: &str) -> String {

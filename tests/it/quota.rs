@@ -23,15 +23,7 @@ fn host_with(name: &str, wasm: &str, disk_mb: u64) -> Host {
     let manifest = json!({"name": name, "version": "0.1.0", "wasm": wasm,
                           "permissions": {}, "limits": {"disk_mb": disk_mb}});
     b.global(name, &manifest);
-    b.explicit("steady", &py_manifest("steady", &["--tools", "echo_py"]));
-    let host = b.start();
-    let ready = host.ready_event();
-    assert_eq!(
-        ready["extensions"].as_array().map(Vec::len),
-        Some(2),
-        "{ready}"
-    );
-    host
+    start_beside_steady(b)
 }
 
 /// Calls a guest tool whose text is JSON: `Ok(json)`, or `Err(why)` if the call failed

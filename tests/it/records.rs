@@ -11,42 +11,19 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// A temp root holding `home` (the `ZOT_HOME`), `cwd` (the project) and sources.
-struct Env {
-    root: PathBuf,
-}
+/// The scratch layout (`home`: ZOT_HOME, `cwd`, sources beside them) with this module's helpers.
+struct Records;
+type Env = crate::common::Layout<Records>;
 
 impl Env {
-    fn new() -> Env {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "zot-records-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&root);
-        fs::create_dir_all(root.join("cwd")).unwrap();
-        fs::create_dir_all(root.join("home")).unwrap();
-        Env { root }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.root.join("home")
-    }
-
-    fn cwd(&self) -> PathBuf {
-        self.root.join("cwd")
-    }
-
     /// `zot ext <args>` without a terminal (stdin is null).
     fn zot(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_zot"))
             .arg("ext")
             .args(args)
             .env("ZOT_HOME", self.home())
-            .env("GIT_TRACE", self.root.join("git-trace"))
+            .env("GIT_TRACE", self.root().join("git-trace"))
             .current_dir(self.cwd())
             .stdin(Stdio::null())
             .output()
@@ -55,24 +32,18 @@ impl Env {
 
     /// Whether any git command zot ran named `what`.
     fn git_saw(&self, what: &str) -> bool {
-        fs::read_to_string(self.root.join("git-trace")).is_ok_and(|t| t.contains(what))
+        fs::read_to_string(self.root().join("git-trace")).is_ok_and(|t| t.contains(what))
     }
 
     /// A git repository `root/<dir>` holding an extension `name` at `version`.
     fn repo(&self, dir: &str, name: &str, version: &str) -> PathBuf {
-        let repo = self.root.join(dir);
+        let repo = self.root().join(dir);
         fs::create_dir_all(&repo).unwrap();
         write_extension(&repo, name, version);
         git(&repo, &["init", "-q", "-b", "main"]);
         git(&repo, &["add", "."]);
         git(&repo, &["commit", "-q", "-m", "one"]);
         repo
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.root);
     }
 }
 
@@ -155,7 +126,7 @@ fn plant_extension_and_record(env: &Env, attacker: &Path) -> PathBuf {
 
 #[test]
 fn a_record_planted_in_the_project_is_never_read() {
-    let env = Env::new();
+    let env = Env::new("records");
     let attacker = env.repo("attacker", "victim", "6.6.6");
     plant_extension_and_record(&env, &attacker);
     let zot_dir = env.cwd().join(".zot");
@@ -214,7 +185,7 @@ fn a_record_planted_in_the_project_is_never_read() {
 
 #[test]
 fn a_project_copy_is_updated_only_with_consent_after_its_review() {
-    let env = Env::new();
+    let env = Env::new("records");
     let repo = env.repo("kept-src", "kept", "1.0.0");
     let url = format!("file://{}", repo.display());
     assert_ok(&env.zot(&["install", &url, "--project", "--yes"]));
@@ -268,10 +239,10 @@ fn a_project_copy_is_updated_only_with_consent_after_its_review() {
 
 #[test]
 fn enable_and_disable_never_write_through_a_planted_temp_link() {
-    let env = Env::new();
-    let victim = env.root.join("bashrc");
+    let env = Env::new("records");
+    let victim = env.root().join("bashrc");
     fs::write(&victim, "precious\n").unwrap();
-    let src = env.root.join("src");
+    let src = env.root().join("src");
     write_extension(&src, "plain", "1.0.0");
     let src = src.to_str().unwrap();
     assert_ok(&env.zot(&["install", src, "--yes"]));
@@ -292,11 +263,11 @@ fn enable_and_disable_never_write_through_a_planted_temp_link() {
 
 #[test]
 fn install_update_and_remove_never_follow_a_planted_project_link() {
-    let env = Env::new();
-    let src = env.root.join("src");
+    let env = Env::new("records");
+    let src = env.root().join("src");
     write_extension(&src, "plain", "1.0.0");
     let src = src.to_str().unwrap();
-    let elsewhere = env.root.join("elsewhere");
+    let elsewhere = env.root().join("elsewhere");
     fs::create_dir_all(&elsewhere).unwrap();
     let zot_dir = env.cwd().join(".zot");
 
@@ -327,8 +298,8 @@ fn install_update_and_remove_never_follow_a_planted_project_link() {
 
 #[test]
 fn new_refuses_a_link_to_an_empty_folder() {
-    let env = Env::new();
-    let elsewhere = env.root.join("elsewhere");
+    let env = Env::new("records");
+    let elsewhere = env.root().join("elsewhere");
     fs::create_dir_all(&elsewhere).unwrap();
     symlink(&elsewhere, env.cwd().join("fresh")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_zot"))

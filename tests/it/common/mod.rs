@@ -107,6 +107,21 @@ fn strings(args: &[&str]) -> Vec<Value> {
     args.iter().map(|a| json!(a)).collect()
 }
 
+/// Starts `b`'s host with the Python stdio extension `steady` (its tool `echo_py`) beside
+/// the one extension `b` already has, and waits until both are loaded: the extension that
+/// shows that a hostile neighbour degrades only itself.
+pub fn start_beside_steady(mut b: HostBuilder) -> Host {
+    b.explicit("steady", &py_manifest("steady", &["--tools", "echo_py"]));
+    let host = b.start();
+    let ready = host.ready_event();
+    assert_eq!(
+        ready["extensions"].as_array().map(Vec::len),
+        Some(2),
+        "{ready}"
+    );
+    host
+}
+
 /// A manifest running the Python test extension (exec = absolute path of ext.py).
 /// `--name <name>` is passed first so the hello name matches; later args may override.
 pub fn py_manifest(name: &str, args: &[&str]) -> Value {
@@ -155,7 +170,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-pub use zot_test_fixtures::{fnv1a, payload};
+pub use zot_test_fixtures::{fnv1a, leb, payload};
 
 // ---------------------------------------------------------------------------------------
 // Scratch directories and serialisation
@@ -1096,19 +1111,6 @@ pub fn assert_same_transcripts(first: (&str, &[String]), others: &[(&str, &[Stri
 
 // ---------------------------------------------------------------------------------------
 // WebAssembly binary pieces, for components written by hand
-
-/// Appends `n` as unsigned LEB128, the binary format's integers.
-pub fn leb(mut n: u64, out: &mut Vec<u8>) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
 
 /// Appends a section: its id, the size of `payload`, then `payload`.
 pub fn section(id: u8, payload: &[u8], out: &mut Vec<u8>) {
