@@ -1,7 +1,7 @@
 //! `zot ext list|install|remove|enable|disable|logs`, driving the real binary with a
 //! private `ZOT_HOME` and working directory per test.
 
-use crate::common::git;
+use crate::common::{assert_ok, git, stderr, stdout};
 use serde_json::Value;
 use std::fs;
 use std::io::{Read, Write};
@@ -72,24 +72,6 @@ impl Env {
 
 fn manifest(name: &str) -> String {
     format!(r#"{{"name":"{name}","version":"1.2.3","exec":"./run.sh","description":"says hi"}}"#)
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "failed: {}{}",
-        stdout(out),
-        stderr(out)
-    );
 }
 
 /// Exit 1 with one `zot: …` line on stderr (and a `hint: …` line, if any) containing

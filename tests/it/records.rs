@@ -4,7 +4,7 @@
 //! project folder. Each test drives the real `zot` binary with a private `ZOT_HOME`,
 //! working directory and `GIT_TRACE` (which shows whether git was asked to fetch).
 
-use crate::common::git;
+use crate::common::{assert_ok, git, stderr, stdout};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fs;
@@ -52,24 +52,6 @@ fn write_extension(dir: &Path, name: &str, version: &str) {
     let manifest = json!({"name": name, "version": version, "exec": "./run.sh"});
     fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
     fs::write(dir.join("run.sh"), format!("#!/bin/sh\n# {version}\n")).unwrap();
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "failed: {}{}",
-        stdout(out),
-        stderr(out)
-    );
 }
 
 /// Every file and link below `dir` (links by their text, never followed), by path.

@@ -36,6 +36,27 @@ pub fn zot(home: &Path, cwd: &Path, args: &[&str]) -> Output {
     zot_top(home, cwd, &with_ext)
 }
 
+/// What a run printed on stdout.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What a run printed on stderr.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The run succeeded (else both its outputs are shown).
+#[track_caller]
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "failed: {}{}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
 /// `zot <args>` (not `zot ext`), with `ZOT_HOME=home`, in `cwd`, stdin closed.
 pub fn zot_top(home: &Path, cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zot"))
