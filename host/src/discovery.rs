@@ -1,9 +1,9 @@
 //! Finding extensions: `--ext` paths, then `./.zot/extensions` (only those the user
 //! trusts, see [`crate::trust`]), then `$ZOT_HOME/extensions`.
 
-use crate::identity::{real, Identity};
+use crate::identity::Identity;
 use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
-use crate::paths::{project_extensions_dir, ZotHome};
+use crate::paths::{project_extensions_dir, real, ZotHome};
 use crate::trust::{self, ProjectExtension, Untrusted};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -142,7 +142,7 @@ pub fn discover(search: &SearchPath) -> Discovery {
     }
     let mut seen = HashSet::new();
     let mut out = Discovery::default();
-    let project = crate::identity::project_root(&search.cwd);
+    let project = crate::paths::project_root(&search.cwd);
     for Candidate { dir, source, bare } in candidates {
         let found = Found {
             manifest: match bare.as_deref() {

@@ -61,8 +61,8 @@ pub struct HostConfig {
     pub max_frame: usize,
     pub timeouts: Timeouts,
     /// How components are compiled (default: in this process; the `zot` binary compiles
-    /// in a child process under limits, see [`Compiler`](crate::compile::Compiler)).
-    pub compiler: crate::compile::Compiler,
+    /// in a child process under limits, see [`Compiler`](crate::component::compile::Compiler)).
+    pub compiler: crate::component::compile::Compiler,
 }
 
 impl HostConfig {
@@ -85,7 +85,7 @@ impl HostConfig {
             builtin_commands: Vec::new(),
             max_frame: DEFAULT_MAX_FRAME,
             timeouts: Timeouts::default(),
-            compiler: crate::compile::Compiler::default(),
+            compiler: crate::component::compile::Compiler::default(),
         }
     }
 

@@ -4,7 +4,7 @@
 //! and share nothing.
 
 use crate::manifest::validate_name;
-use crate::paths::ZotHome;
+use crate::paths::{real, ZotHome};
 use sha2::{Digest, Sha256};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -140,27 +140,29 @@ fn path_key(path: &Path) -> String {
     }
 }
 
-/// The project whose extensions are found from `cwd`, as trust names it: the nearest
-/// folder, from `cwd`'s real path up, that holds a `.zot/extensions` (as git finds
-/// `.git`), else `cwd`'s real path. The walk stops below the user's home folder (whose
-/// own `.zot` counts only from the home folder itself) and at the filesystem root.
-/// Trust is bound to it, so a project whose `.zot` is a link into another project's is
-/// trusted on its own: what runs there is decided there.
-pub fn project_root(cwd: &Path) -> PathBuf {
-    let start = real(cwd);
-    let home = directories::BaseDirs::new().map(|b| real(b.home_dir()));
-    for dir in start.ancestors() {
-        if dir != start && home.as_deref() == Some(dir) {
-            break;
-        }
-        if crate::paths::extensions_below(dir)
-            .symlink_metadata()
-            .is_ok()
-        {
-            return dir.to_path_buf();
-        }
+/// Where an identity's own files live in `$ZOT_HOME`.
+impl ZotHome {
+    /// One extension's private data folder: `$ZOT_HOME/data/<its identity's key>`
+    /// (`data/<name>` for a global install).
+    pub fn data_dir(&self, identity: &Identity) -> PathBuf {
+        self.root().join("data").join(identity.key())
     }
-    start
+
+    /// One extension's grant: `$ZOT_HOME/grants/<its identity's key>.json`.
+    pub fn grant_path(&self, identity: &Identity) -> PathBuf {
+        let mut path = self.root().join("grants").join(identity.key());
+        path.as_mut_os_string().push(".json");
+        path
+    }
+
+    /// One install's record: `$ZOT_HOME/provenance/<its identity's key>.json`
+    /// (`provenance/<name>.json` for a global install). A project's copies are recorded
+    /// here too, never in the project, which anyone who can write to it could forge.
+    pub fn provenance_path(&self, identity: &Identity) -> PathBuf {
+        let mut path = self.root().join("provenance").join(identity.key());
+        path.as_mut_os_string().push(".json");
+        path
+    }
 }
 
 /// The project whose `.zot/extensions` folder is `folder`, if it is one by its path.
@@ -170,11 +172,6 @@ fn project_of(folder: &Path) -> Option<&Path> {
         .filter(|_| folder.file_name().is_some_and(|n| n == "extensions"))?;
     zot.parent()
         .filter(|_| zot.file_name().is_some_and(|n| n == ".zot"))
-}
-
-/// `path` with every link resolved, or as given when it does not exist.
-pub fn real(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 #[cfg(test)]

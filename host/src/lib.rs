@@ -62,36 +62,46 @@
 //!
 //! How the modules fit together: `docs/architecture.md`.
 
-pub mod bridge;
-pub mod budget;
-pub mod component;
-pub mod discovery;
-pub mod events;
-pub mod extension;
-pub mod host;
-pub mod identity;
-#[cfg(test)]
-mod import_graph;
-pub mod install;
-pub mod launcher;
-pub mod log;
-pub mod manifest;
-mod nearest;
-pub mod paths;
-mod registry;
-pub mod safe_write;
-pub mod sandbox;
-pub mod sandbox_view;
-pub mod terminal_text;
-pub mod transport;
-mod tree;
-pub mod trust;
-
-pub use component::{cache, compile};
+// What an embedding agent uses: the host, its configuration, what it reports.
+pub use budget::Timeouts;
+pub use component::compile::{CompileLimits, Compiler};
+pub use discovery::Source;
 pub use events::HostEvent;
-pub use extension::{CallError, Phase, Status};
+pub use extension::{CallError, Phase, ReadyBy, Status, EVENT_QUEUE};
 pub use host::{
-    ExtState, ExtensionInfo, Host, HostConfig, InterceptStep, LoadReport, LoadWarning, Timeouts,
+    ExtState, ExtensionInfo, Host, HostConfig, InterceptStep, LoadError, LoadReport, LoadWarning,
     UntrustedReport, Verdict,
 };
+pub use manifest::TransportKind;
+pub use paths::ZotHome;
 pub use registry::Owned;
+pub use sandbox::{Permission, RunGrant};
+pub use sandbox_view::SandboxView;
+pub use trust::Untrusted;
+
+pub mod launcher;
+pub mod manage;
+pub mod terminal_text;
+pub mod transport;
+
+// The internals, in layers (`docs/architecture.md`; `import_graph` checks them).
+mod budget;
+mod caps;
+mod component;
+mod discovery;
+mod events;
+mod extension;
+mod host;
+mod identity;
+#[cfg(test)]
+mod import_graph;
+mod log;
+mod manifest;
+mod nearest;
+mod paths;
+mod registry;
+mod safe_write;
+mod sandbox;
+mod sandbox_view;
+mod tree;
+mod trust;

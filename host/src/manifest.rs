@@ -1,6 +1,6 @@
 //! `extension.json`: reading, validating, and editing it without losing fields.
 
-use crate::sandbox::{Caps, Limit};
+use crate::caps::{Caps, Limit};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -92,7 +92,7 @@ pub enum CwdAccess {
 }
 
 /// Resource limits; unset means the host's default. `tool_timeout_ms` applies to any
-/// extension, the `caps` to components (see [`crate::sandbox::Limit`]: defaults, maxima,
+/// extension, the `caps` to components (see [`crate::caps::Limit`]: defaults, maxima,
 /// and how a value above the default is granted). In JSON one flat object:
 /// `{"memory_mb":128,"tool_timeout_ms":500}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,8 +133,6 @@ impl Limits {
     }
 }
 
-/// The largest memory limit a manifest may ask for.
-pub const MAX_MEMORY_MB: u64 = 4096;
 /// The longest tool timeout a manifest may set: one hour.
 pub const MAX_TOOL_TIMEOUT_MS: u64 = 3_600_000;
 
@@ -358,7 +356,7 @@ impl Manifest {
             MAX_TOOL_TIMEOUT_MS,
         )?;
         for (i, host) in manifest.permissions.http.iter().enumerate() {
-            crate::sandbox::HostPattern::parse(host)
+            crate::caps::HostPattern::parse(host)
                 .map_err(|e| field(format!("permissions.http[{i}]"), e))?;
         }
         Ok(manifest)

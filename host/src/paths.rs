@@ -1,6 +1,5 @@
 //! Where zot keeps things: `$ZOT_HOME` and the folders below it.
 
-use crate::identity::Identity;
 use std::path::{Path, PathBuf};
 
 /// The root of zot's state: extensions, logs, per-extension data.
@@ -53,28 +52,6 @@ impl ZotHome {
         self.root.join("cache")
     }
 
-    /// One extension's private data folder: `$ZOT_HOME/data/<its identity's key>`
-    /// (`data/<name>` for a global install).
-    pub fn data_dir(&self, identity: &Identity) -> PathBuf {
-        self.root.join("data").join(identity.key())
-    }
-
-    /// One extension's grant: `$ZOT_HOME/grants/<its identity's key>.json`.
-    pub fn grant_path(&self, identity: &Identity) -> PathBuf {
-        let mut path = self.root.join("grants").join(identity.key());
-        path.as_mut_os_string().push(".json");
-        path
-    }
-
-    /// One install's record: `$ZOT_HOME/provenance/<its identity's key>.json`
-    /// (`provenance/<name>.json` for a global install). A project's copies are recorded
-    /// here too, never in the project, which anyone who can write to it could forge.
-    pub fn provenance_path(&self, identity: &Identity) -> PathBuf {
-        let mut path = self.root.join("provenance").join(identity.key());
-        path.as_mut_os_string().push(".json");
-        path
-    }
-
     /// Project trust records: `$ZOT_HOME/trust`.
     pub fn trust_dir(&self) -> PathBuf {
         self.root.join("trust")
@@ -89,14 +66,39 @@ pub(crate) fn serialize_lossy<S: serde::Serializer>(path: &Path, s: S) -> Result
 
 /// The project-local extensions found from `cwd`: `<project>/.zot/extensions`, the
 /// project being the nearest folder up from `cwd` that has one
-/// ([`project_root`](crate::identity::project_root)).
+/// ([`project_root`]).
 pub fn project_extensions_dir(cwd: &Path) -> PathBuf {
-    extensions_below(&crate::identity::project_root(cwd))
+    extensions_below(&project_root(cwd))
 }
 
 /// `dir/.zot/extensions`.
 pub(crate) fn extensions_below(dir: &Path) -> PathBuf {
     dir.join(".zot").join("extensions")
+}
+
+/// The project whose extensions are found from `cwd`, as trust names it: the nearest
+/// folder, from `cwd`'s real path up, that holds a `.zot/extensions` (as git finds
+/// `.git`), else `cwd`'s real path. The walk stops below the user's home folder (whose
+/// own `.zot` counts only from the home folder itself) and at the filesystem root.
+/// Trust is bound to it, so a project whose `.zot` is a link into another project's is
+/// trusted on its own: what runs there is decided there.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    let start = real(cwd);
+    let home = directories::BaseDirs::new().map(|b| real(b.home_dir()));
+    for dir in start.ancestors() {
+        if dir != start && home.as_deref() == Some(dir) {
+            break;
+        }
+        if extensions_below(dir).symlink_metadata().is_ok() {
+            return dir.to_path_buf();
+        }
+    }
+    start
+}
+
+/// `path` with every link resolved, or as given when it does not exist.
+pub fn real(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Replaces the file at `path` with `bytes` atomically, creating its folder, without

@@ -153,13 +153,13 @@ pub fn fingerprint(
     let Some(m) = manifest else {
         return Ok(files);
     };
-    let inside = crate::identity::real(dir);
+    let inside = crate::paths::real(dir);
     let mut named = vec![match m.launch(dir) {
         Launch::Wasm(path) | Launch::Exec(path) => path,
     }];
     named.extend(m.args.iter().map(|a| dir.join(a)));
     for path in named {
-        let real = crate::identity::real(&path);
+        let real = crate::paths::real(&path);
         if real.starts_with(&inside) {
             continue;
         }
@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn trust_binds_every_file_and_what_the_manifest_names_outside() {
-        let root = crate::identity::real(&std::env::temp_dir())
+        let root = crate::paths::real(&std::env::temp_dir())
             .join(format!("zot-trust-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let home = ZotHome::new(root.join("home"));

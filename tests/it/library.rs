@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use serde_json::{json, Map, Value};
-use zot_host::paths::ZotHome;
+use zot_host::ZotHome;
 use zot_host::{Host, HostConfig, HostEvent};
 use zot_protocol::{Event, PanelKey};
 
@@ -47,7 +47,7 @@ async fn events_and_panel_keys_from_one_task_arrive_in_the_order_sent() {
 
     // As many as the extension's queue holds: sent in one go, none waits for room.
     let mut expected = Vec::new();
-    for i in 0..zot_host::extension::EVENT_QUEUE as u64 {
+    for i in 0..zot_host::EVENT_QUEUE as u64 {
         if i % 4 == 3 {
             let key = PanelKey {
                 panel_id: "p".into(),

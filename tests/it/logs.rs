@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The log cap (`zot_host::log::MAX_LOG_BYTES`).
+/// The log cap (`zot_host::manage::log::MAX_LOG_BYTES`).
 const CAP: u64 = 10 << 20;
 
 /// Writes to stderr what `$1` says (`forge` or `flood`), then runs the Python test

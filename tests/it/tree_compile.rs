@@ -10,10 +10,11 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use zot_host::cache::sha256_hex;
-use zot_host::compile::{CompileLimits, Compiler};
-use zot_host::log::ExtLog;
-use zot_host::transport::wasm::{self, Kind};
+use zot_host::manage::component as wasm;
+use zot_host::manage::component::cache::sha256_hex;
+use zot_host::manage::component::Kind;
+use zot_host::manage::log::ExtLog;
+use zot_host::{CompileLimits, Compiler};
 use zot_test_guests::{COMMAND, REACTOR};
 
 /// `zot ext <args>` with `ZOT_HOME=home`, in `cwd`, stdin closed: its exit code and

@@ -18,8 +18,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use zot_host::paths::ZotHome;
-use zot_host::{Host, HostConfig};
+use zot_host::{Host, HostConfig, ZotHome};
 
 const EXT: &str = zot_test_guests::TEST_EXT;
 const ZOT: &str = env!("CARGO_BIN_EXE_zot");

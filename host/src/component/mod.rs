@@ -18,5 +18,5 @@ pub mod wit;
 
 pub use engine::{compile_engine, engine};
 pub use error::{CompileLimit, ComponentError};
-pub use inspect::{inspect, Inspection, Measures};
+pub use inspect::inspect;
 pub use wit::{Kind, World};

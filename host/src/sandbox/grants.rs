@@ -79,7 +79,10 @@ pub fn sha256_of(wasm: &Path) -> Result<String, SandboxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{CwdAccess, Permissions, MAX_MEMORY_MB};
+    use crate::manifest::{CwdAccess, Permissions};
+    use crate::sandbox::Limit;
+
+    const MAX_MEMORY_MB: u64 = Limit::Memory.spec().max;
     use crate::sandbox::Caps;
 
     /// A damaged or hand-edited grant file is an error naming the file, or a grant that
@@ -117,7 +120,7 @@ mod tests {
             match load(&home, &id) {
                 Err(e) => assert!(e.to_string().contains("odd.json"), "{e}"),
                 Ok(grant) => {
-                    let d = super::super::decide(
+                    let d = super::super::policy::decide(
                         &asked,
                         &limits,
                         grant.as_ref(),

@@ -8,14 +8,13 @@
 //! - [`run_grant`]: what the user grants on the command line for one run;
 //! - [`grown`]: whether an updated manifest asks for more;
 //! - [`wasi`]: the WASI context a [`Policy`] allows, around the transport's stdio;
-//! - [`host_pattern`], [`network`]: where outgoing HTTP may go.
+//! - [`network`] (and [`HostPattern`]): where outgoing HTTP may go;
+//! - the words both a manifest and a grant are written in — [`Caps`], [`Limit`],
+//!   [`HostPattern`], [`SandboxError`] — live below the manifest, in [`crate::caps`].
 
-mod error;
 pub mod grant;
 pub mod grants;
 pub mod grown;
-pub mod host_pattern;
-pub mod limits;
 pub(crate) mod network;
 pub mod permission;
 pub mod policy;
@@ -23,13 +22,11 @@ pub mod run_grant;
 pub mod wasi;
 pub mod words;
 
-pub use error::SandboxError;
+pub use crate::caps::{Caps, HostPattern, InForce, Limit, SandboxError, DEFAULT_MEMORY_MB};
 pub use grant::Grant;
 pub use grown::grown_since;
-pub use host_pattern::HostPattern;
-pub use limits::{Caps, InForce, Limit, DEFAULT_MEMORY_MB};
 pub use permission::Permission;
-pub use policy::{decide, for_manifest, stale_warning, Decision, GrantState, Policy};
+pub use policy::{for_manifest, stale_warning, GrantState, Policy};
 pub use run_grant::RunGrant;
 pub use wasi::{PreparedWasi, Stdio};
 pub use words::{asked_words, granted_words};

@@ -88,7 +88,7 @@ impl RunGrant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::decide;
+    use crate::sandbox::policy::decide;
     use std::path::Path;
 
     fn run(perms: &[&str]) -> RunGrant {

@@ -7,7 +7,7 @@ mod exit;
 pub mod memory;
 pub(crate) mod pipe;
 pub mod stdio;
-pub mod wasm;
+pub(crate) mod wasm;
 
 pub use exit::ExitReason;
 pub use pipe::input_lines;

@@ -11,15 +11,15 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use zot_host::compile::Compiler;
-use zot_host::extension::ReadyBy;
-use zot_host::identity::Identity;
-use zot_host::install::{provenance, Progress};
-use zot_host::manifest::TransportKind;
-use zot_host::paths::ZotHome;
-use zot_host::sandbox_view::SandboxView;
+use zot_host::manage::identity::Identity;
+use zot_host::manage::install::{provenance, Progress};
+use zot_host::manage::manifest::TransportKind;
+use zot_host::manage::trust::Untrusted;
 use zot_host::terminal_text::{multi_line, one_line};
-use zot_host::trust::Untrusted;
+use zot_host::Compiler;
+use zot_host::ReadyBy;
+use zot_host::SandboxView;
+use zot_host::ZotHome;
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
 use zot_protocol::Hello;
 
@@ -211,10 +211,10 @@ fn compile(
     file: &Path,
     progress: &dyn Progress,
 ) -> Result<(Duration, &'static str), String> {
-    use zot_host::cache::{self, Source};
+    use zot_host::manage::component::cache::{self, Source};
     progress.begin(&format!("compiling {}", file.display()));
     let started = Instant::now();
-    let loaded = zot_host::transport::wasm::engine().and_then(|engine| {
+    let loaded = zot_host::manage::component::engine().and_then(|engine| {
         runtime.block_on(cache::load(engine, file, &home.cache_dir(), compiler))
     });
     let took = started.elapsed();

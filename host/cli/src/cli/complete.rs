@@ -13,9 +13,9 @@ use clap::{CommandFactory, ValueEnum};
 use clap_complete::engine::{CompletionCandidate, PathCompleter, ValueCompleter};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use zot_host::identity::Identity;
-use zot_host::manifest::{validate_name, Manifest, MANIFEST_FILE};
-use zot_host::paths::{project_extensions_dir, ZotHome};
+use zot_host::manage::identity::Identity;
+use zot_host::manage::manifest::{validate_name, Manifest, MANIFEST_FILE};
+use zot_host::manage::paths::{project_extensions_dir, ZotHome};
 
 /// The environment variable that makes a run of zot a completion request.
 pub(crate) const VAR: &str = "ZOT_COMPLETE";
@@ -255,7 +255,7 @@ fn memory_file(home: &ZotHome, dir: &Path) -> Option<PathBuf> {
     let identity = Identity::of(dir, home);
     match &identity {
         Identity::Global { .. } | Identity::Project { .. } => {}
-        Identity::Path { path } if path.starts_with(zot_host::identity::real(home.root())) => {
+        Identity::Path { path } if path.starts_with(zot_host::manage::paths::real(home.root())) => {
             return None
         }
         Identity::Path { .. } => {}
@@ -305,7 +305,7 @@ pub(crate) fn remember(home: &ZotHome, dir: &Path, names: Registered) {
         return;
     }
     if let Ok(bytes) = serde_json::to_vec(&names) {
-        let _ = zot_host::paths::write_atomic(&file, &bytes);
+        let _ = zot_host::manage::paths::write_atomic(&file, &bytes);
     }
 }
 

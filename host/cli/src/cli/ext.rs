@@ -1,4 +1,4 @@
-//! `zot ext list|remove|enable|disable|logs`: printing around `zot_host::install`.
+//! `zot ext list|remove|enable|disable|logs`: printing around `zot_host::manage::install`.
 
 use super::error::{self, CliError, Context as _};
 use super::resolve::{copy_at, resolve, Scope};
@@ -8,13 +8,14 @@ use std::fs::File;
 use std::io::{self, BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::Duration;
-use zot_host::discovery::Source;
-use zot_host::identity::{project_root, Identity};
-use zot_host::install::{self, Listed};
-use zot_host::paths::ZotHome;
-use zot_host::sandbox::grants;
+use zot_host::manage::discovery::Source;
+use zot_host::manage::grants;
+use zot_host::manage::identity::Identity;
+use zot_host::manage::install::{self, Listed};
+use zot_host::manage::paths::project_root;
+use zot_host::manage::trust;
 use zot_host::terminal_text::one_line;
-use zot_host::trust;
+use zot_host::ZotHome;
 
 /// Runs one management subcommand (a failure is exit 1).
 pub(crate) fn run(cmd: ExtCommand) -> Result<(), CliError> {
@@ -73,7 +74,7 @@ fn list(home: &ZotHome, json: bool) -> Result<(), CliError> {
     } else {
         let cwd = cwd()?;
         let project = project_root(&cwd);
-        if project != zot_host::identity::real(&cwd)
+        if project != zot_host::manage::paths::real(&cwd)
             && listing.active.iter().any(|r| r.source == Source::Project)
         {
             say!(
@@ -206,7 +207,7 @@ fn set_enabled(
     let verb = if enabled { "enable" } else { "disable" };
     let what = format!("{verb} {name}");
     let (dir, scope) = resolve(home, &cwd().context(&what)?, name, scope).context(&what)?;
-    let changed = zot_host::manifest::set_enabled(&dir, enabled).context(&what)?;
+    let changed = zot_host::manage::manifest::set_enabled(&dir, enabled).context(&what)?;
     if !changed {
         say!("{name} is already {verb}d ({})", copy_at(&dir, scope));
         return Ok(());

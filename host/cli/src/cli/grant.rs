@@ -7,10 +7,11 @@ use super::error::{CliError, Context as _};
 use super::resolve::{copy_at, resolve, ScopeArgs};
 use super::terminal::{cwd, Prompt, Term};
 use std::path::{Path, PathBuf};
-use zot_host::identity::Identity;
-use zot_host::manifest::{Launch, Manifest};
-use zot_host::paths::ZotHome;
-use zot_host::sandbox::{asked_words, granted_words, grants};
+use zot_host::manage::grants;
+use zot_host::manage::identity::Identity;
+use zot_host::manage::manifest::{Launch, Manifest};
+use zot_host::manage::sandbox::{asked_words, granted_words};
+use zot_host::ZotHome;
 
 #[derive(clap::Args)]
 pub(crate) struct GrantArgs {

@@ -5,15 +5,17 @@ use super::error::{self, CliError, Context as _};
 use super::resolve::{copy_at, resolve, Scope, ScopeArgs};
 use super::terminal::{self, cwd, Prompt as _, Term, TermProgress};
 use std::path::{Path, PathBuf};
-use zot_host::compile::Compiler;
-use zot_host::identity::{project_root, Identity};
-use zot_host::install::{self, provenance, InstallSource, Progress, Request, Staged};
-use zot_host::manifest::{Launch, Manifest};
-use zot_host::paths::{project_extensions_dir, ZotHome};
-use zot_host::sandbox::{asked_words, granted_words, grants, grown_since};
-use zot_host::sandbox_view::SandboxView;
+use zot_host::manage::grants;
+use zot_host::manage::identity::Identity;
+use zot_host::manage::install::{self, provenance, InstallSource, Progress, Request, Staged};
+use zot_host::manage::manifest::{Launch, Manifest};
+use zot_host::manage::paths::project_root;
+use zot_host::manage::paths::{project_extensions_dir, ZotHome};
+use zot_host::manage::sandbox::{asked_words, granted_words, grown_since};
+use zot_host::manage::trust::{self, ProjectExtension};
 use zot_host::terminal_text::{self, one_line};
-use zot_host::trust::{self, ProjectExtension};
+use zot_host::Compiler;
+use zot_host::SandboxView;
 
 #[derive(clap::Args)]
 pub(crate) struct InstallArgs {
@@ -199,8 +201,8 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 fn compile_staged(home: &ZotHome, compiler: &Compiler, wasm: &Path) -> Result<(), String> {
     let progress = TermProgress::new();
     progress.begin(&format!("compiling {}", wasm.display()));
-    let engine = zot_host::transport::wasm::engine()?;
-    let loaded = runtime()?.block_on(zot_host::cache::load(
+    let engine = zot_host::manage::component::engine()?;
+    let loaded = runtime()?.block_on(zot_host::manage::component::cache::load(
         engine,
         wasm,
         &home.cache_dir(),
@@ -619,7 +621,7 @@ pub(crate) fn info(
             "",
             &format!(
                 "not applied: given for another build of the component; {}",
-                zot_host::sandbox::stale_warning(name, &id, &dir)
+                zot_host::manage::sandbox::stale_warning(name, &id, &dir)
             ),
         );
     }

@@ -7,10 +7,10 @@
 
 use super::error::note;
 use std::path::PathBuf;
-use zot_host::discovery::{discover, SearchPath};
-use zot_host::manifest::{Manifest, TransportKind};
-use zot_host::sandbox::{Permission, RunGrant};
+use zot_host::manage::discovery::{discover, SearchPath};
+use zot_host::manage::manifest::{Manifest, TransportKind};
 use zot_host::HostConfig;
+use zot_host::{Permission, RunGrant};
 
 /// Which installed extensions load beside the `--ext` ones.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -65,13 +65,13 @@ fn env_permission(name: &str) -> Result<Permission, String> {
 fn http_permission(pattern: &str) -> Result<Permission, String> {
     format!("http:{pattern}")
         .parse()
-        .map_err(|e: zot_host::sandbox::SandboxError| e.to_string())
+        .map_err(|e: zot_host::manage::sandbox::SandboxError| e.to_string())
 }
 
 fn memory_permission(mb: &str) -> Result<Permission, String> {
     format!("memory:{mb}")
         .parse()
-        .map_err(|e: zot_host::sandbox::SandboxError| e.to_string())
+        .map_err(|e: zot_host::manage::sandbox::SandboxError| e.to_string())
 }
 
 /// `permission` if a run may grant it.

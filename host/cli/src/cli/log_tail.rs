@@ -4,8 +4,8 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use zot_host::manifest::Manifest;
-use zot_host::paths::ZotHome;
+use zot_host::manage::manifest::Manifest;
+use zot_host::ZotHome;
 
 /// How many lines are shown at most.
 const TAIL_LINES: usize = 30;

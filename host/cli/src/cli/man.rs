@@ -63,7 +63,7 @@ fn print_one(root: &Command, words: &[String]) -> Result<(), CliError> {
 fn write_all(root: &Command, dir: &std::path::Path) -> Result<(), CliError> {
     for page in &pages(root, &[])? {
         let path = dir.join(&page.file);
-        zot_host::paths::write_atomic(&path, &page.roff)
+        zot_host::manage::paths::write_atomic(&path, &page.roff)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         say!("{}", path.display());
     }

@@ -217,9 +217,9 @@ pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args
         .get(1)
-        .is_some_and(|a| a == zot_host::compile::SUBCOMMAND)
+        .is_some_and(|a| a == zot_host::manage::component::SUBCOMMAND)
     {
-        return zot_host::compile::child_main(&args[2..]);
+        return zot_host::manage::component::child_main(&args[2..]);
     }
     // `ZOT_COMPLETE=bash zot -- zot ext info g`: the candidates for a shell's TAB.
     complete::answer_if_asked();
@@ -289,10 +289,10 @@ fn colour() -> bool {
 }
 
 /// `--zot-home` if given, else `$ZOT_HOME` or the platform default.
-pub(crate) fn zot_home(flag: Option<PathBuf>) -> Result<zot_host::paths::ZotHome, String> {
+pub(crate) fn zot_home(flag: Option<PathBuf>) -> Result<zot_host::ZotHome, String> {
     match flag {
-        Some(dir) => Ok(zot_host::paths::ZotHome::new(dir)),
-        None => zot_host::paths::ZotHome::from_env(),
+        Some(dir) => Ok(zot_host::ZotHome::new(dir)),
+        None => zot_host::ZotHome::from_env(),
     }
 }
 

@@ -5,8 +5,8 @@
 
 use super::error::CliError;
 use std::path::{Path, PathBuf};
-use zot_host::manifest::validate_name;
-use zot_host::safe_write::SafeDir;
+use zot_host::manage::manifest::validate_name;
+use zot_host::manage::safe_write::SafeDir;
 
 /// The languages a scaffold can be written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -319,7 +319,7 @@ fn toml_string(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zot_host::manifest::MANIFEST_FILE;
+    use zot_host::manage::manifest::MANIFEST_FILE;
 
     const ALL: &[&[Template]] = &[PYTHON, NODE, TYPESCRIPT, RUST];
 

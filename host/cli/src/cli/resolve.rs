@@ -3,10 +3,10 @@
 //! (`$ZOT_HOME/extensions`); `--project` or `--global` chooses.
 
 use std::path::{Path, PathBuf};
-use zot_host::discovery::{discover, Source};
-use zot_host::install::search_path;
-use zot_host::manifest::{validate_name, Manifest};
-use zot_host::paths::{project_extensions_dir, ZotHome};
+use zot_host::manage::discovery::{discover, Source};
+use zot_host::manage::install::search_path;
+use zot_host::manage::manifest::{validate_name, Manifest};
+use zot_host::manage::paths::{project_extensions_dir, ZotHome};
 
 /// One of the two places extensions are installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

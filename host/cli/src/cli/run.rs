@@ -7,13 +7,13 @@ use super::error::{CliError, Context as _};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use zot_host::bridge::serve_stdio;
-use zot_host::identity::Identity;
 use zot_host::launcher::Request;
-use zot_host::log::ExtLog;
-use zot_host::manifest::{Launch, Manifest};
-use zot_host::paths::ZotHome;
+use zot_host::manage::bridge::serve_stdio;
+use zot_host::manage::identity::Identity;
+use zot_host::manage::log::ExtLog;
+use zot_host::manage::manifest::{Launch, Manifest};
 use zot_host::HostConfig;
+use zot_host::ZotHome;
 use zot_protocol::DEFAULT_MAX_FRAME;
 
 #[derive(clap::Args)]
@@ -75,7 +75,7 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
     let cwd = super::terminal::cwd_or(args.cwd)?;
     let mut config = HostConfig::new(home, cwd);
     config.max_frame = args.max_frame_bytes;
-    config.compiler = zot_host::compile::Compiler::this_program()?;
+    config.compiler = zot_host::Compiler::this_program()?;
     if let Some(ms) = args.tool_timeout_ms.or(manifest.limits.tool_timeout_ms) {
         config.timeouts.tool = std::time::Duration::from_millis(ms);
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use zot_host::install::Progress;
+use zot_host::manage::install::Progress;
 use zot_host::terminal_text::one_line;
 
 /// Writes `text` and a newline to stdout (`say!` and JSON output). When stdout is a

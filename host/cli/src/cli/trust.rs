@@ -1,18 +1,19 @@
 //! `zot ext trust [DIR]` / `zot ext untrust [DIR]`: the user's say over a project's
 //! own extensions (`DIR/.zot/extensions`), like `direnv allow`. Trust is recorded in
-//! `$ZOT_HOME/trust`, bound to every file of each extension (see `zot_host::trust`).
+//! `$ZOT_HOME/trust`, bound to every file of each extension (see `zot_host::manage::trust`).
 
 use super::error::{CliError, Context as _};
 use super::terminal::{self, Prompt, Term};
 use std::path::{Path, PathBuf};
-use zot_host::discovery::{discover, Found, Source};
-use zot_host::identity::{project_root, Identity};
-use zot_host::install::search_path;
-use zot_host::manifest::{Launch, Manifest};
-use zot_host::paths::ZotHome;
-use zot_host::sandbox::asked_words;
+use zot_host::manage::discovery::{discover, Found, Source};
+use zot_host::manage::identity::Identity;
+use zot_host::manage::install::search_path;
+use zot_host::manage::manifest::{Launch, Manifest};
+use zot_host::manage::paths::project_root;
+use zot_host::manage::sandbox::asked_words;
+use zot_host::manage::trust::{self, ProjectExtension, Untrusted};
 use zot_host::terminal_text::{self, one_line};
-use zot_host::trust::{self, ProjectExtension, Untrusted};
+use zot_host::ZotHome;
 
 #[derive(clap::Args)]
 pub(crate) struct TrustArgs {
@@ -93,7 +94,7 @@ pub(crate) fn review_project(
     if found.is_empty() {
         prompt.say(&format!(
             "Nothing to trust: {} holds no extension.",
-            zot_host::paths::project_extensions_dir(&project).display()
+            zot_host::manage::paths::project_extensions_dir(&project).display()
         ));
         return Ok(None);
     }

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
-use zot_host::manifest::MANIFEST_FILE;
+use zot_host::manage::manifest::MANIFEST_FILE;
 use zot_host::Host;
 
 /// How often the folder and the log are looked at; also how long a change must be
@@ -155,15 +155,15 @@ fn built_artifact(messages: &str) -> Option<PathBuf> {
 /// crate. Copied beside it, then renamed over it, so a running program is not written
 /// to. `Ok(None)` when nothing had to move.
 fn place(dir: &Path, artifact: &Path) -> Result<Option<PathBuf>, String> {
-    let m = zot_host::manifest::Manifest::read(dir).map_err(|e| e.to_string())?;
-    let (zot_host::manifest::Launch::Exec(to) | zot_host::manifest::Launch::Wasm(to)) =
-        m.launch(dir);
+    let m = zot_host::manage::manifest::Manifest::read(dir).map_err(|e| e.to_string())?;
+    let (zot_host::manage::manifest::Launch::Exec(to)
+    | zot_host::manage::manifest::Launch::Wasm(to)) = m.launch(dir);
     let same = std::fs::canonicalize(&to)
         .ok()
         .zip(std::fs::canonicalize(artifact).ok())
         .is_some_and(|(a, b)| a == b);
     // Only a plain path inside the folder, its folders opened without following a link
-    // and the file replaced, never written through (see `zot_host::safe_write`).
+    // and the file replaced, never written through (see `zot_host::manage::safe_write`).
     let parts: Option<Vec<&str>> = match to.strip_prefix(dir) {
         Ok(rel) => rel
             .components()
@@ -181,7 +181,7 @@ fn place(dir: &Path, artifact: &Path) -> Result<Option<PathBuf>, String> {
         return Ok(None);
     }
     let copy = || -> std::io::Result<()> {
-        let mut here = zot_host::safe_write::SafeDir::open(dir)?;
+        let mut here = zot_host::manage::safe_write::SafeDir::open(dir)?;
         for folder in folders {
             here = here.create_sub(folder)?;
         }

@@ -8,8 +8,10 @@
 //! gives more than the manifest asks.
 
 use super::SandboxError;
-use crate::manifest::MAX_MEMORY_MB;
 use serde::{Deserialize, Serialize};
+
+/// The largest memory limit a manifest may ask for.
+pub const MAX_MEMORY_MB: u64 = 4096;
 
 /// One kind of host-side cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -256,7 +258,7 @@ mod tests {
             (64, 256, 1000, 16, 32)
         );
         assert_eq!(Limit::Disk.spec().max, 16_384);
-        assert_eq!(Limit::Memory.spec().max, crate::manifest::MAX_MEMORY_MB);
+        assert_eq!(Limit::Memory.spec().max, MAX_MEMORY_MB);
     }
 
     #[test]

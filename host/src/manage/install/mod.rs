@@ -74,7 +74,7 @@ pub struct Request {
     /// For the compilation cache and the log of a probed component.
     pub home: ZotHome,
     /// How a probed component is compiled.
-    pub compiler: crate::compile::Compiler,
+    pub compiler: crate::component::compile::Compiler,
 }
 
 impl Request {
@@ -83,7 +83,7 @@ impl Request {
         record: &Provenance,
         root: PathBuf,
         home: ZotHome,
-        compiler: crate::compile::Compiler,
+        compiler: crate::component::compile::Compiler,
     ) -> Request {
         let source = match record.kind {
             SourceKind::Dir => InstallSource::Dir(PathBuf::from(&record.source)),
@@ -326,8 +326,8 @@ fn source_dir(dir: &Path) -> Result<PathBuf, InstallError> {
 /// The bytes of the component file `file`, or why it is not one this host runs (read
 /// before anything is asked or shown about it).
 pub fn read_component_file(file: &Path) -> Result<Vec<u8>, InstallError> {
-    let bytes =
-        crate::cache::read_component(file).map_err(|e| InstallError::io("read", file)(e.cause))?;
+    let bytes = crate::component::cache::read_component(file)
+        .map_err(|e| InstallError::io("read", file)(e.cause))?;
     crate::component::inspect(&bytes)
         .world()
         .map_err(InstallError::Component)?;

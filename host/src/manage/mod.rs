@@ -1,0 +1,68 @@
+//! What the `zot` command needs besides running extensions: installing them
+//! ([`install`]), the user's records — project trust ([`trust`]), grants ([`grants`]),
+//! keyed by [`identity`] —, the manifest and where things are found ([`manifest`],
+//! [`discovery`], [`paths`]), the sidecar's one-extension bridge ([`bridge`]) and the
+//! compile child ([`component`]). An agent that only runs extensions needs none of it:
+//! see the crate root.
+//!
+//! `install` and `bridge` live here; the others are the core's own modules (it reads the
+//! records before it starts anything), shown here for the tools that write them.
+
+pub mod bridge;
+pub mod install;
+
+/// Project trust: what the user reviewed and trusted, checked before a project's
+/// extension starts.
+pub mod trust {
+    pub use crate::trust::*;
+}
+
+/// Who an extension is, for its grant, data and trust: the place it is installed.
+pub mod identity {
+    pub use crate::identity::*;
+}
+
+/// Where grants are kept (`$ZOT_HOME/grants`), read and written.
+pub mod grants {
+    pub use crate::sandbox::grants::*;
+}
+
+/// The manifest, `extension.json`.
+pub mod manifest {
+    pub use crate::manifest::*;
+}
+
+/// Where extensions are found: `--ext`, the project's, `$ZOT_HOME/extensions`.
+pub mod discovery {
+    pub use crate::discovery::*;
+}
+
+/// Where zot keeps things, and the project a folder belongs to.
+pub mod paths {
+    pub use crate::paths::*;
+}
+
+/// What the sandbox asks and gives, in the words the CLI shows and takes.
+pub mod sandbox {
+    pub use crate::sandbox::{
+        asked_words, granted_words, grown_since, stale_warning, Permission, RunGrant, SandboxError,
+    };
+}
+
+/// An extension's log (`$ZOT_HOME/logs/NAME.log`).
+pub mod log {
+    pub use crate::log::{ExtLog, MAX_LOG_BYTES};
+}
+
+/// Writing under a folder without following a link.
+pub mod safe_write {
+    pub use crate::safe_write::SafeDir;
+}
+
+/// Components as `zot ext check` and the compile child handle them: the cache, the
+/// engine, loading one, and the child's entry point.
+pub mod component {
+    pub use crate::component::cache;
+    pub use crate::component::compile::{child_main, SUBCOMMAND};
+    pub use crate::transport::wasm::{engine, load, Kind};
+}
