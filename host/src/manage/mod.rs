@@ -14,32 +14,34 @@ pub mod install;
 /// Project trust: what the user reviewed and trusted, checked before a project's
 /// extension starts.
 pub mod trust {
-    pub use crate::trust::*;
+    pub use crate::trust::{check, trust, untrust, ProjectExtension, Untrusted};
 }
 
 /// Who an extension is, for its grant, data and trust: the place it is installed.
 pub mod identity {
-    pub use crate::identity::*;
+    pub use crate::identity::{folder_key, Identity};
 }
 
 /// Where grants are kept (`$ZOT_HOME/grants`), read and written.
 pub mod grants {
-    pub use crate::sandbox::grants::*;
+    pub use crate::sandbox::grants::{grant_asked, load, repin, revoke, save, sha256_of};
 }
 
 /// The manifest, `extension.json`.
 pub mod manifest {
-    pub use crate::manifest::*;
+    pub use crate::manifest::{
+        set_enabled, validate_name, Launch, Manifest, TransportKind, MANIFEST_FILE,
+    };
 }
 
 /// Where extensions are found: `--ext`, the project's, `$ZOT_HOME/extensions`.
 pub mod discovery {
-    pub use crate::discovery::*;
+    pub use crate::discovery::{discover, Found, SearchPath, Source};
 }
 
 /// Where zot keeps things, and the project a folder belongs to.
 pub mod paths {
-    pub use crate::paths::*;
+    pub use crate::paths::{project_extensions_dir, project_root, real, write_atomic, ZotHome};
 }
 
 /// What the sandbox asks and gives, in the words the CLI shows and takes.
