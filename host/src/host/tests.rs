@@ -2,10 +2,14 @@
 //! reload and shutdown, with scripted extensions instead of processes.
 
 use super::*;
-use crate::launcher::LaunchFuture;
+use crate::launcher::{self, LaunchFuture, Launched};
+use crate::manifest::TransportKind;
+use crate::paths::ZotHome;
 use crate::transport::memory::{pair, Peer};
 use serde_json::json;
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// What a scripted extension registers, and how it answers interceptions.

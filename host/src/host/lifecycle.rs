@@ -1,0 +1,379 @@
+//! Load, reload and shutdown: discovery, the entries, every start in parallel (each in a
+//! task of its own that records its outcome), one ready wait, the [`LoadReport`]; and
+//! stopping them all.
+
+use super::report::{shadowed_warnings, LoadError, LoadReport, LoadWarning, UntrustedReport};
+use super::state::{Entry, EntryState, Inner};
+use crate::discovery::{discover, Discovery, Found, SearchPath, Source};
+use crate::events::HostEvent;
+use crate::extension::{Extension, Hub, Phase};
+use crate::identity::Identity;
+use crate::launcher::{self, Launched, StartError};
+use crate::log::ExtLog;
+use crate::manifest::{Manifest, TransportKind};
+use crate::sandbox_view::SandboxView;
+use crate::trust::Untrusted;
+use serde_json::Map;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use zot_protocol::{HelloAck, PROTOCOL_VERSION};
+
+/// An extension to start: the one at `rank` in load order.
+struct Pending {
+    rank: usize,
+    source: Source,
+    dir: PathBuf,
+    identity: Identity,
+    manifest: Manifest,
+}
+
+/// An extension that started.
+struct Started {
+    ext: Extension,
+    transport: TransportKind,
+    sandbox: Option<SandboxView>,
+    tool_timeout: Option<Duration>,
+}
+
+impl Inner {
+    /// Discovers and starts every enabled extension in parallel, then waits (at most the
+    /// ready wait in total) for all of them to be ready.
+    pub(super) async fn load(self: &Arc<Self>) -> LoadReport {
+        let found = match self.discover().await {
+            Ok(found) => found,
+            Err(e) => {
+                return LoadReport {
+                    errors: vec![LoadError {
+                        extension: String::new(),
+                        error: format!("discovery failed: {e}"),
+                    }],
+                    ..LoadReport::default()
+                }
+            }
+        };
+        // Reported, not logged to the terminal: the CLI shows the report its way and the
+        // sidecar carries it in `host_ready.warnings`.
+        let shadowed = shadowed_warnings(&found);
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let deadline = Instant::now() + self.config.timeouts.ready;
+        let mut report = LoadReport::default();
+        let (mut entries, pending) = self.entries_of(found.found, &mut report);
+        // Listed after the others: a running extension of the same name is found first.
+        for w in &shadowed {
+            ExtLog::open(&self.config.home.log_path(&w.extension)).warn(&w.warning);
+        }
+        report.warnings.extend(shadowed);
+        for (f, untrusted) in found.untrusted {
+            entries.push(self.untrusted_entry(f, untrusted, &mut report));
+        }
+        *self.entries.lock().unwrap() = entries;
+        let outcomes = self.start_all(generation, pending);
+        // Wait for the starts, at most the ready wait; the late ones go on.
+        for outcome in outcomes {
+            if tokio::time::timeout_at(deadline, outcome).await.is_err() {
+                break;
+            }
+        }
+        let running = self.report_starts(generation, &mut report);
+        self.wait_ready(&running, deadline, &mut report).await;
+        report
+    }
+
+    /// What exists, per the configuration's search path.
+    async fn discover(&self) -> Result<Discovery, tokio::task::JoinError> {
+        let search = SearchPath {
+            explicit: self.config.explicit.clone(),
+            cwd: self.config.cwd.clone(),
+            home: self.config.home.clone(),
+            installed: self.config.installed,
+            project: self.config.project,
+            global: self.config.global,
+            trust_project: self.config.trust_project,
+        };
+        // Reading manifests and hashing project extensions for trust is file I/O.
+        tokio::task::spawn_blocking(move || discover(&search)).await
+    }
+
+    /// An entry for each of `found`, in load order, and the enabled ones to start; a
+    /// manifest's typos are logged and reported as warnings.
+    fn entries_of(&self, found: Vec<Found>, report: &mut LoadReport) -> (Vec<Entry>, Vec<Pending>) {
+        let mut entries = Vec::new();
+        let mut pending = Vec::new();
+        for (rank, f) in found.into_iter().enumerate() {
+            let name = f.name();
+            let log = self.config.home.log_path(&name);
+            for warning in f.manifest.iter().flat_map(Manifest::typo_warnings) {
+                ExtLog::open(&log).warn(&warning);
+                report.warnings.push(LoadWarning {
+                    extension: name.clone(),
+                    warning,
+                });
+            }
+            let transport = f
+                .manifest
+                .as_ref()
+                .map_or(TransportKind::Stdio, Manifest::transport);
+            let (version, state) = match f.manifest {
+                Err(e) => {
+                    let message = e.to_string();
+                    ExtLog::open(&log).warn(&message);
+                    (String::new(), EntryState::Error(message))
+                }
+                Ok(m) if !m.enabled => (m.version, EntryState::Disabled),
+                Ok(m) => {
+                    let version = m.version.clone();
+                    pending.push(Pending {
+                        rank,
+                        source: f.source,
+                        dir: f.dir.clone(),
+                        identity: f.identity.clone(),
+                        manifest: m,
+                    });
+                    (version, EntryState::Starting)
+                }
+            };
+            entries.push(Entry {
+                name,
+                version,
+                source: f.source,
+                dir: f.dir,
+                identity: f.identity,
+                log,
+                transport,
+                sandbox: None,
+                tool_timeout: None,
+                state,
+            });
+        }
+        (entries, pending)
+    }
+
+    /// The entry of a project extension the user has not trusted, logged and reported.
+    fn untrusted_entry(&self, f: Found, untrusted: Untrusted, report: &mut LoadReport) -> Entry {
+        let name = f.name();
+        ExtLog::open(&self.config.home.log_path(&name)).warn(&untrusted.message());
+        report.untrusted.push(UntrustedReport {
+            extension: name.clone(),
+            dir: f.dir.clone(),
+            untrusted: untrusted.clone(),
+        });
+        Entry {
+            name: name.clone(),
+            version: f
+                .manifest
+                .as_ref()
+                .map(|m| m.version.clone())
+                .unwrap_or_default(),
+            source: f.source,
+            log: self.config.home.log_path(&name),
+            transport: f
+                .manifest
+                .as_ref()
+                .map_or(TransportKind::Stdio, Manifest::transport),
+            dir: f.dir,
+            identity: f.identity,
+            sandbox: None,
+            tool_timeout: None,
+            state: EntryState::Untrusted(untrusted),
+        }
+    }
+
+    /// Starts all of `pending` in parallel, each in a task of its own that records its
+    /// outcome in its entry, even after this load returned: a slow compile delays
+    /// nothing. Returns those tasks.
+    fn start_all(self: &Arc<Self>, generation: u64, pending: Vec<Pending>) -> Vec<JoinHandle<()>> {
+        let mut outcomes = Vec::new();
+        for p in pending {
+            let rank = p.rank;
+            let me = self.clone();
+            let start = tokio::spawn(async move { me.start(&p).await });
+            self.starting.lock().unwrap().push(start.abort_handle());
+            let me = self.clone();
+            outcomes.push(tokio::spawn(async move {
+                let result = match start.await {
+                    Ok(result) => result,
+                    // Stopped by shutdown or reload: nothing to record.
+                    Err(e) if e.is_cancelled() => return,
+                    // A bug, not the extension's doing: that one fails, the others go on.
+                    Err(e) => Err(StartError::Aborted(e.to_string())),
+                };
+                me.started(generation, rank, result);
+            }));
+        }
+        outcomes
+    }
+
+    /// Reports each entry as the ready wait found it (`loaded`, `errors`, `starting`, a
+    /// stale grant's warning); from now on a start of this load that fails is told as
+    /// an event. Returns the running extensions.
+    fn report_starts(&self, generation: u64, report: &mut LoadReport) -> Vec<Extension> {
+        let mut running = Vec::new();
+        let entries = self.entries.lock().unwrap();
+        self.reported.store(generation, Ordering::SeqCst);
+        for e in entries.iter() {
+            match &e.state {
+                EntryState::Running(ext) => {
+                    report.loaded.push(e.name.clone());
+                    running.push(ext.clone());
+                    if e.sandbox.as_ref().is_some_and(|s| s.grant_stale) {
+                        report.warnings.push(LoadWarning {
+                            extension: e.name.clone(),
+                            warning: crate::sandbox::stale_warning(&e.name, &e.identity, &e.dir),
+                        });
+                    }
+                }
+                EntryState::Error(error) => report.errors.push(LoadError {
+                    extension: e.name.clone(),
+                    error: error.clone(),
+                }),
+                EntryState::Starting => report.starting.push(e.name.clone()),
+                EntryState::Disabled | EntryState::Untrusted(_) => {}
+            }
+        }
+        running
+    }
+
+    /// Waits until `deadline` for each of `running` to be ready: `ready` in the report,
+    /// or an error if it exited meanwhile.
+    async fn wait_ready(&self, running: &[Extension], deadline: Instant, report: &mut LoadReport) {
+        for ext in running {
+            // All were started already: waiting on each in turn against one deadline
+            // waits for them in parallel.
+            match ext.wait_ready(deadline).await {
+                Phase::Ready => report.ready.push(ext.name().to_string()),
+                Phase::Starting => ext.log().warn(&format!(
+                    "not ready within {:?}: registrations may still arrive",
+                    self.config.timeouts.ready
+                )),
+                Phase::Exited => {
+                    let reason = ext.status().exit.map(|e| e.to_string()).unwrap_or_default();
+                    report.errors.push(LoadError {
+                        extension: ext.name().to_string(),
+                        error: format!("exited while starting: {reason}"),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Records how the start of the extension at `rank` of load `generation` ended. One
+    /// that ends after the load returned and failed is told as `extension_exited`; one of
+    /// an earlier load (stopped meanwhile) is stopped.
+    fn started(&self, generation: u64, rank: usize, result: Result<Started, StartError>) {
+        let stale = self.generation.load(Ordering::SeqCst) != generation;
+        let mut entries = self.entries.lock().unwrap();
+        let entry = entries
+            .get_mut(rank)
+            .filter(|e| !stale && matches!(e.state, EntryState::Starting));
+        let Some(entry) = entry else {
+            drop(entries);
+            if let Ok(started) = result {
+                let t = self.config.timeouts.clone();
+                tokio::spawn(async move { started.ext.shutdown(t.shutdown, t.terminate).await });
+            }
+            return;
+        };
+        match result {
+            Ok(started) => {
+                entry.transport = started.transport;
+                entry.sandbox = started.sandbox;
+                entry.tool_timeout = started.tool_timeout;
+                entry.state = EntryState::Running(started.ext);
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                entry.state = EntryState::Error(reason.clone());
+                if self.reported.load(Ordering::SeqCst) != generation {
+                    return; // In the load's report.
+                }
+                let event = HostEvent::ExtensionExited {
+                    extension: entry.name.clone(),
+                    reason,
+                    code: None,
+                    signal: None,
+                };
+                drop(entries);
+                self.notes.push_own(event);
+            }
+        }
+    }
+
+    /// Starts one extension on its transport and hands the connection to the core.
+    async fn start(self: Arc<Self>, p: &Pending) -> Result<Started, StartError> {
+        let m = &p.manifest;
+        let log = ExtLog::open(&self.config.home.log_path(&m.name));
+        let request = launcher::Request {
+            manifest: m,
+            dir: &p.dir,
+            identity: &p.identity,
+            context: self.config.launch_context(),
+            log: &log,
+            run_grant: crate::sandbox::RunGrant::applies_to(p.source)
+                .then_some(&self.config.run_grant),
+        };
+        let Launched {
+            connection,
+            transport,
+            sandbox,
+            paths,
+        } = self
+            .launcher
+            .launch(request)
+            .await
+            .inspect_err(|e| log.warn(&e.to_string()))?;
+        let hello_ack = HelloAck {
+            protocol_version: PROTOCOL_VERSION,
+            zot_version: env!("CARGO_PKG_VERSION").into(),
+            provider: self.config.provider.clone(),
+            model: self.config.model.clone(),
+            cwd: paths.cwd,
+            extension_dir: paths.extension_dir,
+            data_dir: paths.data_dir,
+            extra: Map::new(),
+        };
+        let notes = self.notes.clone();
+        let hub: Arc<dyn Hub> = self;
+        let ext = Extension::start(
+            m.name.clone(),
+            p.rank,
+            log,
+            connection,
+            hello_ack,
+            hub,
+            notes,
+        );
+        Ok(Started {
+            ext,
+            transport,
+            sandbox,
+            tool_timeout: m.limits.tool_timeout_ms.map(Duration::from_millis),
+        })
+    }
+
+    /// Stops every running extension in parallel, and every start in flight; returns
+    /// the names of those that were running.
+    pub(super) async fn stop_all(&self) -> Vec<String> {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        for start in self.starting.lock().unwrap().drain(..) {
+            start.abort();
+        }
+        for e in self.entries.lock().unwrap().iter_mut() {
+            if matches!(e.state, EntryState::Starting) {
+                e.state = EntryState::Error("stopped while starting".into());
+            }
+        }
+        let running = self.running_all();
+        let names = running.iter().map(|e| e.name().to_string()).collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        for ext in running {
+            let t = self.config.timeouts.clone();
+            tasks.spawn(async move { ext.shutdown(t.shutdown, t.terminate).await });
+        }
+        while tasks.join_next().await.is_some() {}
+        names
+    }
+}
