@@ -18,6 +18,11 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
+#[cfg(any(test, feature = "test-support"))]
+mod scripted;
+#[cfg(any(test, feature = "test-support"))]
+pub use scripted::Scripted;
+
 /// One extension to start.
 pub struct Request<'a> {
     pub manifest: &'a Manifest,
@@ -131,7 +136,8 @@ impl std::error::Error for StartError {
 
 /// Turns a discovered extension into a [`Connection`]. [`Transports`] is the host's own;
 /// tests (and embedders with a transport of their own) pass another to
-/// [`Host::with_launcher`](crate::Host::with_launcher).
+/// [`Host::with_launcher`](crate::Host::with_launcher): `Scripted` (feature
+/// `test-support`) starts every extension as an in-memory peer the test plays.
 pub trait Launcher: Send + Sync {
     /// Starts one extension.
     fn launch<'a>(&'a self, request: Request<'a>) -> LaunchFuture<'a>;

@@ -1,10 +1,14 @@
 //! The `zot-host` library as an embedding agent uses it: calls from one task reach every
-//! extension in the order they were made.
+//! extension in the order they were made; an agent's own tests play an extension in
+//! memory (`test-support`).
 
 use crate::common::*;
 use serde_json::{json, Map, Value};
-use zot_host::ZotHome;
-use zot_host::{Host, HostConfig, HostEvent};
+use std::future::Future;
+use std::sync::Arc;
+use zot_host::launcher::Scripted;
+use zot_host::transport::memory::Peer;
+use zot_host::{ExtState, Host, HostConfig, HostEvent, ZotHome};
 use zot_protocol::{Event, PanelKey};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,5 +155,98 @@ async fn intercept_steps_tell_each_interceptors_answer_in_order() {
         host.intercept(event("turn_start", json!({"step":1}))).await,
         zot_host::Verdict::default()
     );
+    host.shutdown().await;
+}
+
+/// `fut`, which must finish well within [`EVENT_TIMEOUT`].
+async fn soon<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    tokio::time::timeout(EVENT_TIMEOUT, fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: nothing within {EVENT_TIMEOUT:?}"))
+}
+
+/// An agent tests itself without processes: with `test-support`, the extension is a peer
+/// the test plays on an in-memory connection, and every step below is a frame that
+/// connection carries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_plays_an_extension_in_memory() {
+    let scratch = TempDir::new("library-memory");
+    // Discovered as always; its program does not exist, so only the scripted launcher
+    // can start it.
+    let ext = write_manifest(
+        &scratch.path().join("exts/scripted"),
+        &json!({"name": "scripted", "exec": "./no-such-program"}),
+    );
+    let mut config = HostConfig::new(
+        ZotHome::new(scratch.path().join("home")),
+        scratch.path().to_path_buf(),
+    );
+    config.explicit = vec![ext];
+    config.installed = false;
+    // The test takes each started peer and plays it itself.
+    let (peers_tx, mut peers) = tokio::sync::mpsc::unbounded_channel::<(String, Peer)>();
+    let launcher = Scripted::new(move |name, peer| {
+        let _ = peers_tx.send((name, peer));
+        async {}
+    });
+    let (host, mut events) = Host::with_launcher(config, Arc::new(launcher));
+    let load = tokio::spawn({
+        let host = host.clone();
+        async move { host.load().await }
+    });
+
+    let (name, mut peer) = soon("a start", peers.recv()).await.unwrap();
+    assert_eq!(name, "scripted");
+    peer.print(r#"{"type":"hello","name":"scripted","version":"1"}"#)
+        .await;
+    let ack = soon("hello_ack", peer.next()).await;
+    assert_eq!(
+        (&ack["type"], &ack["protocol_version"]),
+        (&json!("hello_ack"), &json!(1))
+    );
+    peer.print(
+        r#"{"type":"register_tool","name":"shout","description":"Shouts.","schema":{"type":"object"}}"#,
+    )
+    .await;
+    peer.print(r#"{"type":"ready"}"#).await;
+    let report = soon("the load", load).await.unwrap();
+    assert_eq!(report.ready, ["scripted"], "{report:?}");
+    let tools: Vec<String> = host.tools().into_iter().map(|(_, t)| t.name).collect();
+    assert_eq!(tools, ["shout"]);
+
+    // A tool call reaches the peer, and its result the agent.
+    let call = tokio::spawn({
+        let host = host.clone();
+        async move { host.call_tool("shout", json!({"text": "hi"}), None).await }
+    });
+    let frame = soon("tool_call", peer.next()).await;
+    assert_eq!(frame["type"], "tool_call", "{frame}");
+    assert_eq!(
+        (&frame["name"], &frame["args"]),
+        (&json!("shout"), &json!({"text": "hi"}))
+    );
+    let result = json!({"type": "tool_result", "id": frame["id"],
+                        "content": [{"type": "text", "text": "HI"}]});
+    peer.print(&result.to_string()).await;
+    let (owner, result) = soon("the tool's result", call).await.unwrap().unwrap();
+    assert_eq!(owner, "scripted");
+    assert_eq!(result.content, [json!({"type": "text", "text": "HI"})]);
+
+    // The peer exits: the host reports it, and its tool is gone.
+    peer.exit(7);
+    loop {
+        match soon("extension_exited", events.recv()).await {
+            Some(HostEvent::ExtensionExited {
+                extension, code, ..
+            }) => {
+                assert_eq!((extension.as_str(), code), ("scripted", Some(7)));
+                break;
+            }
+            Some(_) => continue,
+            None => panic!("the host's events ended"),
+        }
+    }
+    assert_eq!(host.extensions()[0].state, ExtState::Exited);
+    assert!(host.tools().is_empty());
     host.shutdown().await;
 }

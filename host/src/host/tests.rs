@@ -2,10 +2,9 @@
 //! reload and shutdown, with scripted extensions instead of processes.
 
 use super::*;
-use crate::launcher::{self, LaunchFuture, Launched};
-use crate::manifest::TransportKind;
+use crate::launcher::{self, LaunchFuture};
 use crate::paths::ZotHome;
-use crate::transport::memory::{pair, Peer};
+use crate::transport::memory::Peer;
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,41 +24,29 @@ struct Script {
     launch_takes: Duration,
 }
 
-/// Starts every extension as a [`Script`] on an in-memory pair; reports each frame the
-/// host sends to it as `(name, frame)`.
-struct Scripted {
-    scripts: HashMap<String, Script>,
-    seen: UnboundedSender<(String, Value)>,
+/// Starts every extension as its [`Script`] on an in-memory pair
+/// ([`launcher::Scripted`]), after the script's launch time; records each launch.
+struct Scripts {
+    scripted: launcher::Scripted,
+    launch_takes: HashMap<String, Duration>,
     launches: Mutex<Vec<String>>,
 }
 
-impl Launcher for Scripted {
+impl Launcher for Scripts {
     fn launch<'a>(&'a self, request: launcher::Request<'a>) -> LaunchFuture<'a> {
         let name = request.manifest.name.clone();
         self.launches.lock().unwrap().push(name.clone());
-        let script = self.scripts.get(&name).cloned().unwrap_or_default();
-        let (connection, peer) = pair(64);
-        let seen = self.seen.clone();
+        let takes = self.launch_takes.get(&name).copied().unwrap_or_default();
         Box::pin(async move {
-            tokio::time::sleep(script.launch_takes).await;
-            tokio::spawn(play(name, script, peer, seen));
-            Ok(Launched {
-                connection,
-                transport: TransportKind::Stdio,
-                sandbox: None,
-                paths: launcher::SeenPaths {
-                    extension_dir: String::new(),
-                    cwd: String::new(),
-                    data_dir: String::new(),
-                },
-            })
+            tokio::time::sleep(takes).await;
+            self.scripted.launch(request).await
         })
     }
 }
 
 /// The scripted extension: hello, registrations, ready; answers tool calls with
 /// `<name>:<tool>` (the tool `crash` exits instead), interceptions with its verdict, and
-/// `shutdown` by exiting.
+/// `shutdown` by exiting. Reports each frame the host sends to it as `(name, frame)`.
 async fn play(
     name: String,
     script: Script,
@@ -80,8 +67,7 @@ async fn play(
                              "intercept": script.intercept})))
         .await;
     peer.print(r#"{"type":"ready"}"#).await;
-    while let Some(frame) = peer.frames.recv().await {
-        let frame: Value = serde_json::from_str(frame.line.json()).unwrap();
+    while let Some(frame) = peer.recv().await {
         let _ = seen.send((name.clone(), frame.clone()));
         let id = frame["id"].clone();
         match frame["type"].as_str().unwrap_or_default() {
@@ -108,7 +94,7 @@ struct Fixture {
     host: Host,
     seen: UnboundedReceiver<(String, Value)>,
     notes: mpsc::Receiver<HostEvent>,
-    launcher: Arc<Scripted>,
+    launcher: Arc<Scripts>,
     _dir: Tmp,
 }
 
@@ -148,12 +134,21 @@ async fn load_with(extensions: &[(&str, Script)], ready: Duration) -> (Fixture, 
         config.explicit.push(dir);
     }
     let (seen_tx, seen) = unbounded_channel();
-    let launcher = Arc::new(Scripted {
-        scripts: extensions
-            .iter()
-            .map(|(n, s)| (n.to_string(), s.clone()))
-            .collect(),
-        seen: seen_tx,
+    let scripts: HashMap<String, Script> = extensions
+        .iter()
+        .map(|(n, s)| (n.to_string(), s.clone()))
+        .collect();
+    let launch_takes = scripts
+        .iter()
+        .map(|(n, s)| (n.clone(), s.launch_takes))
+        .collect();
+    let scripted = launcher::Scripted::new(move |name, peer| {
+        let script = scripts.get(&name).cloned().unwrap_or_default();
+        play(name, script, peer, seen_tx.clone())
+    });
+    let launcher = Arc::new(Scripts {
+        scripted,
+        launch_takes,
         launches: Mutex::new(Vec::new()),
     });
     let (host, notes) = Host::with_launcher(config, launcher.clone());

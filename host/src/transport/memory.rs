@@ -1,5 +1,8 @@
-//! An in-process transport for unit tests of the protocol core: the test plays the
-//! extension through a [`Peer`].
+//! An in-process transport for tests, as lsp-server's `Connection::memory`: the host's
+//! [`Connection`] and the extension's end, a [`Peer`] the test plays, joined by channels
+//! (no process, no component). The core's unit tests use it; an embedder gets it with the
+//! `test-support` feature, and [`launcher::Scripted`](crate::launcher::Scripted) starts
+//! every extension of a [`Host`](crate::Host) as such a peer.
 
 use super::{Connection, Control, ExitReason, Inbound, Outbound};
 use std::sync::{Arc, Mutex};
@@ -15,22 +18,24 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// The extension prints `line`.
+    /// The extension prints `line` (one frame, without its newline). Panics once the
+    /// host has dropped the connection.
     pub async fn print(&self, line: &str) {
         self.lines
             .send(Inbound::Line(line.as_bytes().to_vec(), None))
             .await
-            .unwrap();
+            .expect("the host dropped the connection");
     }
 
-    /// The next frame the host sent, as JSON.
+    /// The next frame the host sent, as JSON; `None` once the host closed the connection.
+    pub async fn recv(&mut self) -> Option<serde_json::Value> {
+        let frame = self.frames.recv().await?;
+        Some(serde_json::from_str(frame.line.json()).expect("the host sends JSON"))
+    }
+
+    /// The next frame the host sent, as JSON. Panics if the host closed the connection.
     pub async fn next(&mut self) -> serde_json::Value {
-        let bytes = self
-            .frames
-            .recv()
-            .await
-            .expect("the host closed the connection");
-        serde_json::from_str(bytes.line.json()).unwrap()
+        self.recv().await.expect("the host closed the connection")
     }
 
     /// The extension exits with `code`: its output closes and the exit is reported.
@@ -61,7 +66,25 @@ impl Control for Kill {
     }
 }
 
-/// A connected pair: the host's [`Connection`] and the extension's [`Peer`].
+/// A connected pair: the host's [`Connection`] and the extension's [`Peer`], with room
+/// for `queue` frames each way. Must be called inside a tokio runtime.
+///
+/// ```
+/// use zot_host::transport::{memory, ExitReason, Inbound};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let (mut connection, peer) = memory::pair(16);
+/// peer.print(r#"{"type":"ready"}"#).await;
+/// let Some(Inbound::Line(line, _)) = connection.inbound.recv().await else {
+///     panic!("the line reaches the host");
+/// };
+/// assert_eq!(line, br#"{"type":"ready"}"#);
+/// peer.exit(0);
+/// assert!(connection.inbound.recv().await.is_none(), "its output closed");
+/// assert!(matches!(connection.exit.await, Ok(ExitReason::Exited(0))));
+/// # }
+/// ```
 pub fn pair(queue: usize) -> (Connection, Peer) {
     let (out_tx, out_rx) = mpsc::channel(queue);
     let (in_tx, mut printed) = mpsc::channel(queue);

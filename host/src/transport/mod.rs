@@ -3,7 +3,7 @@
 //! The protocol core ([`crate::extension`]) cannot tell transports apart.
 
 mod exit;
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 pub mod memory;
 pub(crate) mod pipe;
 pub mod stdio;
