@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use zot_host::cache::sha256_hex;
-use zot_host::compile::{CompileLimits, Compiler};
+use zot_host::compile::{CompileLimits, CompileMode, Compiler};
 use zot_host::log::ExtLog;
 use zot_host::transport::wasm::{self, Kind};
 use zot_test_guests::{COMMAND, REACTOR};
@@ -157,7 +157,7 @@ fn compiler_behind(dir: &Path, name: &str, before: &str) -> Compiler {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     Compiler {
-        program: Some(script),
+        mode: CompileMode::Program(script),
         limits: CompileLimits::default(),
     }
 }

@@ -16,7 +16,7 @@
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 use zot_host::paths::ZotHome;
 use zot_host::{Host, HostConfig};
@@ -24,7 +24,11 @@ use zot_host::{Host, HostConfig};
 const EXT: &str = zot_test_guests::TEST_EXT;
 const ZOT: &str = env!("CARGO_BIN_EXE_zot");
 
-fn main() {
+fn main() -> ExitCode {
+    // An embedder of the library: components compile in a child of this program.
+    if let Some(code) = zot_host::compile::child_if_asked() {
+        return code;
+    }
     let n: usize = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
@@ -143,6 +147,7 @@ fn main() {
         (loaded.saturating_sub(base)) as f64 / idle as f64
     );
     let _ = std::fs::remove_dir_all(&dir);
+    ExitCode::SUCCESS
 }
 
 fn table(title: &str, rows: &[(&str, (f64, f64))]) {
