@@ -1,12 +1,13 @@
 //! Compiling components without letting a hostile one hurt the host. The caps of
-//! [`super::inspect`] refuse a component built to be expensive before any work is done; what passes is compiled in a
-//! child process (this program again, as `<program> __compile …`) under an address-space
-//! limit, a CPU-time limit and a wall deadline ([`CompileLimits`]), which writes the
-//! artifact into the compilation cache for the host to load. The child is given the very
-//! bytes the host hashed, on its stdin (it never opens the component's file), so what is
-//! compiled is what a grant and the cache key name. At most [`MAX_COMPILES`] compiles run
-//! at once in one process; the others wait their turn. A compile that fails or runs out
-//! fails that one extension, with the reason.
+//! [`super::inspect()`] refuse a component built to be expensive before any work is
+//! done; what passes is compiled in a child process (this program again, as
+//! `<program> __compile …`) under an address-space limit, a CPU-time limit and a wall
+//! deadline ([`CompileLimits`]), which writes the artifact into the compilation cache
+//! for the host to load. The child is given the very bytes the host hashed, on its stdin
+//! (it never opens the component's file), so what is compiled is what a grant and the
+//! cache key name. At most [`MAX_COMPILES`] compiles run at once in one process; the
+//! others wait their turn. A compile that fails or runs out fails that one extension,
+//! with the reason.
 //!
 //! A program that embeds the host calls [`child_if_asked`] first thing in its `main`: in
 //! a compile child it compiles and gives the exit code, otherwise it records that this
@@ -148,7 +149,7 @@ pub enum CompileMode {
     /// In a child `<program> __compile …`, under the limits: a program that hands those
     /// arguments to [`child_if_asked`] (the `zot` binary, or a wrapper that runs it).
     Program(PathBuf),
-    /// In this process: the caps of [`super::inspect`] apply, the limits do not, so a
+    /// In this process: the caps of [`super::inspect()`] apply, the limits do not, so a
     /// component built to be expensive to compile can exhaust this process's memory or
     /// CPU. Only for a program that runs only components it trusts (and this crate's
     /// unit tests).
