@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use zot_host::compile::{CompileLimits, CompileMode, Compiler};
 use zot_host::manage::component as wasm;
 use zot_host::manage::component::cache::sha256_hex;
 use zot_host::manage::component::Kind;
 use zot_host::manage::log::ExtLog;
-use zot_host::{CompileLimits, Compiler};
 use zot_test_guests::{COMMAND, REACTOR};
 
 /// `zot ext <args>` with `ZOT_HOME=home`, in `cwd`, stdin closed: its exit code and
@@ -158,7 +158,7 @@ fn compiler_behind(dir: &Path, name: &str, before: &str) -> Compiler {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     Compiler {
-        program: Some(script),
+        mode: CompileMode::Program(script),
         limits: CompileLimits::default(),
     }
 }

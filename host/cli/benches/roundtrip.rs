@@ -16,14 +16,18 @@
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 use zot_host::{Host, HostConfig, ZotHome};
 
 const EXT: &str = zot_test_guests::TEST_EXT;
 const ZOT: &str = env!("CARGO_BIN_EXE_zot");
 
-fn main() {
+fn main() -> ExitCode {
+    // An embedder of the library: components compile in a child of this program.
+    if let Some(code) = zot_host::compile::child_if_asked() {
+        return code;
+    }
     let n: usize = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
@@ -142,6 +146,7 @@ fn main() {
         (loaded.saturating_sub(base)) as f64 / idle as f64
     );
     let _ = std::fs::remove_dir_all(&dir);
+    ExitCode::SUCCESS
 }
 
 fn table(title: &str, rows: &[(&str, (f64, f64))]) {

@@ -1,18 +1,26 @@
 //! Compiling components without letting a hostile one hurt the host. The caps of
-//! [`super::inspect`] refuse a component built to be expensive before any work is done; what passes is compiled in a
-//! child process (the `zot` binary again, as `zot __compile`) under an address-space
-//! limit, a CPU-time limit and a wall deadline ([`CompileLimits`]), which writes the
-//! artifact into the compilation cache for the host to load. The child is given the very
-//! bytes the host hashed, on its stdin (it never opens the component's file), so what is
-//! compiled is what a grant and the cache key name. At most [`MAX_COMPILES`] compiles run
-//! at once in one process; the others wait their turn. A compile that fails or runs out
-//! fails that one extension, with the reason.
+//! [`super::inspect()`] refuse a component built to be expensive before any work is
+//! done; what passes is compiled in a child process (this program again, as
+//! `<program> __compile …`) under an address-space limit, a CPU-time limit and a wall
+//! deadline ([`CompileLimits`]), which writes the artifact into the compilation cache
+//! for the host to load. The child is given the very bytes the host hashed, on its stdin
+//! (it never opens the component's file), so what is compiled is what a grant and the
+//! cache key name. At most [`MAX_COMPILES`] compiles run at once in one process; the
+//! others wait their turn. A compile that fails or runs out fails that one extension,
+//! with the reason.
+//!
+//! A program that embeds the host calls [`child_if_asked`] first thing in its `main`: in
+//! a compile child it compiles and gives the exit code, otherwise it records that this
+//! program can be its own compiler. Without that call the default [`Compiler`] refuses
+//! to compile (it fails closed, saying what to do); compiling in this process, without
+//! the limits, is only ever chosen by name ([`Compiler::in_process`]).
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,8 +28,51 @@ use super::{CompileLimit, ComponentError};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-/// The first argument that makes the `zot` binary a compiler: `zot __compile …`.
-pub const SUBCOMMAND: &str = "__compile";
+/// The first argument that makes this program a compiler: `<program> __compile …`.
+const SUBCOMMAND: &str = "__compile";
+/// The environment variable the host sets on the compile child, so that an embedder's
+/// own first argument `__compile` is never taken for a compile.
+const CHILD_MARKER: &str = "ZOT_COMPILE_CHILD";
+
+/// Whether this program called [`child_if_asked`], so it can compile in a child of itself.
+static CAN_COMPILE_IN_CHILD: AtomicBool = AtomicBool::new(false);
+
+/// What a program that embeds the host calls first thing in its `main`:
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     if let Some(code) = zot_host::compile::child_if_asked() {
+///         return code;
+///     }
+///     // ... the program ...
+///     std::process::ExitCode::SUCCESS
+/// }
+/// ```
+///
+/// When the host started this process to compile a component (`<program> __compile …`,
+/// with its marker in the environment), it compiles under the limits it was given and
+/// returns the exit code for `main` to return. Otherwise it records that this program
+/// can act as its own compiler, which the default [`Compiler`] needs, and returns `None`.
+pub fn child_if_asked() -> Option<ExitCode> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if is_compile_child(&args, std::env::var_os(CHILD_MARKER).as_deref()) {
+        return Some(child_main(&args[2..]));
+    }
+    CAN_COMPILE_IN_CHILD.store(true, Ordering::SeqCst);
+    None
+}
+
+/// Whether a process with these arguments and this value of [`CHILD_MARKER`] is a
+/// compile child: both the subcommand and the marker, the one the host sets.
+fn is_compile_child(args: &[OsString], marker: Option<&std::ffi::OsStr>) -> bool {
+    let subcommand = args.get(1).is_some_and(|a| a == SUBCOMMAND);
+    match (subcommand, marker) {
+        (true, Some(marker)) => marker == "1",
+        (true, None) => false,
+        (false, Some(_)) => false,
+        (false, None) => false,
+    }
+}
 
 /// At most this many compiles run at once in one process (each may use
 /// [`CompileLimits::memory_mb`] and a core); the others wait their turn, at most
@@ -78,27 +129,80 @@ impl CompileLimits {
     }
 }
 
-/// How components are compiled.
-#[derive(Debug, Clone, Default)]
+/// How components are compiled: where ([`CompileMode`]), and the limits of a child.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compiler {
-    /// The program that compiles in a child process when run as `<program> __compile …`:
-    /// the `zot` binary, or an embedder's own binary that hands those arguments to
-    /// [`child_main`]. `None`: in this process, where the caps apply but the limits do
-    /// not (an embedder that runs no hostile components, and the tests of this crate).
-    pub program: Option<PathBuf>,
+    /// Where it compiles.
+    pub mode: CompileMode,
+    /// The limits of a compile child; with [`CompileMode::InProcess`], only how long a
+    /// compile waits for its turn (their wall limit times [`QUEUE_WAITS`]).
     pub limits: CompileLimits,
 }
 
+/// Where components are compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompileMode {
+    /// In a child of this program, under the limits. This program must have called
+    /// [`child_if_asked`] first thing in its `main`; if it did not, every compile fails
+    /// closed, saying so ([`ComponentError::NoCompileChild`]).
+    ThisProgram,
+    /// In a child `<program> __compile …`, under the limits: a program that hands those
+    /// arguments to [`child_if_asked`] (the `zot` binary, or a wrapper that runs it).
+    Program(PathBuf),
+    /// In this process: the caps of [`super::inspect()`] apply, the limits do not, so a
+    /// component built to be expensive to compile can exhaust this process's memory or
+    /// CPU. Only for a program that runs only components it trusts (and this crate's
+    /// unit tests).
+    InProcess,
+}
+
+/// In a child of this program with the default limits: what [`HostConfig::new`]
+/// chooses. It needs [`child_if_asked`] called first thing in `main`; without it,
+/// compiling fails closed with what to do.
+///
+/// [`HostConfig::new`]: crate::HostConfig::new
+impl Default for Compiler {
+    fn default() -> Self {
+        Compiler {
+            mode: CompileMode::ThisProgram,
+            limits: CompileLimits::default(),
+        }
+    }
+}
+
 impl Compiler {
-    /// This program as the compiler (the `zot` binary), with limits from the
-    /// environment ([`CompileLimits::from_env`]).
+    /// In a child of this program, with limits from the environment
+    /// ([`CompileLimits::from_env`]): what the `zot` binary uses. Like the default, it
+    /// needs [`child_if_asked`] called first thing in `main`.
     pub fn this_program() -> Result<Compiler, String> {
-        let program = std::env::current_exe()
-            .map_err(|e| format!("cannot find this program to compile with: {e}"))?;
         Ok(Compiler {
-            program: Some(program),
+            mode: CompileMode::ThisProgram,
             limits: CompileLimits::from_env()?,
         })
+    }
+
+    /// In this process, without the limits ([`CompileMode::InProcess`]): only for a
+    /// program that runs only components it trusts.
+    pub fn in_process() -> Compiler {
+        Compiler {
+            mode: CompileMode::InProcess,
+            limits: CompileLimits::default(),
+        }
+    }
+
+    /// The program to run as the compile child: `None` to compile in this process, or
+    /// why there is none (`hooked`: whether [`child_if_asked`] was called).
+    fn child_program(&self, hooked: bool) -> Result<Option<PathBuf>, ComponentError> {
+        match &self.mode {
+            CompileMode::ThisProgram => match hooked {
+                true => std::env::current_exe().map(Some).map_err(|e| {
+                    ComponentError::Io(format!("cannot find this program to compile with: {e}"))
+                }),
+                false => Err(ComponentError::NoCompileChild),
+            },
+            CompileMode::Program(program) => Ok(Some(program.clone())),
+            CompileMode::InProcess => Ok(None),
+        }
     }
 
     /// Compiles `bytes` (whose hex SHA-256 is `sha256`), writing the artifact to the
@@ -111,9 +215,10 @@ impl Compiler {
         sha256: &str,
         entry: &Path,
     ) -> Result<Component, ComponentError> {
+        let program = self.child_program(CAN_COMPILE_IN_CHILD.load(Ordering::SeqCst))?;
         super::inspect(bytes).within_caps()?;
         let _turn = Turn::take(self.limits.wall * QUEUE_WAITS)?;
-        let Some(program) = &self.program else {
+        let Some(program) = program else {
             let component = Component::new(engine, bytes)
                 .map_err(|e| ComponentError::Invalid(format!("{e:#}")))?;
             if let Ok(artifact) = component.serialize() {
@@ -121,7 +226,7 @@ impl Compiler {
             }
             return Ok(component);
         };
-        self.in_child(program, bytes, sha256, entry)?;
+        self.in_child(&program, bytes, sha256, entry)?;
         super::cache::read_entry(engine, entry, sha256).map_err(|e| match e {
             Some(why) => ComponentError::Io(why),
             None => ComponentError::Compiler("the compiler wrote no artifact".into()),
@@ -150,6 +255,7 @@ impl Compiler {
             .arg(limits.cpu.as_secs().to_string())
             .arg(sha256)
             .arg(entry)
+            .env(CHILD_MARKER, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -287,11 +393,11 @@ impl Drop for Turn {
     }
 }
 
-/// What `zot __compile MEMORY_MB CPU_SECS SHA256 ENTRY` runs (`args` after the
+/// What `<program> __compile MEMORY_MB CPU_SECS SHA256 ENTRY` runs (`args` after the
 /// subcommand): limits this process, reads the component from stdin (it must have the
 /// SHA-256 SHA256), compiles it and writes the cache entry ENTRY. Exit 0, or the reason
 /// on stderr and exit 1.
-pub fn child_main(args: &[OsString]) -> ExitCode {
+fn child_main(args: &[OsString]) -> ExitCode {
     match compile_here(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -304,8 +410,8 @@ pub fn child_main(args: &[OsString]) -> ExitCode {
 fn compile_here(args: &[OsString]) -> Result<(), String> {
     let [memory_mb, cpu_secs, sha256, entry] = args else {
         return Err(format!(
-            "usage: zot {SUBCOMMAND} MEMORY_MB CPU_SECS SHA256 ENTRY, the component on stdin \
-             (used by zot itself)"
+            "usage: <program> {SUBCOMMAND} MEMORY_MB CPU_SECS SHA256 ENTRY, the component on \
+             stdin (run by the zot host library itself)"
         ));
     };
     let number = |v: &OsString| {
@@ -380,7 +486,105 @@ fn limit(resource: Resource, value: u64, extra: u64) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
+
+    /// The smallest component: its header, no sections.
+    const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
+
+    /// A scratch directory of this test process.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("zot-compile-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    /// Without [`child_if_asked`] (no test of this crate calls it), the default compiler,
+    /// the one `HostConfig::new` chooses, and `this_program` compile nothing: they fail
+    /// closed, saying to call the hook or to choose `in_process` knowingly.
+    #[test]
+    fn the_default_without_the_hook_refuses_and_says_what_to_do() {
+        assert!(!CAN_COMPILE_IN_CHILD.load(Ordering::SeqCst));
+        assert_eq!(
+            crate::HostConfig::new(crate::paths::ZotHome::new("/nonexistent"), "/".into()).compiler,
+            Compiler {
+                mode: CompileMode::ThisProgram,
+                limits: CompileLimits::default(),
+            }
+        );
+        let engine = super::super::compile_engine().unwrap();
+        let dir = scratch("refused");
+        let entry = dir.join("cache/entry.cwasm");
+        let sha = super::super::cache::sha256_hex(EMPTY_COMPONENT);
+        for compiler in [Compiler::default(), Compiler::this_program().unwrap()] {
+            let error = match compiler.compile(&engine, EMPTY_COMPONENT, &sha, &entry) {
+                Ok(_) => panic!("{compiler:?} compiled without the hook"),
+                Err(e) => e,
+            };
+            assert!(matches!(error, ComponentError::NoCompileChild), "{error:?}");
+            let said = error.to_string();
+            for words in [
+                "zot_host::compile::child_if_asked() first thing in main",
+                "Compiler::in_process()",
+            ] {
+                assert!(said.contains(words), "{said}");
+            }
+        }
+        assert!(!dir.exists(), "nothing was compiled nor cached");
+    }
+
+    /// `in_process` compiles here, within the caps, and caches what it compiled.
+    #[test]
+    fn in_process_compiles_here() {
+        let engine = super::super::compile_engine().unwrap();
+        let dir = scratch("in-process");
+        let entry = dir.join("entry.cwasm");
+        let sha = super::super::cache::sha256_hex(EMPTY_COMPONENT);
+        let compiler = Compiler::in_process();
+        assert_eq!(compiler.child_program(false).unwrap(), None);
+        compiler
+            .compile(&engine, EMPTY_COMPONENT, &sha, &entry)
+            .unwrap();
+        assert!(entry.is_file());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Which program compiles: this one once the hook was called, a given one always,
+    /// none in process.
+    #[test]
+    fn the_child_program_of_each_mode() {
+        let this = std::env::current_exe().unwrap();
+        let default = Compiler::default();
+        assert_eq!(default.child_program(true).unwrap(), Some(this));
+        let given = Compiler {
+            mode: CompileMode::Program("/opt/agent".into()),
+            limits: CompileLimits::default(),
+        };
+        for hooked in [true, false] {
+            assert_eq!(
+                given.child_program(hooked).unwrap(),
+                Some(PathBuf::from("/opt/agent"))
+            );
+            assert_eq!(Compiler::in_process().child_program(hooked).unwrap(), None);
+        }
+    }
+
+    /// A compile child is told by its first argument and the host's marker together: an
+    /// embedder's own argument `__compile`, or the marker alone, is no compile.
+    #[test]
+    fn a_compile_child_needs_the_subcommand_and_the_marker() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let marker = Some(std::ffi::OsStr::new("1"));
+        let compile = args(&["agent", "__compile", "2048", "60", "sha", "entry"]);
+        assert!(is_compile_child(&compile, marker));
+        assert!(!is_compile_child(&compile, None));
+        assert!(!is_compile_child(&compile, Some(std::ffi::OsStr::new("0"))));
+        assert!(!is_compile_child(&args(&["agent", "chat"]), marker));
+        assert!(!is_compile_child(&args(&["agent"]), marker));
+        assert!(!is_compile_child(
+            &args(&["agent", "x", "__compile"]),
+            marker
+        ));
+    }
 
     /// However many compiles start at once, at most [`MAX_COMPILES`] hold a turn.
     #[test]

@@ -30,6 +30,9 @@ pub enum ComponentError {
     CompileLimit(CompileLimit),
     /// The compiling child failed otherwise (its words, or how it ended).
     Compiler(String),
+    /// No compile may run: the default compiler compiles in a child of this program,
+    /// which did not call [`super::compile::child_if_asked`] (the text says what to do).
+    NoCompileChild,
     /// A file, the cache or the engine could not be used: the worded reason.
     Io(String),
 }
@@ -77,6 +80,13 @@ impl fmt::Display for ComponentError {
                 }
             ),
             CompileLimit(limit) => write!(f, "{limit}"),
+            NoCompileChild => f.write_str(
+                "not compiled: components are compiled in a child of this program, under \
+                 limits, but it did not call zot_host::compile::child_if_asked() first thing \
+                 in main (returning the exit code it gives); call it there, or, if this \
+                 program runs only components it trusts, choose \
+                 HostConfig::compiler = zot_host::compile::Compiler::in_process() (no limits)",
+            ),
             Compiler(why) | Io(why) => f.write_str(why),
         }
     }

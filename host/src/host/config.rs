@@ -39,8 +39,9 @@ pub struct HostConfig {
     /// The longest line accepted from an extension.
     pub max_frame: usize,
     pub timeouts: Timeouts,
-    /// How components are compiled (default: in this process; the `zot` binary compiles
-    /// in a child process under limits, see [`Compiler`](crate::component::compile::Compiler)).
+    /// How components are compiled (default: in a child of this program under limits,
+    /// which needs [`child_if_asked`](crate::component::compile::child_if_asked) called
+    /// first thing in `main`; see [`Compiler`](crate::component::compile::Compiler)).
     pub compiler: crate::component::compile::Compiler,
 }
 

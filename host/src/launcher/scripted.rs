@@ -21,8 +21,7 @@ type Play = Box<dyn Fn(String, Peer) -> Pin<Box<dyn Future<Output = ()> + Send>>
 /// use serde_json::json;
 /// use std::sync::Arc;
 /// use zot_host::launcher::Scripted;
-/// use zot_host::paths::ZotHome;
-/// use zot_host::{Host, HostConfig};
+/// use zot_host::{Host, HostConfig, ZotHome};
 ///
 /// # #[tokio::main]
 /// # async fn main() -> std::io::Result<()> {

@@ -1,9 +1,9 @@
 //! What the `zot` command needs besides running extensions: installing them
 //! ([`install`]), the user's records — project trust ([`trust`]), grants ([`grants`]),
 //! keyed by [`identity`] —, the manifest and where things are found ([`manifest`],
-//! [`discovery`], [`paths`]), the sidecar's one-extension bridge ([`bridge`]) and the
-//! compile child ([`component`]). An agent that only runs extensions needs none of it:
-//! see the crate root.
+//! [`discovery`], [`paths`]), the sidecar's one-extension bridge ([`bridge`]) and
+//! components as `check` handles them ([`component`]). An agent that only runs
+//! extensions needs none of it: see the crate root.
 //!
 //! `install` and `bridge` live here; the others are the core's own modules (it reads the
 //! records before it starts anything), shown here for the tools that write them.
@@ -61,10 +61,8 @@ pub mod safe_write {
     pub use crate::safe_write::SafeDir;
 }
 
-/// Components as `zot ext check` and the compile child handle them: the cache, the
-/// engine, loading one, and the child's entry point.
+/// Components as `zot ext check` handles them: the cache, the engine, loading one.
 pub mod component {
     pub use crate::component::cache;
-    pub use crate::component::compile::{child_main, SUBCOMMAND};
     pub use crate::transport::wasm::{engine, load, Kind};
 }

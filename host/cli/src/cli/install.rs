@@ -5,6 +5,7 @@ use super::error::{self, CliError, Context as _};
 use super::resolve::{copy_at, resolve, Scope, ScopeArgs};
 use super::terminal::{self, cwd, Prompt as _, Term, TermProgress};
 use std::path::{Path, PathBuf};
+use zot_host::compile::Compiler;
 use zot_host::manage::grants;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::install::{self, provenance, InstallSource, Progress, Request, Staged};
@@ -14,7 +15,6 @@ use zot_host::manage::paths::{project_extensions_dir, ZotHome};
 use zot_host::manage::sandbox::{asked_words, granted_words, grown_since};
 use zot_host::manage::trust::{self, ProjectExtension};
 use zot_host::terminal_text::{self, one_line};
-use zot_host::Compiler;
 use zot_host::SandboxView;
 
 #[derive(clap::Args)]

@@ -213,14 +213,6 @@ pub(crate) enum ExtCommand {
 
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
-    // `zot __compile …`: the child process that compiles one component under limits.
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args
-        .get(1)
-        .is_some_and(|a| a == zot_host::manage::component::SUBCOMMAND)
-    {
-        return zot_host::manage::component::child_main(&args[2..]);
-    }
     // `ZOT_COMPLETE=bash zot -- zot ext info g`: the candidates for a shell's TAB.
     complete::answer_if_asked();
     let cli = Cli::parse();

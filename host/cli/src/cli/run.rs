@@ -75,7 +75,7 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
     let cwd = super::terminal::cwd_or(args.cwd)?;
     let mut config = HostConfig::new(home, cwd);
     config.max_frame = args.max_frame_bytes;
-    config.compiler = zot_host::Compiler::this_program()?;
+    config.compiler = zot_host::compile::Compiler::this_program()?;
     if let Some(ms) = args.tool_timeout_ms.or(manifest.limits.tool_timeout_ms) {
         config.timeouts.tool = std::time::Duration::from_millis(ms);
     }

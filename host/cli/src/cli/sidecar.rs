@@ -83,7 +83,7 @@ impl HostArgs {
         config.explicit = self.ext;
         config.trust_project = self.trust_project;
         self.load.apply(&mut config);
-        config.compiler = zot_host::Compiler::this_program()?;
+        config.compiler = zot_host::compile::Compiler::this_program()?;
         config.provider = self.provider;
         config.model = self.model;
         config.builtin_tools = names(self.builtin_tools);

@@ -8,12 +8,12 @@ use super::resolve::{copy_at, resolve, Scope, ScopeArgs};
 use super::terminal::cwd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use zot_host::compile::Compiler;
 use zot_host::manage::identity::{folder_key, Identity};
 use zot_host::manage::install::{self, InstallSource, Progress, Request, Staged};
 use zot_host::manage::manifest::{validate_name, Launch, Manifest, MANIFEST_FILE};
 use zot_host::manage::paths::project_root;
 use zot_host::manage::trust::{self, ProjectExtension, Untrusted};
-use zot_host::Compiler;
 use zot_host::ZotHome;
 use zot_host::{ExtState, ExtensionInfo, Host, HostConfig, HostEvent};
 
