@@ -14,6 +14,7 @@ use zot_protocol::HostFrame;
 
 /// Deadlines, all configurable; the defaults are PROTOCOL.md's.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Timeouts {
     pub command: Duration,
     pub tool: Duration,

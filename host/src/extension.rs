@@ -128,6 +128,7 @@ pub enum ReadyBy {
 
 /// What is known about an extension, for listings and `zot ext check`.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Status {
     pub hello: Option<zot_protocol::Hello>,
     pub events: BTreeSet<String>,

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use zot_host::compile::{CompileLimits, CompileMode, Compiler};
+use zot_host::compile::{CompileMode, Compiler};
 use zot_host::manage::component as wasm;
 use zot_host::manage::component::cache::sha256_hex;
 use zot_host::manage::component::Kind;
@@ -157,10 +157,9 @@ fn compiler_behind(dir: &Path, name: &str, before: &str) -> Compiler {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    Compiler {
-        mode: CompileMode::Program(script),
-        limits: CompileLimits::default(),
-    }
+    let mut compiler = Compiler::default();
+    compiler.mode = CompileMode::Program(script);
+    compiler
 }
 
 /// Copies the component `from` to `dir/name`: its path.

@@ -86,6 +86,7 @@ const CPU_HARD_EXTRA: u64 = 2;
 
 /// Limits on one compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompileLimits {
     /// Address space of the compiling process, in MiB.
     pub memory_mb: u64,
@@ -131,6 +132,7 @@ impl CompileLimits {
 
 /// How components are compiled: where ([`CompileMode`]), and the limits of a child.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Compiler {
     /// Where it compiles.
     pub mode: CompileMode,

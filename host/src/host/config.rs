@@ -10,6 +10,7 @@ use crate::budget::Timeouts;
 
 /// Everything the host needs to know to start extensions.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct HostConfig {
     pub home: ZotHome,
     /// The project directory (`hello_ack.cwd`, and where `.zot/extensions` is looked for).

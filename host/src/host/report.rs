@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 /// An extension as the host lists it.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ExtensionInfo {
     pub name: String,
     pub version: String,
@@ -110,6 +111,7 @@ pub enum ExtState {
 
 /// What `load` (and `reload`) did.
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct LoadReport {
     /// Extensions stopped first (reload only).
     pub stopped: Vec<String>,
@@ -131,6 +133,7 @@ pub struct LoadReport {
 
 /// A project-local extension that was not started: untrusted.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct UntrustedReport {
     pub extension: String,
     #[serde(serialize_with = "crate::paths::serialize_lossy")]
@@ -141,6 +144,7 @@ pub struct UntrustedReport {
 
 /// Something to review about a started extension.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct LoadWarning {
     pub extension: String,
     pub warning: String,
@@ -148,6 +152,7 @@ pub struct LoadWarning {
 
 /// One extension that could not be started.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct LoadError {
     pub extension: String,
     pub error: String,
@@ -195,6 +200,7 @@ fn shadowed_warning(dup: &Found, winner: Option<&Found>) -> String {
 
 /// The interception chain's verdict.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Verdict {
     pub block: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -209,7 +215,8 @@ pub struct Verdict {
 
 /// One interceptor's answer, as [`Host::intercept_steps`](super::Host::intercept_steps)
 /// reports it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct InterceptStep {
     /// The interceptor.
     pub extension: String,

@@ -629,32 +629,25 @@ mod tests {
 
     #[test]
     fn verdicts_are_shown_in_order() {
-        let steps = vec![
-            InterceptStep {
-                extension: "a".into(),
-                answer: Some(Verdict {
-                    modified_args: Some(json!({"x":1})),
-                    ..Verdict::default()
-                }),
-            },
-            InterceptStep {
-                extension: "b".into(),
-                answer: None,
-            },
-            InterceptStep {
-                extension: "c".into(),
-                answer: Some(Verdict {
-                    block: true,
-                    reason: Some("no".into()),
-                    ..Verdict::default()
-                }),
-            },
-        ];
-        let v = Verdict {
-            block: true,
-            reason: Some("no".into()),
-            ..Verdict::default()
+        let verdict = |block: bool, reason: Option<&str>, args: Option<serde_json::Value>| {
+            let mut v = Verdict::default();
+            v.block = block;
+            v.reason = reason.map(str::to_string);
+            v.modified_args = args;
+            v
         };
+        let step = |extension: &str, answer: Option<Verdict>| {
+            let mut s = InterceptStep::default();
+            s.extension = extension.into();
+            s.answer = answer;
+            s
+        };
+        let steps = vec![
+            step("a", Some(verdict(false, None, Some(json!({"x":1}))))),
+            step("b", None),
+            step("c", Some(verdict(true, Some("no"), None))),
+        ];
+        let v = verdict(true, Some("no"), None);
         assert_eq!(
             intercept_steps("tool_call", &steps, &v),
             [
