@@ -113,6 +113,8 @@ pub mod terminal_text;
 pub mod transport;
 
 // The internals, in layers (`docs/architecture.md`; `import_graph` checks them).
+#[cfg(test)]
+mod architecture_doc;
 mod budget;
 mod caps;
 mod component;

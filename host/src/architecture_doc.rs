@@ -1,0 +1,117 @@
+//! `docs/architecture.md` kept true: every module of this crate has its row in the
+//! modules table, and every file the tables name exists — so a reader who follows the
+//! page to a decision finds the file it names.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn page() -> String {
+    std::fs::read_to_string(root().join("docs/architecture.md")).unwrap()
+}
+
+/// The rows of the table that follows `heading`: each row's cells.
+fn table(page: &str, heading: &str) -> Vec<Vec<String>> {
+    let at = page
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"));
+    page[at..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(str::to_string)
+                .collect()
+        })
+        .collect()
+}
+
+/// The `code` spans of `cell` that look like a file or folder of this repository.
+fn paths(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| s.ends_with(".rs") || (s.ends_with('/') && !s.contains(' ')))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Where a path named on the page is: `host/…` from the repository, else from `host/src`.
+fn place(path: &str) -> PathBuf {
+    if path.starts_with("host/") {
+        root().join(path)
+    } else {
+        root().join("host/src").join(path)
+    }
+}
+
+#[test]
+fn every_module_has_a_row() {
+    let rows = table(&page(), "## Modules of `zot-host`");
+    let named: Vec<String> = rows.iter().map(|r| r[0].clone()).collect();
+    let src = root().join("host/src");
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if ["lib.rs", "import_graph.rs", "architecture_doc.rs"].contains(&name.as_str()) {
+            continue;
+        }
+        // A folder is its module's (`host/`, `caps/`) or a file module's own (`launcher/`
+        // beside `launcher.rs`).
+        let spans = if path.is_dir() {
+            vec![format!("`{name}/"), format!("`{name}.rs`")]
+        } else {
+            vec![format!("`{name}`")]
+        };
+        assert!(
+            named
+                .iter()
+                .any(|cell| spans.iter().any(|s| cell.contains(s))),
+            "docs/architecture.md has no row for {name}"
+        );
+    }
+}
+
+#[test]
+fn every_file_the_page_names_exists() {
+    let page = page();
+    for heading in ["## Modules of `zot-host`", "## Where each decision lives"] {
+        for row in table(&page, heading) {
+            for cell in &row {
+                for path in paths(cell) {
+                    let here = place(&path);
+                    // A file named inside a folder's row is that folder's.
+                    let inside = paths(&row[0])
+                        .iter()
+                        .filter(|dir| dir.ends_with('/'))
+                        .map(|dir| place(dir).join(&path))
+                        .any(|p| p.exists());
+                    assert!(
+                        here.exists() || inside || in_any_folder(&path),
+                        "docs/architecture.md ({heading}) names {path}, which is not there"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Whether `path` exists below some folder of `host/src` (`files.rs` in `transport/wasm/`).
+fn in_any_folder(path: &str) -> bool {
+    fn walk(dir: &Path, path: &str) -> bool {
+        if dir.join(path).exists() {
+            return true;
+        }
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .any(|e| e.path().is_dir() && walk(&e.path(), path))
+    }
+    walk(&root().join("host/src"), path)
+}
