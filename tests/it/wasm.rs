@@ -849,30 +849,6 @@ fn command_woken_from_a_stdin_wait_by_a_timer_is_still_under_a_deadline() {
     }
 }
 
-/// A command with nothing to do but wait for stdin runs no deadline: idle for longer than
-/// any budget it was given (a 1 s one-way frame, a tool call of 200 ms + 1 s), it is not
-/// stopped, and answers the next call.
-#[test]
-fn idle_command_waiting_for_stdin_is_not_stopped() {
-    let _serial = serial();
-    let name = "idle-command";
-    let mut b = HostBuilder::new();
-    b.explicit(name, &component(name, COMMAND));
-    let host = b.start();
-    host.ready();
-    let d = host.request(
-        "call_tool",
-        json!({"name": "echo", "args": {"n": 1}, "timeout_ms": 200}),
-    );
-    assert_eq!(d["success"], true, "{d}");
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(host.entry(name)["state"], "ready", "{}", host.diagnostics());
-    assert_unharmed(&host, name);
-    let log = host.log(name);
-    assert!(!log.contains("extension gone"), "log:\n{log}");
-    host.shutdown();
-}
-
 #[test]
 fn reload_restarts_a_stopped_component() {
     let _serial = serial();

@@ -31,9 +31,7 @@ pub(crate) struct GrantArgs {
 
 /// `zot ext grant`, in the current directory and `$ZOT_HOME`, on the terminal.
 pub(crate) fn grant(args: GrantArgs) -> Result<(), CliError> {
-    let what = format!("grant {}", args.target);
-    let home = super::zot_home(None).context(&what)?;
-    grant_in(&home, &cwd().context(&what)?, args, &mut Term)
+    on_terminal(format!("grant {}", args.target), args, grant_in)
 }
 
 /// With no `--all`/`--permission`, shows what is asked and granted; else records more.
@@ -60,9 +58,18 @@ pub(crate) struct RevokeArgs {
 
 /// `zot ext revoke`, in the current directory and `$ZOT_HOME`, on the terminal.
 pub(crate) fn revoke(args: RevokeArgs) -> Result<(), CliError> {
-    let what = format!("revoke {}", args.target);
+    on_terminal(format!("revoke {}", args.target), args, revoke_in)
+}
+
+/// Runs `flow` (`grant_in` or `revoke_in`) in `$ZOT_HOME` and the current directory,
+/// saying and asking on the terminal; `what` names the command if either is not found.
+fn on_terminal<A>(
+    what: String,
+    args: A,
+    flow: fn(&ZotHome, &Path, A, &mut dyn Prompt) -> Result<(), CliError>,
+) -> Result<(), CliError> {
     let home = super::zot_home(None).context(&what)?;
-    revoke_in(&home, &cwd().context(&what)?, args, &mut Term)
+    flow(&home, &cwd().context(&what)?, args, &mut Term)
 }
 
 /// Forgets the grant of an extension (a relative path taken from `cwd`).

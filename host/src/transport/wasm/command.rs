@@ -204,3 +204,180 @@ impl Pollable for FrameStdin {
         }
     }
 }
+
+/// The per-frame deadline of a real command component (the test guest,
+/// `tests/guests/command`) on tokio's paused clock. [`Deadline`] is measured on the
+/// runtime's clock, so advancing the paused clock is time passing for it; the epoch
+/// ticker, a real thread, only makes a running guest check it every 10 ms of real time.
+/// While a guest runs, the paused clock stands still (the runtime is busy): the time a
+/// guest takes on this machine never counts, only the steps the test makes.
+#[cfg(test)]
+mod tests {
+    use super::super::{prepare, start, WasmSpec};
+    use crate::budget::{Budget, Timeouts};
+    use crate::component::compile::Compiler;
+    use crate::log::ExtLog;
+    use crate::sandbox::Policy;
+    use crate::transport::{Connection, ExitReason, Inbound, Outbound};
+    use serde_json::{json, Value};
+    use std::future::Future;
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+    use tokio::sync::oneshot::error::TryRecvError;
+    use tokio::time::Instant;
+    use zot_protocol::{encode, HelloAck, HostFrame, ToolCall};
+
+    /// The timeout the tool calls are sent with: their budget is this and the cancel grace.
+    const CALL: Duration = Duration::from_millis(200);
+    /// Far past every budget the guest was given (a call's, its start's).
+    const LONG: Duration = Duration::from_secs(600);
+    /// How far the paused clock moves at a time while a guest runs.
+    const STEP: Duration = Duration::from_millis(100);
+    /// Real time for a spinning guest to be stopped: only against a hang, never reached.
+    const HANG: Duration = Duration::from_secs(60);
+
+    /// Runs `test` on the paused clock (as `#[tokio::test(start_paused = true)]` does),
+    /// with a scheduler that comes back to the test after every task it runs, not every
+    /// 61: a spinning guest is polled once per epoch tick, so the test's steps of the
+    /// clock come that often too.
+    fn paused(test: impl Future<Output = ()>) {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .event_interval(1)
+            .build()
+            .unwrap()
+            .block_on(test)
+    }
+
+    /// A folder of the test's own for the guest's log and the compilation cache.
+    fn scratch(test: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("zot-command-{test}-{}", std::process::id()))
+    }
+
+    /// The test guest started with nothing granted, once it said `ready` and handled the
+    /// `hello_ack` (a one-way frame).
+    async fn started(dir: &Path) -> Connection {
+        let log = ExtLog::open(&dir.join("log"));
+        let wasm = Path::new(zot_test_guests::COMMAND);
+        let loaded = prepare(wasm, &dir.join("cache"), &Compiler::default(), &log)
+            .await
+            .unwrap();
+        let spec = WasmSpec {
+            policy: Policy::nothing_granted(),
+            log,
+            guest_output: true,
+            max_frame: zot_protocol::DEFAULT_MAX_FRAME,
+        };
+        let mut conn = start(loaded, spec).unwrap();
+        while next(&mut conn).await["type"] != "ready" {}
+        let ack = HelloAck {
+            protocol_version: zot_protocol::PROTOCOL_VERSION,
+            ..Default::default()
+        };
+        assert_eq!(send(&conn, HostFrame::HelloAck(ack)).await, Budget::ONE_WAY);
+        let note = next(&mut conn).await;
+        assert!(
+            note["message"].as_str().unwrap().starts_with("hello_ack "),
+            "{note}"
+        );
+        conn
+    }
+
+    /// The guest's next frame.
+    async fn next(conn: &mut Connection) -> Value {
+        match conn.inbound.recv().await {
+            Some(Inbound::Line(line, _)) => serde_json::from_slice(&line).unwrap(),
+            Some(Inbound::Oversize { len, .. }) => panic!("a line of {len} bytes"),
+            None => panic!("the guest is gone: {:?}", conn.exit.try_recv()),
+        }
+    }
+
+    /// Sends a call of `tool` (timeout [`CALL`]).
+    async fn call(conn: &Connection, id: &str, tool: &str) -> Budget {
+        let frame = HostFrame::ToolCall(ToolCall {
+            id: id.into(),
+            name: tool.into(),
+            args: json!({"id": id}),
+            extra: Default::default(),
+        });
+        send(conn, frame).await
+    }
+
+    /// Sends `frame` with its budget, as the core does (a request's timeout: [`CALL`]).
+    async fn send(conn: &Connection, frame: HostFrame) -> Budget {
+        let budget = Budget::for_frame(&frame, &Timeouts::default(), Some(CALL));
+        let line = encode(&frame);
+        let sent = conn.outbound.send(Outbound {
+            line,
+            budget,
+            room: None,
+        });
+        assert!(sent.await.is_ok(), "the guest's input is closed");
+        budget
+    }
+
+    /// Calls `echo` and checks the answer.
+    async fn echo(conn: &mut Connection, id: &str) {
+        call(conn, id, "echo").await;
+        let answer = next(conn).await;
+        assert_eq!(answer["type"], "tool_result", "{answer}");
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["is_error"], false, "{answer}");
+    }
+
+    /// Calls `spin` (it never returns) and moves the clock a [`STEP`] at a time until
+    /// the guest is stopped; checks it was stopped by its deadline, once the clock passed
+    /// the call's budget, not before and at most a few steps after.
+    async fn spin_until_stopped(conn: &mut Connection) {
+        let sent = Instant::now();
+        let budget = call(conn, "spin", "spin").await;
+        let real = std::time::Instant::now();
+        let exit = loop {
+            match conn.exit.try_recv() {
+                Ok(exit) => break exit,
+                Err(TryRecvError::Empty) if real.elapsed() < HANG => {
+                    tokio::time::advance(STEP).await
+                }
+                Err(e) => panic!("still running {:?} after the call: {e}", sent.elapsed()),
+            }
+        };
+        assert_eq!(exit, ExitReason::DeadlineExceeded);
+        let ran = sent.elapsed();
+        assert!(ran >= budget.duration(), "stopped after {ran:?}");
+        assert!(
+            ran <= budget.duration() + 10 * STEP,
+            "stopped after {ran:?}"
+        );
+    }
+
+    #[test]
+    fn a_command_waiting_for_input_runs_no_deadline_however_long_it_waits() {
+        let dir = scratch("idle");
+        paused(async {
+            let mut conn = started(&dir).await;
+            echo(&mut conn, "1").await;
+            // The clock auto-advances only when no task can run: when the guest waits
+            // for its next frame. Ten minutes pass, far past the budget of the frame it
+            // handled and of its start.
+            let waited = Instant::now();
+            tokio::time::sleep(LONG).await;
+            assert!(waited.elapsed() >= LONG);
+            echo(&mut conn, "2").await;
+            assert_eq!(conn.exit.try_recv(), Err(TryRecvError::Empty));
+            // None of the wait counted: the next frame that runs on gets its whole budget.
+            spin_until_stopped(&mut conn).await;
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_command_running_past_its_deadline_is_stopped_when_the_clock_passes_it() {
+        let dir = scratch("spin");
+        paused(async {
+            let mut conn = started(&dir).await;
+            spin_until_stopped(&mut conn).await;
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

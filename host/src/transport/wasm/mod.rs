@@ -30,8 +30,8 @@ use crate::sandbox::{
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::time::Instant;
 use wasmtime::component::{Component, ResourceTable, ResourceTableError};
 use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -321,6 +321,10 @@ impl Control for StopHandle {
 }
 
 /// The deadline of the work the guest is doing now; `None` while it waits for input.
+///
+/// Measured on the runtime's clock (`tokio::time::Instant`): the wall clock, unless a
+/// test paused it, where advancing the paused clock is time passing for the deadline.
+/// The epoch ticker ([`engine`]) only makes a running guest check it, every tick.
 #[derive(Default)]
 struct Deadline(Mutex<Option<Instant>>);
 

@@ -156,11 +156,7 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
                         if tool.is_empty() {
                             return Err("usage: intercept tool_call <tool> [json]".into());
                         }
-                        let args = if json.is_empty() {
-                            Map::new()
-                        } else {
-                            object(json, "the tool's arguments")?
-                        };
+                        let args = object_or_empty(json, "the tool's arguments")?;
                         fields([
                             ("tool_id", Value::from("shell-1")),
                             ("tool_name", Value::from(tool)),
@@ -178,8 +174,7 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
                         fields([("step", Value::from(step))])
                     }
                     "assistant_message" => fields([("text", Value::from(rest))]),
-                    _ if rest.is_empty() => Map::new(),
-                    _ => object(rest, "the event's fields")?,
+                    _ => object_or_empty(rest, "the event's fields")?,
                 };
             Ok(Some(Verb::Intercept {
                 event: event.to_string(),
@@ -191,11 +186,7 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
             if event.is_empty() {
                 return Err("usage: emit <event> [json object of its fields]".into());
             }
-            let fields = if json.is_empty() {
-                Map::new()
-            } else {
-                object(json, "the event's fields")?
-            };
+            let fields = object_or_empty(json, "the event's fields")?;
             Ok(Some(Verb::Emit {
                 event: event.to_string(),
                 fields,
@@ -203,11 +194,7 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
         }
         "turn" => {
             let (tool, json) = split_word(rest);
-            let args = if json.is_empty() {
-                Value::Object(Map::new())
-            } else {
-                Value::Object(object(json, "the tool's arguments")?)
-            };
+            let args = Value::Object(object_or_empty(json, "the tool's arguments")?);
             Ok(Some(Verb::Turn {
                 tool: (!tool.is_empty()).then(|| tool.to_string()),
                 args,
@@ -292,6 +279,14 @@ pub(crate) fn object(json: &str, what: &str) -> Result<Map<String, Value>, Strin
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(format!("{what} must be a JSON object, not {json}")),
         Err(e) => Err(format!("{what}: not JSON: {e}")),
+    }
+}
+
+/// [`object`], where no text at all is no fields (`{}`).
+fn object_or_empty(json: &str, what: &str) -> Result<Map<String, Value>, String> {
+    match json {
+        "" => Ok(Map::new()),
+        _ => object(json, what),
     }
 }
 
@@ -483,6 +478,29 @@ mod tests {
         ] {
             assert_eq!(ok(line), verb);
         }
+    }
+
+    #[test]
+    fn no_json_is_no_fields_and_bad_json_says_whose() {
+        let fields = |line: &str| match parse(line).unwrap().unwrap() {
+            Verb::Intercept { fields, .. } | Verb::Emit { fields, .. } => Value::Object(fields),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(fields("emit session_start"), json!({}));
+        assert_eq!(fields("intercept turn_end"), json!({}));
+        assert_eq!(fields(r#"intercept turn_end {"a":1}"#), json!({"a": 1}));
+        assert_eq!(
+            fields("intercept tool_call bash"),
+            json!({"tool_id":"shell-1","tool_name":"bash","tool_args":{}})
+        );
+        let err = |line: &str| parse(line).unwrap_err();
+        assert_eq!(
+            err("emit e [1]"),
+            "the event's fields must be a JSON object, not [1]"
+        );
+        assert!(err("intercept e {bad").starts_with("the event's fields: not JSON"));
+        assert!(err("turn echo {bad").starts_with("the tool's arguments: not JSON"));
+        assert!(err("intercept tool_call x 1").starts_with("the tool's arguments must be"));
     }
 
     #[test]
