@@ -10,7 +10,7 @@
 //! stopped when the deadline it had before that wait runs out: the deadline is never off
 //! while guest code runs.
 
-use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData, Stop};
+use super::{add_wasi_to_linker, exit_for, instantiate_or_stop, Deadline, Guest, GuestData, Stop};
 use crate::budget::Budget;
 use crate::sandbox::Stdio;
 use crate::transport::{pipe, ExitReason, Outbound};
@@ -55,15 +55,14 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
     let exit = async {
         let mut linker = Linker::<GuestData>::new(store.engine());
         if let Err(e) = add_wasi_to_linker(&mut linker) {
-            return exit_for(&store, &e);
+            return ExitReason::LinkFailed(format!("{e:#}"));
         }
-        deadline.set(Budget::START);
-        let command = tokio::select! {
-            r = Command::instantiate_async(&mut store, &component, &linker) => match r {
-                Ok(c) => c,
-                Err(e) => return exit_for(&store, &e),
-            },
-            () = stop.kill.notified() => return stop.reason(),
+        let started = instantiate_or_stop(&mut store, &deadline, &stop, async |store| {
+            Command::instantiate_async(store, &component, &linker).await
+        });
+        let command = match started.await {
+            Ok(command) => command,
+            Err(exit) => return exit,
         };
         log.info("component started (command)");
         tokio::select! {
@@ -260,7 +259,7 @@ mod tests {
     async fn started(dir: &Path) -> Connection {
         let log = ExtLog::open(&dir.join("log"));
         let wasm = Path::new(zot_test_guests::COMMAND);
-        let loaded = prepare(wasm, &dir.join("cache"), &Compiler::default(), &log)
+        let loaded = prepare(wasm, &dir.join("cache"), &Compiler::in_process(), &log)
             .await
             .unwrap();
         let spec = WasmSpec {

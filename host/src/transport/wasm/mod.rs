@@ -560,6 +560,22 @@ impl Guest {
     }
 }
 
+/// Instantiates the guest (`instantiate`, given the store) under the start budget
+/// ([`Budget::START`]), or stops with it: the instance, or why the guest did not start.
+async fn instantiate_or_stop<T>(
+    store: &mut Store<GuestData>,
+    deadline: &Deadline,
+    stop: &Stop,
+    instantiate: impl AsyncFnOnce(&mut Store<GuestData>) -> wasmtime::Result<T>,
+) -> Result<T, ExitReason> {
+    deadline.set(Budget::START);
+    let started = tokio::select! {
+        r = instantiate(&mut *store) => r,
+        () = stop.kill.notified() => return Err(stop.reason()),
+    };
+    started.map_err(|e| exit_for(store, &e))
+}
+
 /// The exit report for a guest call that failed with `error`: the guest's exit status,
 /// the host's reason for stopping it (raised by the epoch callback), or a trap, reported
 /// as `memory limit` if it followed a refused memory growth, and as the limit exceeded

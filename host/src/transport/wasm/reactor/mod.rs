@@ -6,8 +6,7 @@
 
 mod v0_1_0;
 
-use super::{add_wasi_to_linker, exit_for, Deadline, Guest, GuestData};
-use crate::budget::Budget;
+use super::{add_wasi_to_linker, exit_for, instantiate_or_stop, Deadline, Guest, GuestData};
 use crate::component::wit::SPOKEN;
 use crate::transport::{ExitReason, Outbound};
 use std::future::Future;
@@ -116,13 +115,12 @@ async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) ->
     if let Err(e) = add_wasi_to_linker(&mut linker).and_then(|()| B::link(&mut linker)) {
         return ExitReason::LinkFailed(format!("{e:#}"));
     }
-    deadline.set(Budget::START);
-    let bindings = tokio::select! {
-        r = B::instantiate(&mut store, &component, &linker) => match r {
-            Ok(b) => b,
-            Err(e) => return exit_for(&store, &e),
-        },
-        () = stop.kill.notified() => return stop.reason(),
+    let started = instantiate_or_stop(&mut store, &deadline, &stop, async |store| {
+        B::instantiate(store, &component, &linker).await
+    });
+    let bindings = match started.await {
+        Ok(bindings) => bindings,
+        Err(exit) => return exit,
     };
     tokio::select! {
         r = bindings.start(&mut store) => {
