@@ -296,6 +296,8 @@ fn extension_that_never_sends_hello_does_not_block_host_ready() {
     let mut b = HostBuilder::new();
     b.explicit("mute", &py_manifest("mute", &["--mode", "nohello"]));
     b.explicit("talker", &node_manifest("talker", &[]));
+    // The default cap, which this test is about (the harness lengthens it otherwise).
+    b.arg("--ready-timeout-ms").arg("3000");
     let host = b.start();
     host.ready_within(Duration::from_secs(10));
     let took = host.started.elapsed();

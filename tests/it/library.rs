@@ -6,10 +6,14 @@ use crate::common::*;
 use serde_json::{json, Map, Value};
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 use zot_host::launcher::Scripted;
 use zot_host::transport::memory::Peer;
 use zot_host::{ExtState, Host, HostConfig, HostEvent, ZotHome};
 use zot_protocol::{Event, PanelKey};
+
+/// How long `load` waits for the Python extensions to say `ready`.
+const READY_WAIT: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_and_panel_keys_from_one_task_arrive_in_the_order_sent() {
@@ -24,6 +28,9 @@ async fn events_and_panel_keys_from_one_task_arrive_in_the_order_sent() {
     );
     config.explicit = vec![ext];
     config.installed = false;
+    // Python under a loaded CI machine may take longer than the default 3 s to say
+    // `ready`; the subject here is order, not start time (the wait ends at `ready`).
+    config.timeouts.ready = READY_WAIT;
     let (host, mut notes) = Host::new(config);
     let report = host.load().await;
     assert_eq!(report.ready, ["ordered"], "{report:?}");
@@ -115,6 +122,9 @@ async fn intercept_steps_tell_each_interceptors_answer_in_order() {
     );
     config.explicit = vec![guard, second];
     config.installed = false;
+    // Python under a loaded CI machine may take longer than the default 3 s to say
+    // `ready`; the subject here is order, not start time (the wait ends at `ready`).
+    config.timeouts.ready = READY_WAIT;
     let (host, _notes) = Host::new(config);
     let report = host.load().await;
     assert_eq!(report.ready.len(), 2, "{report:?}");

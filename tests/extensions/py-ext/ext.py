@@ -240,12 +240,16 @@ def main():
         time.sleep(OPTS["delay_ms"] / 1000.0)
     if MODE == "garbage":
         emit_raw("this is not json\n{broken\n\n   \n\r\n")
+    if MODE == "exit":
+        # Gone before its hello, so it exits while starting however loaded the machine
+        # is (after a hello, 250 ms of silence would make it ready first).
+        sys.stderr.write("py-ext stderr: started %s\n" % OPTS["name"])
+        sys.stderr.flush()
+        sys.exit(OPTS["exit_code"])
     emit({"type": "hello", "name": OPTS["name"], "version": "1.2.3",
           "capabilities": ["commands", "tools", "events"]})
     sys.stderr.write("py-ext stderr: started %s\n" % OPTS["name"])
     sys.stderr.flush()
-    if MODE == "exit":
-        sys.exit(OPTS["exit_code"])
     if MODE == "stubborn":
         stubborn()
         return

@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long to wait for `host_ready` in tests that do not measure it.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(15);
+/// The `--ready-timeout-ms` of a test's `zot host` unless it gives one: below
+/// [`READY_TIMEOUT`], so `host_ready` always comes within the test's wait.
+const HOST_READY_WAIT_MS: &str = "12000";
 /// How long to wait for an ordinary event.
 pub const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -396,6 +399,12 @@ impl HostBuilder {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // The ready wait ends as soon as every extension is ready or gone; the default
+        // 3 s is too short for a Python start on a loaded 2-core machine, where a test
+        // would then call a tool not yet registered. A test of the cap passes its own.
+        if !self.args.iter().any(|a| a == "--ready-timeout-ms") {
+            cmd.arg("--ready-timeout-ms").arg(HOST_READY_WAIT_MS);
+        }
         let started = Instant::now();
         let mut child = cmd
             .spawn()
