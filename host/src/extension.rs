@@ -145,8 +145,8 @@ pub struct Status {
     pub events_dropped: u64,
     /// Notifications dropped because the application did not read them in time.
     pub notes_dropped: u64,
-    /// Registrations refused because they were over [`REGISTRATIONS`] or
-    /// [`REGISTRATION_BYTES`].
+    /// Registrations refused because they were over `REGISTRATIONS` or
+    /// `REGISTRATION_BYTES`.
     pub registrations_refused: u64,
     /// The signal it took to stop it (`SIGTERM`, `SIGKILL`) when it ignored `shutdown`.
     pub forced: Option<&'static str>,

@@ -1,5 +1,5 @@
 //! Starting an extension on its transport: the only code that names both the stdio and
-//! the wasm transport. The core ([`crate::host`]) asks a [`Launcher`] for a
+//! the wasm transport. The core (`crate::host`) asks a [`Launcher`] for a
 //! [`Connection`] and never learns more about how frames travel.
 
 use crate::budget::Timeouts;

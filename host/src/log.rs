@@ -94,7 +94,7 @@ impl ExtLog {
     }
 
     /// Copies what an extension writes to stderr into the log, a `[stderr]` line per
-    /// line (one longer than [`MAX_STDERR_LINE`] is cut and marked), until `stderr` ends.
+    /// line (one longer than `MAX_STDERR_LINE` is cut and marked), until `stderr` ends.
     pub async fn copy_stderr(self, stderr: impl AsyncRead + Unpin) {
         let mut reader = BufReader::new(stderr);
         let mut line = Vec::new();

@@ -363,7 +363,7 @@ impl Manifest {
     }
 
     /// The manifest of a bare component file (no `extension.json`): what its embedded
-    /// manifest ([`Embedded`]) says, if it has one; else named after the file
+    /// manifest (`Embedded`) says, if it has one; else named after the file
     /// (`guard.wasm` → `guard`) and asking nothing but its data dir. A file that cannot be
     /// read has no embedded manifest (loading it says why).
     pub fn bare_component(wasm: &Path) -> Result<Manifest, ManifestError> {

@@ -4,8 +4,8 @@
 //! into place; one whose checksum does not match (torn, corrupt) or that was compiled
 //! from another component than the bytes just hashed (a copied or planted entry) is
 //! compiled again and replaced. The component file is read once, as a regular file of
-//! at most [`MAX_COMPONENT_BYTES`](super::inspect::MAX_COMPONENT_BYTES) opened
-//! without blocking; those bytes are hashed and compiled. Compiling ([`super::compile`])
+//! at most `MAX_COMPONENT_BYTES` opened
+//! without blocking; those bytes are hashed and compiled. Compiling (`super::compile`)
 //! runs on a blocking thread, never on the async runtime's workers.
 
 use sha2::{Digest, Sha256};
@@ -211,7 +211,7 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
 }
 
 /// The bytes of the component file at `path`: a regular file of at most
-/// [`MAX_COMPONENT_BYTES`](super::inspect::MAX_COMPONENT_BYTES), never a FIFO or a
+/// `MAX_COMPONENT_BYTES`, never a FIFO or a
 /// device read forever.
 pub fn read_component(path: &Path) -> Result<Vec<u8>, crate::tree::TreeError> {
     crate::tree::read_regular(path, super::inspect::MAX_COMPONENT_BYTES as u64)

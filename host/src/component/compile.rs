@@ -137,7 +137,7 @@ pub struct Compiler {
     /// Where it compiles.
     pub mode: CompileMode,
     /// The limits of a compile child; with [`CompileMode::InProcess`], only how long a
-    /// compile waits for its turn (their wall limit times [`QUEUE_WAITS`]).
+    /// compile waits for its turn (their wall limit times `QUEUE_WAITS`).
     pub limits: CompileLimits,
 }
 
@@ -146,12 +146,12 @@ pub struct Compiler {
 pub enum CompileMode {
     /// In a child of this program, under the limits. This program must have called
     /// [`child_if_asked`] first thing in its `main`; if it did not, every compile fails
-    /// closed, saying so ([`ComponentError::NoCompileChild`]).
+    /// closed, saying so (`ComponentError::NoCompileChild`).
     ThisProgram,
     /// In a child `<program> __compile …`, under the limits: a program that hands those
     /// arguments to [`child_if_asked`] (the `zot` binary, or a wrapper that runs it).
     Program(PathBuf),
-    /// In this process: the caps of [`super::inspect()`] apply, the limits do not, so a
+    /// In this process: the caps of `super::inspect()` apply, the limits do not, so a
     /// component built to be expensive to compile can exhaust this process's memory or
     /// CPU. Only for a program that runs only components it trusts (and this crate's
     /// unit tests).

@@ -20,7 +20,7 @@ pub fn compile_engine() -> Result<Engine, ComponentError> {
         .map_err(|e| ComponentError::Io(format!("cannot set up the WebAssembly engine: {e:#}")))
 }
 
-/// The process-wide engine: async, epoch interruption, ticking every [`TICK`]. Made on
+/// The process-wide engine: async, epoch interruption, ticking every `TICK`. Made on
 /// first use; if that fails (no thread for the ticker), the error is that start's and
 /// the next start tries again.
 pub fn engine() -> Result<&'static Engine, ComponentError> {

@@ -14,7 +14,7 @@ pub enum Permission {
     Cwd,
     Env(String),
     Http(String),
-    /// A [`Limit`] up to this value.
+    /// A `Limit` up to this value.
     Limit(Limit, u64),
 }
 

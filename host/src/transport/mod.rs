@@ -1,6 +1,6 @@
 //! Transports move frames and nothing else: a bounded queue of encoded frames towards the
 //! extension, a bounded stream of lines from it, and an exit report when it is gone.
-//! The protocol core ([`crate::extension`]) cannot tell transports apart.
+//! The protocol core (`crate::extension`) cannot tell transports apart.
 
 mod exit;
 #[cfg(any(test, feature = "test-support"))]
@@ -65,7 +65,7 @@ impl LineGate {
 }
 
 /// One encoded frame for the extension, with how long it may take to handle it (its
-/// [`Budget`](crate::budget::Budget), set by [`Budget::for_frame`](crate::budget::Budget::for_frame)).
+/// `Budget`, set by `Budget::for_frame`).
 /// Transports that run the extension's code themselves enforce it; a subprocess is on its own.
 #[derive(Debug)]
 pub struct Outbound {

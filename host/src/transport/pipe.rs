@@ -49,7 +49,7 @@ pub(crate) async fn write_frames<W: AsyncWrite + Unpin>(
 }
 
 /// Splits an input that has no process behind it (`zot host`'s and `zot ext run`'s
-/// stdin) into size-capped lines, as an extension's output is split ([`read_lines`]),
+/// stdin) into size-capped lines, as an extension's output is split (`read_lines`),
 /// until it ends. Needs a tokio runtime.
 pub fn input_lines<R>(input: R, max_frame: usize) -> mpsc::Receiver<Inbound>
 where

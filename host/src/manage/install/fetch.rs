@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 /// Reports slow steps (clone, first compile) to the user; the CLI draws it on a
 /// terminal and stays quiet when piped.
 pub trait Progress {
-    /// A slow step starts: `what` in a few words ("cloning <url>").
+    /// A slow step starts: `what` in a few words ("cloning `<url>`").
     fn begin(&self, what: &str);
     /// The step begun last is over.
     fn end(&self);

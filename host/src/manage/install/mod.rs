@@ -2,7 +2,7 @@
 //!
 //! An install is staged in a fresh folder inside the extensions directory (same
 //! filesystem), opened without following links ([`SafeDir`]: a `.zot` or
-//! `.zot/extensions` that is a link is refused): fetched ([`fetch`]), checked (symlinks
+//! `.zot/extensions` that is a link is refused): fetched (`fetch`), checked (symlinks
 //! stay inside, `extension.json` is valid and names a program or component that is
 //! there), then renamed to `<extensions>/<manifest name>` within that folder's handle and
 //! recorded under `$ZOT_HOME` ([`provenance`]). A failure removes the staging folder; one

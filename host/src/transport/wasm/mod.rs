@@ -110,7 +110,7 @@ pub async fn probe_hello(
     }
 }
 
-/// [`prepare`], for a caller that only prints why not.
+/// `prepare`, for a caller that only prints why not.
 pub async fn load(
     wasm: &Path,
     cache_dir: &Path,
