@@ -216,6 +216,29 @@ fn a_native_and_a_sandboxed_extension_are_listed_and_called() {
 }
 
 #[test]
+fn structured_output_and_output_schema_pass_through() {
+    let mut p = Project::new("mcp-structured");
+    // The Rust test extension: its first tool carries `output_schema`, `structured`
+    // answers with `structured_content`.
+    p.ext("rs", &rs_manifest("rs", &["--tools", "typed,structured"]));
+    let run = p.drive(
+        json!([{"op": "tools"}, {"op": "call", "name": "structured", "args": {"q": "life"}}]),
+        &[],
+    );
+    let s = &run["steps"];
+    let tools = s[0]["tools"].as_array().unwrap();
+    let typed = tools.iter().find(|t| t["name"] == "typed").unwrap();
+    assert_eq!(typed["outputSchema"], json!({"type": "object"}), "{run:#}");
+    assert_eq!(s[1]["isError"], false, "{run:#}");
+    assert_eq!(
+        s[1]["structuredContent"],
+        json!({"answer": 42, "args": {"q": "life"}}),
+        "{run:#}"
+    );
+    assert_eq!(first(&s[1]), "structured");
+}
+
+#[test]
 fn a_timeout_is_a_tool_error_in_words() {
     let mut p = Project::new("mcp-timeout");
     p.ext("py", &py("py", &[]));
@@ -347,4 +370,87 @@ fn closing_stdin_ends_zot_mcp_with_0_and_stops_the_extensions() {
         wait_process_gone(pid, Duration::from_secs(10)),
         "the extension {pid} still runs"
     );
+}
+
+/// The stateless revision (2026-07-28), which the TypeScript SDK 1.x does not speak: raw
+/// JSON-RPC lines with the per-request `_meta` it asks for instead of `initialize`.
+#[test]
+fn the_stateless_revision_discovers_and_calls_without_initialize() {
+    let mut p = Project::new("mcp-stateless");
+    p.ext("py", &py("py", &["--tools", "echo"]));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    });
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+               "params": {"_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"a": 1}, "_meta": meta}}),
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["mcp", "--only", "--zot-home"])
+        .arg(p.path("home"))
+        .arg("--cwd")
+        .arg(p.path("cwd"))
+        .args(&p.ext_args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC ({e}): {line}"));
+            if tx.send(value).is_err() {
+                return;
+            }
+        }
+    });
+    let mut answers = std::collections::HashMap::new();
+    for request in &requests {
+        use std::io::Write;
+        writeln!(stdin, "{request}").unwrap();
+        let id = request["id"].clone();
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        while !answers.contains_key(&id.to_string()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer to {request}"));
+            if let Some(id) = message.get("id") {
+                answers.insert(id.to_string(), message.clone());
+            }
+        }
+    }
+    let discovered = &answers["1"]["result"];
+    let versions = discovered["supportedVersions"].as_array().unwrap();
+    for version in ["2025-11-25", "2026-07-28"] {
+        assert!(versions.contains(&json!(version)), "{discovered}");
+    }
+    assert_eq!(discovered["capabilities"]["tools"]["listChanged"], true);
+    let called = &answers["2"]["result"];
+    assert_eq!(called["content"][0]["text"], r#"{"a":1}"#, "{called}");
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "zot mcp did not end at end of input"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
 }

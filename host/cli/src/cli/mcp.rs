@@ -381,3 +381,84 @@ fn level_rank(level: &rmcp::model::LoggingLevel) -> u8 {
         LoggingLevel::Emergency => 7,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(schema: Value) -> Value {
+        let t = RegisterTool {
+            name: "t".into(),
+            description: "d".into(),
+            schema,
+            extra: Default::default(),
+        };
+        Value::Object((*mcp_tool(t).input_schema).clone())
+    }
+
+    #[test]
+    fn every_input_schema_is_an_object_schema() {
+        let kept = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        assert_eq!(tool(kept.clone()), kept);
+        assert_eq!(
+            tool(json!({"properties": {"a": {}}})),
+            json!({"properties": {"a": {}}, "type": "object"})
+        );
+        for other in [
+            Value::Null,
+            json!({"type": "string"}),
+            json!([1]),
+            json!("x"),
+        ] {
+            assert_eq!(tool(other), json!({"type": "object"}));
+        }
+    }
+
+    #[test]
+    fn results_map_blocks_errors_and_structured_content() {
+        let mut r = ToolResult {
+            content: vec![
+                json!({"type": "text", "text": "hi"}),
+                json!({"type": "image", "mime_type": "image/png", "data": "AAAA"}),
+                json!({"type": "audio", "data": "x"}),
+            ],
+            is_error: true,
+            ..Default::default()
+        };
+        r.extra
+            .insert("structured_content".into(), json!({"answer": 42}));
+        let mcp = serde_json::to_value(mcp_result(r.clone())).unwrap();
+        assert_eq!(mcp["isError"], true);
+        assert_eq!(mcp["content"][0], json!({"type": "text", "text": "hi"}));
+        assert_eq!(
+            mcp["content"][1],
+            json!({"type": "image", "data": "AAAA", "mimeType": "image/png"})
+        );
+        assert_eq!(mcp["content"][2]["text"], r#"{"type":"audio","data":"x"}"#);
+        assert_eq!(mcp["structuredContent"], json!({"answer": 42}));
+        // MCP's structuredContent is an object: anything else is left out.
+        r.extra.insert("structured_content".into(), json!([1]));
+        let mcp = serde_json::to_value(mcp_result(r)).unwrap();
+        assert!(mcp.get("structuredContent").is_none(), "{mcp}");
+    }
+
+    #[test]
+    fn a_command_response_is_the_text_of_its_action() {
+        let response = |action: &str, error: Option<&str>| CommandResponse {
+            action: action.into(),
+            prompt: Some("p".into()),
+            insert: Some("i".into()),
+            display: Some("d".into()),
+            error: error.map(str::to_string),
+            ..Default::default()
+        };
+        assert_eq!(prompt_text(response("prompt", None)).unwrap(), "p");
+        assert_eq!(prompt_text(response("insert", None)).unwrap(), "i");
+        assert_eq!(prompt_text(response("display", Some(""))).unwrap(), "d");
+        assert_eq!(prompt_text(response("noop", None)).unwrap(), "");
+        assert_eq!(
+            prompt_text(response("prompt", Some("bad"))).unwrap_err(),
+            "bad"
+        );
+    }
+}
