@@ -18,12 +18,16 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use zot_host::{Host, HostEvent};
 use zot_protocol::{CommandResponse, Event, Notify, RegisterTool, ToolResult};
 
 /// The one argument of every prompt: the text after the command's name.
 const PROMPT_ARG: &str = "args";
+
+/// How many tool calls and prompts may run at once (as many as the sidecar answers at
+/// once); one more is refused at once, in words, not queued.
+const CALLS_IN_FLIGHT: usize = 256;
 
 /// The flags of `zot host` (what is loaded, what is trusted, the timeouts), but no tool
 /// name is the agent's own by default: an MCP client keeps its own tools apart (it names
@@ -49,22 +53,12 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
 
 async fn serve(config: zot_host::HostConfig) -> i32 {
     let (host, notes) = Host::new(config);
-    let report = host.load().await;
-    let said = |extension: &str, text: String| {
-        error::report(&CliError::new(text).within(format!("extension {extension}")));
-    };
-    for e in &report.errors {
-        said(&e.extension, e.error.clone());
-    }
-    for u in &report.untrusted {
-        said(&u.extension, u.untrusted.message());
-    }
-    for w in &report.warnings {
-        said(&w.extension, w.warning.clone());
-    }
+    // What did not load is said on stderr, as `zot host` says it.
+    super::sidecar::report_load(&host.load().await);
     let server = Server {
         host: host.clone(),
         log_level: Arc::new(AtomicU8::new(0)),
+        in_flight: Arc::new(Semaphore::new(CALLS_IN_FLIGHT)),
     };
     let log_level = server.log_level.clone();
     let code = match server.serve(rmcp::transport::stdio()).await {
@@ -92,6 +86,8 @@ struct Server {
     host: Host,
     /// The lowest log level the client wants (`logging/setLevel`), as [`level_rank`].
     log_level: Arc<AtomicU8>,
+    /// A permit per tool call or prompt running.
+    in_flight: Arc<Semaphore>,
 }
 
 impl ServerHandler for Server {
@@ -135,6 +131,10 @@ impl ServerHandler for Server {
                 None,
             ));
         }
+        let Ok(_permit) = self.in_flight.try_acquire() else {
+            let busy = format!("{CALLS_IN_FLIGHT} calls are running already: try again later");
+            return Ok(CallToolResult::error(vec![ContentBlock::text(busy)]).into());
+        };
         let args = Value::Object(request.arguments.unwrap_or_default());
         let tool_id = format!("mcp-{}", context.id);
         let call = self.call(tool_id, name, args);
@@ -179,6 +179,10 @@ impl ServerHandler for Server {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        let Ok(_permit) = self.in_flight.try_acquire() else {
+            let busy = format!("{CALLS_IN_FLIGHT} calls are running already: try again later");
+            return Err(ErrorData::internal_error(busy, None));
+        };
         let invoked = tokio::select! {
             invoked = self.host.invoke_command(&name, &args) => invoked,
             _ = context.ct.cancelled() => {
