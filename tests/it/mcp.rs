@@ -370,6 +370,9 @@ fn closing_stdin_ends_zot_mcp_with_0_and_stops_the_extensions() {
         wait_process_gone(pid, Duration::from_secs(10)),
         "the extension {pid} still runs"
     );
+    // Stopped by the host (`shutdown`), not left to notice its closed stdin.
+    let log = std::fs::read_to_string(p.path("home/logs/ext-py.log")).unwrap();
+    assert!(log.contains("acknowledged shutdown"), "{log}");
 }
 
 /// The stateless revision (2026-07-28), which the TypeScript SDK 1.x does not speak: raw
