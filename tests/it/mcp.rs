@@ -376,7 +376,8 @@ fn closing_stdin_ends_zot_mcp_with_0_and_stops_the_extensions() {
 }
 
 /// The stateless revision (2026-07-28), which the TypeScript SDK 1.x does not speak: raw
-/// JSON-RPC lines with the per-request `_meta` it asks for instead of `initialize`.
+/// JSON-RPC lines with the per-request `_meta` it asks for instead of `initialize`. And a
+/// line longer than `--max-frame-bytes` is dropped whole; the next is answered.
 #[test]
 fn the_stateless_revision_discovers_and_calls_without_initialize() {
     let mut p = Project::new("mcp-stateless");
@@ -393,7 +394,7 @@ fn the_stateless_revision_discovers_and_calls_without_initialize() {
                "params": {"name": "echo", "arguments": {"a": 1}, "_meta": meta}}),
     ];
     let mut child = Command::new(env!("CARGO_BIN_EXE_zot"))
-        .args(["mcp", "--only", "--zot-home"])
+        .args(["mcp", "--only", "--max-frame-bytes", "4096", "--zot-home"])
         .arg(p.path("home"))
         .arg("--cwd")
         .arg(p.path("cwd"))
@@ -419,6 +420,13 @@ fn the_stateless_revision_discovers_and_calls_without_initialize() {
             }
         }
     });
+    let oversize = json!({"jsonrpc": "2.0", "id": 0, "method": "tools/call",
+                          "params": {"name": "echo", "arguments": {"a": "x".repeat(8192)},
+                                     "_meta": meta}});
+    {
+        use std::io::Write;
+        writeln!(stdin, "{oversize}").unwrap();
+    }
     let mut answers = std::collections::HashMap::new();
     for request in &requests {
         use std::io::Write;
@@ -443,6 +451,10 @@ fn the_stateless_revision_discovers_and_calls_without_initialize() {
     assert_eq!(discovered["capabilities"]["tools"]["listChanged"], true);
     let called = &answers["2"]["result"];
     assert_eq!(called["content"][0]["text"], r#"{"a":1}"#, "{called}");
+    assert!(
+        !answers.contains_key("0"),
+        "the oversize line was read: {answers:?}"
+    );
     drop(stdin);
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {

@@ -12,6 +12,7 @@ use rmcp::model::{
     PromptMessage, Role, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Map, Value};
 use std::io::Write as _;
@@ -52,6 +53,11 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
 }
 
 async fn serve(config: zot_host::HostConfig) -> i32 {
+    // A client's line is capped like an extension's (`--max-frame-bytes`): a longer one
+    // is dropped whole, never held.
+    let transport =
+        AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout())
+            .with_max_line_length(config.max_frame);
     let (host, notes) = Host::new(config);
     // What did not load is said on stderr, as `zot host` says it.
     super::sidecar::report_load(&host.load().await);
@@ -61,7 +67,7 @@ async fn serve(config: zot_host::HostConfig) -> i32 {
         in_flight: Arc::new(Semaphore::new(CALLS_IN_FLIGHT)),
     };
     let log_level = server.log_level.clone();
-    let code = match server.serve(rmcp::transport::stdio()).await {
+    let code = match server.serve(transport).await {
         Ok(running) => {
             let forward = tokio::spawn(forward(notes, running.peer().clone(), log_level));
             // Ends when the client closes stdin (or the transport fails).
