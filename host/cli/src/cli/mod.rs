@@ -221,12 +221,20 @@ pub fn main() -> ExitCode {
     // `ZOT_COMPLETE=bash zot -- zot ext info g`: the candidates for a shell's TAB.
     complete::answer_if_asked();
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let stderr = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(colour())
         .with_max_level(tracing::Level::WARN)
         .event_format(ZotForm)
-        .init();
+        .finish()
+        // The MCP SDK logs every error response it sends (an unknown tool, a cancelled
+        // call) as a warning: answers to the client, not news for the user. Its
+        // errors still show.
+        .with(tracing_subscriber::filter::filter_fn(|m| {
+            !m.target().starts_with("rmcp") || *m.level() <= tracing::Level::ERROR
+        }));
+    let _ = tracing::subscriber::set_global_default(stderr);
     match cli.command {
         Command::Ext(ExtCommand::Check(args)) => check::run(args).finish(),
         Command::Ext(ExtCommand::Call(args)) => call::call(args).finish(),
