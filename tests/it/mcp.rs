@@ -420,9 +420,11 @@ fn the_stateless_revision_discovers_and_calls_without_initialize() {
             }
         }
     });
-    let oversize = json!({"jsonrpc": "2.0", "id": 0, "method": "tools/call",
-                          "params": {"name": "echo", "arguments": {"a": "x".repeat(8192)},
-                                     "_meta": meta}});
+    // A discover, answered before the next line is read were it read at all.
+    let mut padded = meta.clone();
+    padded["pad"] = json!("x".repeat(8192));
+    let oversize = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+                          "params": {"_meta": padded}});
     {
         use std::io::Write;
         writeln!(stdin, "{oversize}").unwrap();
