@@ -26,6 +26,7 @@ mod guests_built;
 mod library;
 mod load_flags;
 mod logs;
+mod mcp;
 mod memory;
 mod protocol_compat;
 mod quota;

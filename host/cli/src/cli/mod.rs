@@ -37,6 +37,7 @@ mod install;
 mod load;
 mod log_tail;
 mod man;
+mod mcp;
 mod new;
 mod outbox;
 mod resolve;
@@ -69,6 +70,10 @@ enum Command {
     /// Run the host as a JSON-lines sidecar on stdin/stdout (see docs/sidecar.md).
     #[command(after_help = examples::HOST)]
     Host(sidecar::HostArgs),
+    /// Serve every extension tool (and slash command, as a prompt) to MCP clients over
+    /// stdin/stdout: a Model Context Protocol server (see docs/mcp.md).
+    #[command(after_help = examples::MCP)]
+    Mcp(mcp::McpArgs),
     /// Print a shell completion script for zot to stdout: commands, flags and paths;
     /// with --dynamic also installed extension names and tool names.
     #[command(after_help = examples::COMPLETIONS)]
@@ -216,12 +221,20 @@ pub fn main() -> ExitCode {
     // `ZOT_COMPLETE=bash zot -- zot ext info g`: the candidates for a shell's TAB.
     complete::answer_if_asked();
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let stderr = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(colour())
         .with_max_level(tracing::Level::WARN)
         .event_format(ZotForm)
-        .init();
+        .finish()
+        // The MCP SDK logs every error response it sends (an unknown tool, a cancelled
+        // call) as a warning: answers to the client, not news for the user. Its
+        // errors still show.
+        .with(tracing_subscriber::filter::filter_fn(|m| {
+            !m.target().starts_with("rmcp") || *m.level() <= tracing::Level::ERROR
+        }));
+    let _ = tracing::subscriber::set_global_default(stderr);
     match cli.command {
         Command::Ext(ExtCommand::Check(args)) => check::run(args).finish(),
         Command::Ext(ExtCommand::Call(args)) => call::call(args).finish(),
@@ -234,6 +247,7 @@ pub fn main() -> ExitCode {
         Command::Ext(ExtCommand::Dev(args)) => shell::dev(args).finish(),
         Command::Ext(cmd) => ext::run(cmd).finish(),
         Command::Host(args) => sidecar::run(args).finish(),
+        Command::Mcp(args) => mcp::run(args).finish(),
         Command::Completions { shell, dynamic } => complete::script(shell, dynamic)
             .context("completions")
             .map(|script| terminal::print_bytes(&script))
@@ -296,6 +310,13 @@ Examples:
   zot host --ext ./my-ext --only
   printf '{\"id\":\"1\",\"type\":\"tools\"}\\n' | zot host
   zot host --cwd ~/src/app --trust-project --builtin-tools read,write,edit,bash";
+    pub(super) const MCP: &str = "\
+Examples:
+  zot mcp
+  zot mcp --ext ./my-ext --only
+  zot mcp --cwd ~/src/app --trust-project --tool-timeout-ms 120000
+MCP client configuration (a command and its arguments):
+  {\"mcpServers\": {\"zot\": {\"command\": \"zot\", \"args\": [\"mcp\"]}}}";
     pub(super) const COMPLETIONS: &str = "\
 Examples:
   zot completions bash --dynamic > ~/.local/share/bash-completion/completions/zot

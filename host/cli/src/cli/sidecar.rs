@@ -147,18 +147,7 @@ async fn serve(config: HostConfig) {
     });
 
     let report = host.load().await;
-    let said = |extension: &str, text: String| {
-        error::report(&CliError::new(text).within(format!("extension {extension}")));
-    };
-    for e in &report.errors {
-        said(&e.extension, e.error.clone());
-    }
-    for u in &report.untrusted {
-        said(&u.extension, u.untrusted.message());
-    }
-    for w in &report.warnings {
-        said(&w.extension, w.warning.clone());
-    }
+    report_load(&report);
     out.push(encode(&json!({
         "type": "host_ready",
         "extensions": report.loaded,
@@ -236,6 +225,23 @@ async fn serve(config: HostConfig) {
     }
     out.close();
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+}
+
+/// Says on stderr what did not load, what was not trusted and what was warned about,
+/// one `zot: extension NAME: …` line each.
+pub(crate) fn report_load(report: &zot_host::LoadReport) {
+    let said = |extension: &str, text: String| {
+        error::report(&CliError::new(text).within(format!("extension {extension}")));
+    };
+    for e in &report.errors {
+        said(&e.extension, e.error.clone());
+    }
+    for u in &report.untrusted {
+        said(&u.extension, u.untrusted.message());
+    }
+    for w in &report.warnings {
+        said(&w.extension, w.warning.clone());
+    }
 }
 
 /// One request (docs/sidecar.md), by its `type`; unknown fields are ignored.

@@ -1,0 +1,474 @@
+//! `zot mcp`: the host as an MCP server over stdio (docs/mcp.md), on the official Rust
+//! SDK (`rmcp`). A client of the library like the sidecar: every extension tool is an MCP
+//! tool, every slash command an MCP prompt; a call goes through the `tool_call`
+//! interception chain and is told to subscribers first, as an agent does it.
+
+use super::error::{self, CliError, Context as _};
+use super::sidecar::HostArgs;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
+    ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, Role, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::{json, Map, Value};
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, Semaphore};
+use zot_host::{Host, HostEvent};
+use zot_protocol::{CommandResponse, Event, Notify, RegisterTool, ToolResult};
+
+/// The one argument of every prompt: the text after the command's name.
+const PROMPT_ARG: &str = "args";
+
+/// How many tool calls and prompts may run at once (as many as the sidecar answers at
+/// once); one more is refused at once, in words, not queued.
+const CALLS_IN_FLIGHT: usize = 256;
+
+/// The flags of `zot host` (what is loaded, what is trusted, the timeouts), but no tool
+/// name is the agent's own by default: an MCP client keeps its own tools apart (it names
+/// a server's tools itself).
+#[derive(clap::Args)]
+#[command(mut_arg("builtin_tools", |a| a.default_value("")))]
+pub(crate) struct McpArgs {
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+/// Serves MCP on stdin/stdout until the client closes stdin; then stops the extensions.
+pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
+    let config = args.host.config().context("mcp")?;
+    let runtime = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .context("mcp")?;
+    let code = runtime.block_on(serve(config));
+    // The stdin reader may sit in a blocking read: do not wait for it.
+    let _ = std::io::stdout().flush();
+    std::process::exit(code)
+}
+
+async fn serve(config: zot_host::HostConfig) -> i32 {
+    // A client's line is capped like an extension's (`--max-frame-bytes`): a longer one
+    // is dropped whole, never held.
+    let transport =
+        AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout())
+            .with_max_line_length(config.max_frame);
+    let (host, notes) = Host::new(config);
+    // What did not load is said on stderr, as `zot host` says it.
+    super::sidecar::report_load(&host.load().await);
+    let server = Server {
+        host: host.clone(),
+        log_level: Arc::new(AtomicU8::new(0)),
+        in_flight: Arc::new(Semaphore::new(CALLS_IN_FLIGHT)),
+    };
+    let log_level = server.log_level.clone();
+    let code = match server.serve(transport).await {
+        Ok(running) => {
+            let forward = tokio::spawn(forward(notes, running.peer().clone(), log_level));
+            // Ends when the client closes stdin (or the transport fails).
+            let _ = running.waiting().await;
+            forward.abort();
+            0
+        }
+        // Closed before it said `initialize`: nothing was asked, nothing is wrong.
+        Err(ServerInitializeError::ConnectionClosed(_)) => 0,
+        Err(e) => {
+            error::report(&CliError::new(e.to_string()).within("mcp".to_string()));
+            1
+        }
+    };
+    host.shutdown().await;
+    code
+}
+
+/// The MCP side of the host: one per `zot mcp`, shared by every request.
+#[derive(Clone)]
+struct Server {
+    host: Host,
+    /// The lowest log level the client wants (`logging/setLevel`), as [`level_rank`].
+    log_level: Arc<AtomicU8>,
+    /// A permit per tool call or prompt running.
+    in_flight: Arc<Semaphore>,
+}
+
+impl ServerHandler for Server {
+    #[allow(deprecated)] // MCP logging: deprecated by SEP-2577, still what 2025-11-25 has.
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("zot", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "The tools and prompts of the zot extensions loaded for this project. \
+                 Every call passes the extensions' interceptors first.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.host.tools().into_iter().map(|(_, t)| mcp_tool(t));
+        Ok(ListToolsResult::with_all_items(tools.collect()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        // MCP 2025-11-25 (server/tools, "Error Handling"): an unknown tool is a protocol
+        // error, -32602.
+        if !self.host.tools().iter().any(|(_, t)| t.name == name) {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            ));
+        }
+        let Ok(_permit) = self.in_flight.try_acquire() else {
+            let busy = format!("{CALLS_IN_FLIGHT} calls are running already: try again later");
+            return Ok(CallToolResult::error(vec![ContentBlock::text(busy)]).into());
+        };
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let tool_id = format!("mcp-{}", context.id);
+        let call = self.call(tool_id, name, args);
+        // A client's `notifications/cancelled` drops the call: the extension is sent
+        // `tool_cancel` (the library does it when a call is abandoned).
+        tokio::select! {
+            result = call => Ok(result.into()),
+            _ = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts = self.host.commands().into_iter().map(|(_, c)| {
+            let arg = PromptArgument::new(PROMPT_ARG)
+                .with_description("the text after the command's name")
+                .with_required(false);
+            Prompt::new(c.name, Some(c.description), Some(vec![arg]))
+        });
+        Ok(ListPromptsResult::with_all_items(prompts.collect()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let name = request.name;
+        if !self.host.commands().iter().any(|(_, c)| c.name == name) {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown prompt: {name}"),
+                None,
+            ));
+        }
+        let args = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get(PROMPT_ARG))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let Ok(_permit) = self.in_flight.try_acquire() else {
+            let busy = format!("{CALLS_IN_FLIGHT} calls are running already: try again later");
+            return Err(ErrorData::internal_error(busy, None));
+        };
+        let invoked = tokio::select! {
+            invoked = self.host.invoke_command(&name, &args) => invoked,
+            _ = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("cancelled", None))
+            }
+        };
+        let (extension, response) =
+            invoked.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let text = prompt_text(response)
+            .map_err(|e| ErrorData::internal_error(format!("/{name}: {e}"), None))?;
+        let result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description(format!("/{name} of extension {extension}"));
+        Ok(result.into())
+    }
+
+    #[allow(deprecated)] // MCP logging: deprecated by SEP-2577, still what 2025-11-25 has.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level
+            .store(level_rank(&request.level), Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Server {
+    /// One call as an agent makes it: the `tool_call` interceptors first (a block is the
+    /// tool's error, with the reason; rewritten arguments replace the client's), then
+    /// the `tool_call` event to subscribers, then the call. Every failure of the host
+    /// (timeout, exit, a full queue) is the tool's error, in words.
+    async fn call(&self, tool_id: String, name: String, args: Value) -> CallToolResult {
+        let event = |args: &Value| Event {
+            id: None,
+            event: "tool_call".into(),
+            fields: Map::from_iter([
+                ("tool_id".to_string(), json!(tool_id)),
+                ("tool_name".to_string(), json!(name)),
+                ("tool_args".to_string(), args.clone()),
+            ]),
+        };
+        let verdict = self.host.intercept(event(&args)).await;
+        if verdict.block {
+            let reason = verdict
+                .reason
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "refused by an interceptor".into());
+            return CallToolResult::error(vec![ContentBlock::text(reason)]);
+        }
+        let args = verdict.modified_args.unwrap_or(args);
+        self.host.emit(&event(&args));
+        match self.host.call_tool(&name, args, None).await {
+            Ok((_, result)) => mcp_result(result),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        }
+    }
+}
+
+/// A registered tool as MCP lists it. MCP wants an object schema (`"type": "object"`);
+/// the protocol's arguments are always an object, so a schema object without `type`
+/// gets `"type": "object"`, and one that is absent or not about an object is served as
+/// `{"type": "object"}` (the extension checks its arguments itself). `output_schema`
+/// is passed on when it is an object.
+fn mcp_tool(t: RegisterTool) -> Tool {
+    let input = match t.schema {
+        Value::Object(mut schema) => match schema.get("type") {
+            Some(Value::String(ty)) if ty == "object" => schema,
+            None => {
+                schema.insert("type".into(), json!("object"));
+                schema
+            }
+            Some(_) => any_object(),
+        },
+        _ => any_object(),
+    };
+    let mut tool = Tool::new(t.name, t.description, Arc::new(input));
+    if let Some(Value::Object(output)) = t.extra.get("output_schema") {
+        tool.output_schema = Some(Arc::new(output.clone()));
+    }
+    tool
+}
+
+fn any_object() -> JsonObject {
+    Map::from_iter([("type".to_string(), json!("object"))])
+}
+
+/// A `tool_result` as MCP content: text and image blocks as they are; a block of another
+/// kind as a text block holding its JSON (nothing is dropped). `structured_content` is
+/// `structuredContent` when it is an object (MCP allows no other).
+fn mcp_result(result: ToolResult) -> CallToolResult {
+    let content = result.content.into_iter().map(mcp_block).collect();
+    let mut mcp = if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    if let Some(structured @ Value::Object(_)) = result.extra.get("structured_content") {
+        mcp.structured_content = Some(structured.clone());
+    }
+    mcp
+}
+
+fn mcp_block(block: Value) -> ContentBlock {
+    let field = |name: &str| block.get(name).and_then(Value::as_str);
+    match (field("type"), field("text"), field("data")) {
+        (Some("text"), Some(text), _) => ContentBlock::text(text),
+        (Some("image"), _, Some(data)) => ContentBlock::image(
+            data,
+            field("mime_type").unwrap_or("application/octet-stream"),
+        ),
+        _ => ContentBlock::text(block.to_string()),
+    }
+}
+
+/// The text a command's response stands for: its `prompt`, `insert` or `display` by its
+/// action; a non-empty `error` is the error.
+fn prompt_text(r: CommandResponse) -> Result<String, String> {
+    if let Some(e) = r.error.filter(|e| !e.is_empty()) {
+        return Err(e);
+    }
+    let text = match r.action.as_str() {
+        "prompt" => r.prompt,
+        "insert" => r.insert,
+        "display" => r.display,
+        _ => None,
+    };
+    Ok(text.unwrap_or_default())
+}
+
+/// Hands the host's notifications to the client: an extension's `notify` as a log
+/// message (logger: the extension), a registry change or an exit as
+/// `tools/list_changed` and `prompts/list_changed`. Panels, prompts to submit and
+/// note retractions have no MCP counterpart and are not sent.
+#[allow(deprecated)] // MCP logging: deprecated by SEP-2577, still what 2025-11-25 has.
+async fn forward(mut notes: mpsc::Receiver<HostEvent>, peer: Peer<RoleServer>, min: Arc<AtomicU8>) {
+    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+    while let Some(note) = notes.recv().await {
+        let sent = match note {
+            HostEvent::Notify { extension, frame } => {
+                let level = log_level(&frame);
+                if level_rank(&level) < min.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let message = LoggingMessageNotificationParam::new(level, json!(frame.message))
+                    .with_logger(extension);
+                peer.notify_logging_message(message).await
+            }
+            HostEvent::RegistryChanged { .. } | HostEvent::ExtensionExited { .. } => {
+                let tools = peer.notify_tool_list_changed().await;
+                tools.and(peer.notify_prompt_list_changed().await)
+            }
+            HostEvent::NotificationsDropped { count } => {
+                let text = format!("{count} notifications from extensions were dropped");
+                let message =
+                    LoggingMessageNotificationParam::new(LoggingLevel::Warning, json!(text))
+                        .with_logger("zot");
+                peer.notify_logging_message(message).await
+            }
+            HostEvent::OpenPanel { .. }
+            | HostEvent::PanelRender { .. }
+            | HostEvent::PanelClose { .. }
+            | HostEvent::ClearNotes { .. }
+            | HostEvent::Submit { .. }
+            | HostEvent::SubmitSlash { .. } => Ok(()),
+        };
+        if sent.is_err() {
+            // The client is gone.
+            return;
+        }
+    }
+}
+
+/// A `notify` level as an MCP log level: `success` is `notice`, `warn` `warning`; an
+/// unknown level is `info`.
+#[allow(deprecated)]
+fn log_level(n: &Notify) -> rmcp::model::LoggingLevel {
+    use rmcp::model::LoggingLevel;
+    match n.level.as_str() {
+        "error" => LoggingLevel::Error,
+        "warn" | "warning" => LoggingLevel::Warning,
+        "success" => LoggingLevel::Notice,
+        "debug" => LoggingLevel::Debug,
+        _ => LoggingLevel::Info,
+    }
+}
+
+/// A log level's severity, lowest first (RFC 5424's order, as MCP has it).
+#[allow(deprecated)]
+fn level_rank(level: &rmcp::model::LoggingLevel) -> u8 {
+    use rmcp::model::LoggingLevel;
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(schema: Value) -> Value {
+        let t = RegisterTool {
+            name: "t".into(),
+            description: "d".into(),
+            schema,
+            extra: Default::default(),
+        };
+        Value::Object((*mcp_tool(t).input_schema).clone())
+    }
+
+    #[test]
+    fn every_input_schema_is_an_object_schema() {
+        let kept = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        assert_eq!(tool(kept.clone()), kept);
+        assert_eq!(
+            tool(json!({"properties": {"a": {}}})),
+            json!({"properties": {"a": {}}, "type": "object"})
+        );
+        for other in [
+            Value::Null,
+            json!({"type": "string"}),
+            json!([1]),
+            json!("x"),
+        ] {
+            assert_eq!(tool(other), json!({"type": "object"}));
+        }
+    }
+
+    #[test]
+    fn results_map_blocks_errors_and_structured_content() {
+        let mut r = ToolResult {
+            content: vec![
+                json!({"type": "text", "text": "hi"}),
+                json!({"type": "image", "mime_type": "image/png", "data": "AAAA"}),
+                json!({"type": "audio", "data": "x"}),
+            ],
+            is_error: true,
+            ..Default::default()
+        };
+        r.extra
+            .insert("structured_content".into(), json!({"answer": 42}));
+        let mcp = serde_json::to_value(mcp_result(r.clone())).unwrap();
+        assert_eq!(mcp["isError"], true);
+        assert_eq!(mcp["content"][0], json!({"type": "text", "text": "hi"}));
+        assert_eq!(
+            mcp["content"][1],
+            json!({"type": "image", "data": "AAAA", "mimeType": "image/png"})
+        );
+        assert_eq!(mcp["content"][2]["text"], r#"{"type":"audio","data":"x"}"#);
+        assert_eq!(mcp["structuredContent"], json!({"answer": 42}));
+        // MCP's structuredContent is an object: anything else is left out.
+        r.extra.insert("structured_content".into(), json!([1]));
+        let mcp = serde_json::to_value(mcp_result(r)).unwrap();
+        assert!(mcp.get("structuredContent").is_none(), "{mcp}");
+    }
+
+    #[test]
+    fn a_command_response_is_the_text_of_its_action() {
+        let response = |action: &str, error: Option<&str>| CommandResponse {
+            action: action.into(),
+            prompt: Some("p".into()),
+            insert: Some("i".into()),
+            display: Some("d".into()),
+            error: error.map(str::to_string),
+            ..Default::default()
+        };
+        assert_eq!(prompt_text(response("prompt", None)).unwrap(), "p");
+        assert_eq!(prompt_text(response("insert", None)).unwrap(), "i");
+        assert_eq!(prompt_text(response("display", Some(""))).unwrap(), "d");
+        assert_eq!(prompt_text(response("noop", None)).unwrap(), "");
+        assert_eq!(
+            prompt_text(response("prompt", Some("bad"))).unwrap_err(),
+            "bad"
+        );
+    }
+}

@@ -1,0 +1,473 @@
+//! `zot mcp` against a real MCP client: the official TypeScript SDK
+//! (`@modelcontextprotocol/sdk`, pinned by `tests/mcp-client/package-lock.json`), installed
+//! once per target dir with `npm ci`, spawns `zot mcp` through its `StdioClientTransport`
+//! and runs the steps each test gives `tests/mcp-client/drive.mjs` (which documents them).
+//! Every run also checks that the client saw no transport or protocol error: stdout
+//! carries only MCP JSON-RPC.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// How long one client run may take in all.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The folder with the pinned client installed and `drive.mjs` beside it:
+/// `<target>/tmp/mcp-client-<hash of the lockfile>`, installed by `npm ci` on first use
+/// (into a folder of this process's, then renamed into place, so a concurrent run never
+/// sees half an install) and reused after.
+fn client() -> &'static Path {
+    static CLIENT: OnceLock<PathBuf> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        let source = workspace().join("tests/mcp-client");
+        let lock = std::fs::read(source.join("package-lock.json")).unwrap();
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let dir = tmp.join(format!("mcp-client-{:016x}", fnv1a(&lock)));
+        let installed = |dir: &Path| {
+            dir.join("node_modules/@modelcontextprotocol/sdk/package.json")
+                .is_file()
+        };
+        if !installed(&dir) {
+            let partial = tmp.join(format!(
+                "mcp-client-{:016x}.{}",
+                fnv1a(&lock),
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&partial);
+            std::fs::create_dir_all(&partial).unwrap();
+            for file in ["package.json", "package-lock.json"] {
+                std::fs::copy(source.join(file), partial.join(file)).unwrap();
+            }
+            let started = Instant::now();
+            let out = Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+                .current_dir(&partial)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run npm (is it installed?): {e}"));
+            assert!(
+                out.status.success(),
+                "npm ci in {} failed ({}):\n{}",
+                partial.display(),
+                out.status,
+                text(&out)
+            );
+            if std::fs::rename(&partial, &dir).is_err() {
+                // Another run put it there first.
+                let _ = std::fs::remove_dir_all(&partial);
+            }
+            println!(
+                "installed the MCP client into {} in {:.1?}",
+                dir.display(),
+                started.elapsed()
+            );
+        }
+        // The script beside its node_modules (imports resolve from the script's folder);
+        // copied every run so an edit counts, renamed into place so no run reads half.
+        let script = dir.join(format!("drive.{}.mjs", std::process::id()));
+        std::fs::copy(source.join("drive.mjs"), &script).unwrap();
+        std::fs::rename(&script, dir.join("drive.mjs")).unwrap();
+        dir
+    })
+}
+
+/// A scratch project: `root/home` (ZOT_HOME), `root/cwd`, and extensions under
+/// `root/exts`.
+struct Project {
+    root: TempDir,
+    ext_args: Vec<String>,
+}
+
+impl Project {
+    fn new(tag: &str) -> Project {
+        let root = TempDir::new(tag);
+        std::fs::create_dir_all(root.path().join("cwd")).unwrap();
+        Project {
+            root,
+            ext_args: Vec::new(),
+        }
+    }
+
+    /// Loads the extension of `manifest` with `--ext`.
+    fn ext(&mut self, dir_name: &str, manifest: &Value) -> &mut Self {
+        let dir = write_manifest(&self.root.path().join("exts").join(dir_name), manifest);
+        self.ext_args.push("--ext".into());
+        self.ext_args.push(dir.to_str().unwrap().into());
+        self
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    /// Runs the client with `steps` against `zot mcp --only` and these extensions, plus
+    /// `flags`; returns what drive.mjs printed. Asserts the client saw no error.
+    fn drive(&self, steps: Value, flags: &[&str]) -> Value {
+        let home = self.path("home");
+        let cwd = self.path("cwd");
+        let mut child = Command::new("node")
+            .arg(client().join("drive.mjs"))
+            .arg(steps.to_string())
+            .arg(env!("CARGO_BIN_EXE_zot"))
+            .args(["mcp", "--only", "--ready-timeout-ms", "15000"])
+            .arg("--zot-home")
+            .arg(&home)
+            .arg("--cwd")
+            .arg(&cwd)
+            .args(&self.ext_args)
+            .args(flags)
+            .env("ZOT_HOME", &home)
+            .current_dir(&cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run node: {e}"));
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("the MCP client run took more than {RUN_TIMEOUT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let printed = stdout(&out);
+        let run: Value = serde_json::from_str(printed.trim())
+            .unwrap_or_else(|e| panic!("drive.mjs printed no JSON ({e}):\n{}", text(&out)));
+        assert_eq!(run["errors"], json!([]), "the client saw errors: {run:#}");
+        run
+    }
+}
+
+/// A Python test extension named `name` with `args`.
+fn py(name: &str, args: &[&str]) -> Value {
+    py_manifest(name, args)
+}
+
+/// The text of a call result's first content block.
+fn first(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// The names of a `tools/list` result.
+fn names(list: &Value, key: &str) -> Vec<String> {
+    list[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_native_and_a_sandboxed_extension_are_listed_and_called() {
+    let mut p = Project::new("mcp-tools");
+    p.ext(
+        "py",
+        &py("py", &["--tools", "echo_py,fail_py", "--commands", ""]),
+    );
+    p.ext(
+        "guest",
+        &json!({"name": "guest", "version": "0.1.0", "wasm": zot_test_guests::REACTOR}),
+    );
+    let run = p.drive(
+        json!([
+            {"op": "init"},
+            {"op": "tools"},
+            {"op": "call", "name": "echo_py", "args": {"x": 1}},
+            {"op": "call", "name": "echo", "args": {"y": "sandboxed"}},
+            {"op": "call", "name": "fail_py"},
+            {"op": "call", "name": "no_such_tool"},
+        ]),
+        &[],
+    );
+    let s = &run["steps"];
+    assert_eq!(s[0]["server"]["name"], "zot", "{run:#}");
+    assert_eq!(
+        s[0]["capabilities"]["tools"]["listChanged"], true,
+        "{run:#}"
+    );
+    let tools = names(&s[1], "tools");
+    for tool in ["echo_py", "fail_py", "echo", "fs_read"] {
+        assert!(tools.contains(&tool.to_string()), "{tool} in {tools:?}");
+    }
+    for tool in s[1]["tools"].as_array().unwrap() {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+    }
+    assert_eq!(
+        (first(&s[2]), &s[2]["isError"]),
+        (r#"{"x":1}"#, &json!(false))
+    );
+    assert_eq!(s[3]["isError"], false, "{run:#}");
+    assert!(first(&s[3]).contains("sandboxed"), "{run:#}");
+    assert_eq!(
+        (first(&s[4]), &s[4]["isError"]),
+        ("failed on purpose", &json!(true))
+    );
+    // MCP 2025-11-25: an unknown tool is a protocol error, -32602.
+    assert_eq!(s[5]["code"], -32602, "{run:#}");
+    assert!(s[5]["error"]
+        .as_str()
+        .unwrap()
+        .contains("Unknown tool: no_such_tool"));
+}
+
+#[test]
+fn structured_output_and_output_schema_pass_through() {
+    let mut p = Project::new("mcp-structured");
+    // The Rust test extension: its first tool carries `output_schema`, `structured`
+    // answers with `structured_content`.
+    p.ext("rs", &rs_manifest("rs", &["--tools", "typed,structured"]));
+    let run = p.drive(
+        json!([{"op": "tools"}, {"op": "call", "name": "structured", "args": {"q": "life"}}]),
+        &[],
+    );
+    let s = &run["steps"];
+    let tools = s[0]["tools"].as_array().unwrap();
+    let typed = tools.iter().find(|t| t["name"] == "typed").unwrap();
+    assert_eq!(typed["outputSchema"], json!({"type": "object"}), "{run:#}");
+    assert_eq!(s[1]["isError"], false, "{run:#}");
+    assert_eq!(
+        s[1]["structuredContent"],
+        json!({"answer": 42, "args": {"q": "life"}}),
+        "{run:#}"
+    );
+    assert_eq!(first(&s[1]), "structured");
+}
+
+#[test]
+fn a_timeout_is_a_tool_error_in_words() {
+    let mut p = Project::new("mcp-timeout");
+    p.ext("py", &py("py", &[]));
+    let started = Instant::now();
+    let run = p.drive(
+        json!([{"op": "call", "name": "hang"}, {"op": "wait_log", "prefix": "cancelled "}]),
+        &["--tool-timeout-ms", "500"],
+    );
+    let s = &run["steps"];
+    assert_eq!(s[0]["isError"], true, "{run:#}");
+    assert!(first(&s[0]).contains("timed out after 500 ms"), "{run:#}");
+    // The extension was told to stop (its `tool_cancel` notice, as an MCP log message).
+    assert_eq!(s[1]["logger"], "py", "{run:#}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "not the default timeout"
+    );
+}
+
+#[test]
+fn a_client_cancel_reaches_the_extension_as_tool_cancel() {
+    let mut p = Project::new("mcp-cancel");
+    p.ext("py", &py("py", &[]));
+    let run = p.drive(
+        json!([{"op": "call_abort", "name": "hang", "abort_on": "hanging ", "then": "cancelled "}]),
+        &[],
+    );
+    let s = &run["steps"][0];
+    assert!(
+        s["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the test gave up"),
+        "{run:#}"
+    );
+    // The id the extension was called with is the one it was told to cancel.
+    let id = s["started"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("hanging ");
+    assert_eq!(s["cancelled"], format!("cancelled {id}"), "{run:#}");
+}
+
+#[test]
+fn an_exit_changes_the_tool_list() {
+    let mut p = Project::new("mcp-exit");
+    p.ext("py", &py("py", &["--tools", "echo,crash"]));
+    p.ext("other", &py("other", &["--tools", "echo_other"]));
+    let run = p.drive(
+        json!([{"op": "call_then_list_changed", "name": "crash", "gone": "crash"}]),
+        &[],
+    );
+    let s = &run["steps"][0];
+    assert_eq!(s["result"]["isError"], true, "{run:#}");
+    let said = first(&s["result"]);
+    assert!(said.contains("exited"), "{said}");
+    assert_eq!(s["tools"], json!(["echo_other"]), "{run:#}");
+}
+
+#[test]
+fn a_guard_refuses_an_mcp_call_and_rewrites_another() {
+    let mut p = Project::new("mcp-guard");
+    p.ext("guard", &py("guard", &["--mode", "guard"]));
+    p.ext("tools", &py("tools", &["--tools", "bash,rewrite_me"]));
+    let run = p.drive(
+        json!([
+            {"op": "call", "name": "bash", "args": {"command": "rm -rf /"}},
+            {"op": "call", "name": "rewrite_me", "args": {"x": 1}},
+            {"op": "wait_log", "prefix": "event {\"type\":\"event\",\"event\":\"tool_call\""},
+        ]),
+        &[],
+    );
+    let s = &run["steps"];
+    assert_eq!(s[0]["isError"], true, "{run:#}");
+    assert_eq!(first(&s[0]), r#"refused: matches danger pattern "rm -rf""#);
+    let echoed: Value = serde_json::from_str(first(&s[1])).unwrap();
+    assert_eq!(echoed, json!({"x": 1, "rewritten": true}), "{run:#}");
+    // Subscribers are told of the call that ran, with its rewritten arguments; the
+    // refused one was never told (nor run).
+    let event = s[2]["data"].as_str().unwrap().trim_start_matches("event ");
+    let event: Value = serde_json::from_str(event).unwrap();
+    assert_eq!(event["tool_name"], "rewrite_me", "{run:#}");
+    assert_eq!(event["tool_args"], json!({"x": 1, "rewritten": true}));
+    let told_bash = run["logs"].as_array().unwrap().iter().any(|l| {
+        l["data"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("\"tool_name\":\"bash\"")
+    });
+    assert!(!told_bash, "{run:#}");
+}
+
+#[test]
+fn slash_commands_are_prompts() {
+    let mut p = Project::new("mcp-prompts");
+    p.ext("py", &py("py", &["--commands", "greet", "--tools", ""]));
+    let run = p.drive(
+        json!([
+            {"op": "prompts"},
+            {"op": "prompt", "name": "greet", "args": "hello world"},
+            {"op": "prompt", "name": "nope"},
+        ]),
+        &[],
+    );
+    let s = &run["steps"];
+    assert_eq!(names(&s[0], "prompts"), ["greet"], "{run:#}");
+    assert_eq!(s[0]["prompts"][0]["description"], "py command greet");
+    let message = &s[1]["messages"][0];
+    assert_eq!(message["role"], "user", "{run:#}");
+    assert_eq!(message["content"]["text"], "hello world", "{run:#}");
+    assert_eq!(s[2]["code"], -32602, "{run:#}");
+}
+
+#[test]
+fn closing_stdin_ends_zot_mcp_with_0_and_stops_the_extensions() {
+    let mut p = Project::new("mcp-close");
+    let pid_file = p.path("pid");
+    p.ext("py", &py("py", &["--touch", pid_file.to_str().unwrap()]));
+    let run = p.drive(
+        json!([{"op": "call", "name": "echo", "args": {}}, {"op": "close"}]),
+        &[],
+    );
+    let s = &run["steps"];
+    assert_eq!(s[0]["isError"], false, "{run:#}");
+    // Ended by itself within the client's 2 s grace, not by its SIGTERM.
+    assert_eq!(s[1], json!({"code": 0, "signal": null}), "{run:#}");
+    let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    assert!(
+        wait_process_gone(pid, Duration::from_secs(10)),
+        "the extension {pid} still runs"
+    );
+    // Stopped by the host (`shutdown`), not left to notice its closed stdin.
+    let log = std::fs::read_to_string(p.path("home/logs/ext-py.log")).unwrap();
+    assert!(log.contains("acknowledged shutdown"), "{log}");
+}
+
+/// The stateless revision (2026-07-28), which the TypeScript SDK 1.x does not speak: raw
+/// JSON-RPC lines with the per-request `_meta` it asks for instead of `initialize`. And a
+/// line longer than `--max-frame-bytes` is dropped whole; the next is answered.
+#[test]
+fn the_stateless_revision_discovers_and_calls_without_initialize() {
+    let mut p = Project::new("mcp-stateless");
+    p.ext("py", &py("py", &["--tools", "echo"]));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    });
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+               "params": {"_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"a": 1}, "_meta": meta}}),
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["mcp", "--only", "--max-frame-bytes", "4096", "--zot-home"])
+        .arg(p.path("home"))
+        .arg("--cwd")
+        .arg(p.path("cwd"))
+        .args(&p.ext_args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC ({e}): {line}"));
+            if tx.send(value).is_err() {
+                return;
+            }
+        }
+    });
+    // A discover, answered before the next line is read were it read at all.
+    let mut padded = meta.clone();
+    padded["pad"] = json!("x".repeat(8192));
+    let oversize = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+                          "params": {"_meta": padded}});
+    {
+        use std::io::Write;
+        writeln!(stdin, "{oversize}").unwrap();
+    }
+    let mut answers = std::collections::HashMap::new();
+    for request in &requests {
+        use std::io::Write;
+        writeln!(stdin, "{request}").unwrap();
+        let id = request["id"].clone();
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        while !answers.contains_key(&id.to_string()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer to {request}"));
+            if let Some(id) = message.get("id") {
+                answers.insert(id.to_string(), message.clone());
+            }
+        }
+    }
+    let discovered = &answers["1"]["result"];
+    let versions = discovered["supportedVersions"].as_array().unwrap();
+    for version in ["2025-11-25", "2026-07-28"] {
+        assert!(versions.contains(&json!(version)), "{discovered}");
+    }
+    assert_eq!(discovered["capabilities"]["tools"]["listChanged"], true);
+    let called = &answers["2"]["result"];
+    assert_eq!(called["content"][0]["text"], r#"{"a":1}"#, "{called}");
+    assert!(
+        !answers.contains_key("0"),
+        "the oversize line was read: {answers:?}"
+    );
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "zot mcp did not end at end of input"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
