@@ -109,45 +109,34 @@ fn componentize_py(requirements: &Path) -> PathBuf {
         .find(|l| l.starts_with("componentize-py=="))
         .unwrap_or_else(|| panic!("{} pins no componentize-py", requirements.display()));
     let version = &pin["componentize-py==".len()..];
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let site = tmp.join(format!("componentize-py-{version}"));
-    if site.join("componentize_py").is_dir() {
-        return site;
-    }
-    let partial = tmp.join(format!("componentize-py-{version}.{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&partial);
-    let started = Instant::now();
-    let out = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(["--no-input", "--target"])
-        .arg(&partial)
-        .arg(pin)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run python3 -m pip: {e}"));
-    assert!(
-        out.status.success(),
-        "installing {pin} with pip into {} failed ({}):\n{}{}",
-        partial.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if std::fs::rename(&partial, &site).is_err() {
-        // Another run put it there first.
-        let _ = std::fs::remove_dir_all(&partial);
-    }
-    println!(
-        "installed {pin} into {} in {:.1?}",
-        site.display(),
-        started.elapsed()
-    );
-    site
+    let name = format!("componentize-py-{version}");
+    installed_once(
+        &name,
+        |site| site.join("componentize_py").is_dir(),
+        |partial| {
+            let out = Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(["--no-input", "--target"])
+                .arg(partial)
+                .arg(pin)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run python3 -m pip: {e}"));
+            assert!(
+                out.status.success(),
+                "installing {pin} with pip into {} failed ({}):\n{}{}",
+                partial.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        },
+    )
 }
 
 /// The lines of a log that say how the component was loaded: `compiled … in N ms (not

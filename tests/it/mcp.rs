@@ -24,27 +24,19 @@ fn client() -> &'static Path {
     CLIENT.get_or_init(|| {
         let source = workspace().join("tests/mcp-client");
         let lock = std::fs::read(source.join("package-lock.json")).unwrap();
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = tmp.join(format!("mcp-client-{:016x}", fnv1a(&lock)));
+        let name = format!("mcp-client-{:016x}", fnv1a(&lock));
         let installed = |dir: &Path| {
             dir.join("node_modules/@modelcontextprotocol/sdk/package.json")
                 .is_file()
         };
-        if !installed(&dir) {
-            let partial = tmp.join(format!(
-                "mcp-client-{:016x}.{}",
-                fnv1a(&lock),
-                std::process::id()
-            ));
-            let _ = std::fs::remove_dir_all(&partial);
-            std::fs::create_dir_all(&partial).unwrap();
+        let dir = installed_once(&name, installed, |partial| {
+            std::fs::create_dir_all(partial).unwrap();
             for file in ["package.json", "package-lock.json"] {
                 std::fs::copy(source.join(file), partial.join(file)).unwrap();
             }
-            let started = Instant::now();
             let out = Command::new("npm")
                 .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
-                .current_dir(&partial)
+                .current_dir(partial)
                 .output()
                 .unwrap_or_else(|e| panic!("cannot run npm (is it installed?): {e}"));
             assert!(
@@ -54,16 +46,7 @@ fn client() -> &'static Path {
                 out.status,
                 text(&out)
             );
-            if std::fs::rename(&partial, &dir).is_err() {
-                // Another run put it there first.
-                let _ = std::fs::remove_dir_all(&partial);
-            }
-            println!(
-                "installed the MCP client into {} in {:.1?}",
-                dir.display(),
-                started.elapsed()
-            );
-        }
+        });
         // The script beside its node_modules (imports resolve from the script's folder);
         // copied every run so an edit counts, renamed into place so no run reads half.
         let script = dir.join(format!("drive.{}.mjs", std::process::id()));

@@ -196,6 +196,32 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 pub use zot_test_fixtures::{fnv1a, leb, payload};
 
+/// A tool installed once per target dir: `<CARGO_TARGET_TMPDIR>/<name>`, made by
+/// `install` the first time (into a fresh folder of this process's, then renamed into
+/// place, so a concurrent run never sees half an install) and reused while `done` says it
+/// is there.
+pub fn installed_once(
+    name: &str,
+    done: impl Fn(&Path) -> bool,
+    install: impl FnOnce(&Path),
+) -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tmp.join(name);
+    if done(&dir) {
+        return dir;
+    }
+    let partial = tmp.join(format!("{name}.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&partial);
+    let started = Instant::now();
+    install(&partial);
+    if std::fs::rename(&partial, &dir).is_err() {
+        // Another run put it there first.
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    println!("installed {} in {:.1?}", dir.display(), started.elapsed());
+    dir
+}
+
 // ---------------------------------------------------------------------------------------
 // Scratch directories and serialisation
 
