@@ -2,6 +2,9 @@
 //! SDK (`rmcp`). A client of the library like the sidecar: every extension tool is an MCP
 //! tool, every slash command an MCP prompt; a call goes through the `tool_call`
 //! interception chain and is told to subscribers first, as an agent does it.
+//! `--http` serves the same over Streamable HTTP instead ([`http`]).
+
+mod http;
 
 use super::error::{self, CliError, Context as _};
 use super::sidecar::HostArgs;
@@ -11,15 +14,18 @@ use rmcp::model::{
     ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
     PromptMessage, Role, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::service::{NotificationContext, RequestContext, ServerInitializeError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Map, Value};
 use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use tokio::sync::{mpsc, Semaphore};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch, Semaphore};
 use zot_host::{Host, HostEvent};
 use zot_protocol::{CommandResponse, Event, Notify, RegisterTool, ToolResult};
 
@@ -30,6 +36,10 @@ const PROMPT_ARG: &str = "args";
 /// once); one more is refused at once, in words, not queued.
 const CALLS_IN_FLIGHT: usize = 256;
 
+/// How long one notification may wait for a session's queue; past it the session misses
+/// that notification (a client that reads nothing never holds the others up).
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The flags of `zot host` (what is loaded, what is trusted, the timeouts), but no tool
 /// name is the agent's own by default: an MCP client keeps its own tools apart (it names
 /// a server's tools itself).
@@ -38,15 +48,34 @@ const CALLS_IN_FLIGHT: usize = 256;
 pub(crate) struct McpArgs {
     #[command(flatten)]
     host: HostArgs,
+    /// Serve MCP over Streamable HTTP at this loopback address (`127.0.0.1:0`: a free
+    /// port) instead of stdin/stdout, at `/mcp`, until SIGINT or SIGTERM. The URL (and
+    /// the token, unless --token-file) is printed on stderr.
+    #[arg(long, value_name = "ADDR:PORT")]
+    http: Option<SocketAddr>,
+    /// With --http: the bearer token every request must carry, read from this file
+    /// (trimmed) instead of a random one.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
 }
 
-/// Serves MCP on stdin/stdout until the client closes stdin; then stops the extensions.
+/// Serves MCP on stdin/stdout until the client closes stdin, or over HTTP until a
+/// signal; then stops the extensions.
 pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
     let config = args.host.config().context("mcp")?;
+    let listen = match args.http {
+        Some(addr) => Some(http::Listen::new(addr, args.token_file.as_deref()).context("mcp")?),
+        None => None,
+    };
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
         .context("mcp")?;
-    let code = runtime.block_on(serve(config));
+    let code = runtime.block_on(async {
+        match listen {
+            Some(listen) => http::serve(config, listen).await,
+            None => serve(config).await,
+        }
+    });
     // The stdin reader may sit in a blocking read: do not wait for it.
     let _ = std::io::stdout().flush();
     std::process::exit(code)
@@ -58,21 +87,13 @@ async fn serve(config: zot_host::HostConfig) -> i32 {
     let transport =
         AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout())
             .with_max_line_length(config.max_frame);
-    let (host, notes) = Host::new(config);
-    // What did not load is said on stderr, as `zot host` says it.
-    super::sidecar::report_load(&host.load().await);
-    let server = Server {
-        host: host.clone(),
-        log_level: Arc::new(AtomicU8::new(0)),
-        in_flight: Arc::new(Semaphore::new(CALLS_IN_FLIGHT)),
-    };
-    let log_level = server.log_level.clone();
+    let (server, notes) = Server::start(config).await;
+    let host = server.host.clone();
+    let forward = tokio::spawn(forward(notes, server.sessions.clone()));
     let code = match server.serve(transport).await {
         Ok(running) => {
-            let forward = tokio::spawn(forward(notes, running.peer().clone(), log_level));
             // Ends when the client closes stdin (or the transport fails).
             let _ = running.waiting().await;
-            forward.abort();
             0
         }
         // Closed before it said `initialize`: nothing was asked, nothing is wrong.
@@ -82,18 +103,29 @@ async fn serve(config: zot_host::HostConfig) -> i32 {
             1
         }
     };
+    forward.abort();
     host.shutdown().await;
     code
 }
 
-/// The MCP side of the host: one per `zot mcp`, shared by every request.
+/// The MCP side of the host: one per session (one over stdio), all sharing the host.
 #[derive(Clone)]
 struct Server {
     host: Host,
-    /// The lowest log level the client wants (`logging/setLevel`), as [`level_rank`].
+    /// The lowest log level this session's client wants (`logging/setLevel`), as
+    /// [`level_rank`].
     log_level: Arc<AtomicU8>,
-    /// A permit per tool call or prompt running.
+    /// A permit per tool call or prompt running, in all sessions.
     in_flight: Arc<Semaphore>,
+    /// The sessions open, which the host's notifications go to.
+    sessions: Arc<watch::Sender<Vec<Session>>>,
+}
+
+/// A session that finished its handshake: where notifications go, and which.
+#[derive(Clone)]
+struct Session {
+    peer: Peer<RoleServer>,
+    log_level: Arc<AtomicU8>,
 }
 
 impl ServerHandler for Server {
@@ -214,9 +246,40 @@ impl ServerHandler for Server {
             .store(level_rank(&request.level), Ordering::Relaxed);
         Ok(())
     }
+
+    /// The handshake is done: the session gets the host's notifications from now on.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let session = Session {
+            peer: context.peer,
+            log_level: self.log_level.clone(),
+        };
+        self.sessions.send_modify(|open| open.push(session));
+    }
 }
 
 impl Server {
+    /// Loads the host (what did not load is said on stderr, as `zot host` says it);
+    /// returns the first session's server and the host's notifications.
+    async fn start(config: zot_host::HostConfig) -> (Server, mpsc::Receiver<HostEvent>) {
+        let (host, notes) = Host::new(config);
+        super::sidecar::report_load(&host.load().await);
+        let server = Server {
+            host,
+            log_level: Arc::new(AtomicU8::new(0)),
+            in_flight: Arc::new(Semaphore::new(CALLS_IN_FLIGHT)),
+            sessions: Arc::new(watch::Sender::new(Vec::new())),
+        };
+        (server, notes)
+    }
+
+    /// The server of a new session: the same host and limits, its own log level.
+    fn session(&self) -> Server {
+        Server {
+            log_level: Arc::new(AtomicU8::new(0)),
+            ..self.clone()
+        }
+    }
+
     /// One call as an agent makes it: the `tool_call` interceptors first (a block is the
     /// tool's error, with the reason; rewritten arguments replace the client's), then
     /// the `tool_call` event to subscribers, then the call. Every failure of the host
@@ -319,46 +382,62 @@ fn prompt_text(r: CommandResponse) -> Result<String, String> {
     Ok(text.unwrap_or_default())
 }
 
-/// Hands the host's notifications to the client: an extension's `notify` as a log
-/// message (logger: the extension), a registry change or an exit as
+/// Hands the host's notifications to every open session: an extension's `notify` as a
+/// log message (logger: the extension), a registry change or an exit as
 /// `tools/list_changed` and `prompts/list_changed`. Panels, prompts to submit and
-/// note retractions have no MCP counterpart and are not sent.
-#[allow(deprecated)] // MCP logging: deprecated by SEP-2577, still what 2025-11-25 has.
-async fn forward(mut notes: mpsc::Receiver<HostEvent>, peer: Peer<RoleServer>, min: Arc<AtomicU8>) {
-    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-    while let Some(note) = notes.recv().await {
-        let sent = match note {
-            HostEvent::Notify { extension, frame } => {
-                let level = log_level(&frame);
-                if level_rank(&level) < min.load(Ordering::Relaxed) {
-                    continue;
-                }
-                let message = LoggingMessageNotificationParam::new(level, json!(frame.message))
-                    .with_logger(extension);
-                peer.notify_logging_message(message).await
-            }
-            HostEvent::RegistryChanged { .. } | HostEvent::ExtensionExited { .. } => {
-                let tools = peer.notify_tool_list_changed().await;
-                tools.and(peer.notify_prompt_list_changed().await)
-            }
-            HostEvent::NotificationsDropped { count } => {
-                let text = format!("{count} notifications from extensions were dropped");
-                let message =
-                    LoggingMessageNotificationParam::new(LoggingLevel::Warning, json!(text))
-                        .with_logger("zot");
-                peer.notify_logging_message(message).await
-            }
-            HostEvent::OpenPanel { .. }
-            | HostEvent::PanelRender { .. }
-            | HostEvent::PanelClose { .. }
-            | HostEvent::ClearNotes { .. }
-            | HostEvent::Submit { .. }
-            | HostEvent::SubmitSlash { .. } => Ok(()),
-        };
-        if sent.is_err() {
-            // The client is gone.
+/// note retractions have no MCP counterpart and are not sent. While no session is open
+/// they wait in the host's bounded queue (the first client gets them); a session whose
+/// client is gone is dropped.
+async fn forward(mut notes: mpsc::Receiver<HostEvent>, sessions: Arc<watch::Sender<Vec<Session>>>) {
+    let mut open = sessions.subscribe();
+    loop {
+        if open.wait_for(|open| !open.is_empty()).await.is_err() {
             return;
         }
+        let Some(note) = notes.recv().await else {
+            return;
+        };
+        let targets = open.borrow_and_update().clone();
+        for session in targets {
+            let sent = tokio::time::timeout(NOTIFY_TIMEOUT, notify(&note, &session)).await;
+            if let Ok(Err(_)) = sent {
+                sessions.send_modify(|open| open.retain(|s| !s.peer.is_transport_closed()));
+            }
+        }
+    }
+}
+
+/// Sends one notification to one session, as [`forward`] says.
+#[allow(deprecated)] // MCP logging: deprecated by SEP-2577, still what 2025-11-25 has.
+async fn notify(note: &HostEvent, session: &Session) -> Result<(), rmcp::service::ServiceError> {
+    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+    let peer = &session.peer;
+    match note {
+        HostEvent::Notify { extension, frame } => {
+            let level = log_level(frame);
+            if level_rank(&level) < session.log_level.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let message = LoggingMessageNotificationParam::new(level, json!(frame.message))
+                .with_logger(extension.clone());
+            peer.notify_logging_message(message).await
+        }
+        HostEvent::RegistryChanged { .. } | HostEvent::ExtensionExited { .. } => {
+            peer.notify_tool_list_changed().await?;
+            peer.notify_prompt_list_changed().await
+        }
+        HostEvent::NotificationsDropped { count } => {
+            let text = format!("{count} notifications from extensions were dropped");
+            let message = LoggingMessageNotificationParam::new(LoggingLevel::Warning, json!(text))
+                .with_logger("zot");
+            peer.notify_logging_message(message).await
+        }
+        HostEvent::OpenPanel { .. }
+        | HostEvent::PanelRender { .. }
+        | HostEvent::PanelClose { .. }
+        | HostEvent::ClearNotes { .. }
+        | HostEvent::Submit { .. }
+        | HostEvent::SubmitSlash { .. } => Ok(()),
     }
 }
 
