@@ -7,9 +7,12 @@
 
 use crate::common::*;
 use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long one client run may take in all.
@@ -85,22 +88,41 @@ impl Project {
         self.root.path().join(name)
     }
 
+    /// `zot mcp --only` with these extensions, plus `flags`: the command, then its
+    /// arguments.
+    fn zot_mcp(&self, flags: &[&str]) -> Vec<OsString> {
+        let mut argv: Vec<OsString> = vec![env!("CARGO_BIN_EXE_zot").into()];
+        for arg in ["mcp", "--only", "--ready-timeout-ms", "15000", "--zot-home"] {
+            argv.push(arg.into());
+        }
+        argv.push(self.path("home").into());
+        argv.push("--cwd".into());
+        argv.push(self.path("cwd").into());
+        argv.extend(self.ext_args.iter().map(OsString::from));
+        argv.extend(flags.iter().map(OsString::from));
+        argv
+    }
+
     /// Runs the client with `steps` against `zot mcp --only` and these extensions, plus
     /// `flags`; returns what drive.mjs printed. Asserts the client saw no error.
     fn drive(&self, steps: Value, flags: &[&str]) -> Value {
+        self.run_client(steps, self.zot_mcp(flags))
+    }
+
+    /// Runs the client with `steps` against `zot mcp --http` at `server`.
+    fn drive_http(&self, steps: Value, server: &HttpServer) -> Value {
+        let target = ["--http", &server.url, TOKEN].map(OsString::from);
+        self.run_client(steps, target.to_vec())
+    }
+
+    /// Runs drive.mjs with `steps` and `target` (see drive.mjs).
+    fn run_client(&self, steps: Value, target: Vec<OsString>) -> Value {
         let home = self.path("home");
         let cwd = self.path("cwd");
         let mut child = Command::new("node")
             .arg(client().join("drive.mjs"))
             .arg(steps.to_string())
-            .arg(env!("CARGO_BIN_EXE_zot"))
-            .args(["mcp", "--only", "--ready-timeout-ms", "15000"])
-            .arg("--zot-home")
-            .arg(&home)
-            .arg("--cwd")
-            .arg(&cwd)
-            .args(&self.ext_args)
-            .args(flags)
+            .args(target)
             .env("ZOT_HOME", &home)
             .current_dir(&cwd)
             .stdin(Stdio::null())
@@ -453,4 +475,266 @@ fn the_stateless_revision_discovers_and_calls_without_initialize() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(0));
+}
+
+/// The bearer token the HTTP tests give `--token-file`.
+const TOKEN: &str = "t0ken-of-the-test";
+
+/// `zot mcp --http 127.0.0.1:0 --token-file F` running, and where it listens.
+struct HttpServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT/mcp`, as it printed.
+    url: String,
+    /// `127.0.0.1:PORT`.
+    authority: String,
+}
+
+impl HttpServer {
+    /// Starts it (the token file holds [`TOKEN`] amid blanks, which are trimmed) and
+    /// waits for the URL it prints on stderr.
+    fn start(p: &Project) -> HttpServer {
+        let token_file = p.path("token");
+        std::fs::write(&token_file, format!("\n  {TOKEN}  \n")).unwrap();
+        let mut argv = p.zot_mcp(&["--http", "127.0.0.1:0", "--token-file"]);
+        argv.push(token_file.into());
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .env("ZOT_HOME", p.path("home"))
+            .current_dir(p.path("cwd"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (lines, said) = mpsc::channel();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        let url = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match said.recv_timeout(left) {
+                Ok(line) => {
+                    assert!(
+                        !line.contains("bearer token"),
+                        "a file's token is not printed"
+                    );
+                    if let Some(url) = line.strip_prefix("zot mcp: serving MCP at ") {
+                        break url.to_string();
+                    }
+                }
+                Err(e) => panic!("zot mcp --http printed no URL: {e}"),
+            }
+        };
+        let authority = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string();
+        HttpServer {
+            child,
+            url,
+            authority,
+        }
+    }
+
+    /// One request written by hand (`Connection: close`); its status and all it said,
+    /// read until the connection closes or `until` was said.
+    fn request(&self, headers: &[(&str, &str)], body: &Value, until: &str) -> (u16, String) {
+        let body = body.to_string();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+             Content-Length: {}\r\nConnection: close\r\n",
+            self.authority,
+            body.len()
+        );
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        let mut stream = TcpStream::connect(&self.authority).unwrap();
+        stream.set_read_timeout(Some(RUN_TIMEOUT)).unwrap();
+        stream
+            .write_all(format!("{head}\r\n{body}").as_bytes())
+            .unwrap();
+        let mut said = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = stream
+                .read(&mut chunk)
+                .expect("the server answered in time");
+            said.extend_from_slice(&chunk[..n]);
+            if n == 0 || String::from_utf8_lossy(&said).contains(until) {
+                break;
+            }
+        }
+        let said = String::from_utf8_lossy(&said).into_owned();
+        let status = said
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no HTTP status in {said:?}"));
+        (status, said)
+    }
+
+    /// A session opened by hand (with the token, no `Origin`): its `Mcp-Session-Id`.
+    fn session(&self) -> String {
+        let auth = format!("Bearer {TOKEN}");
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "by-hand", "version": "1"}}});
+        let (status, said) = self.request(&[("Authorization", &auth)], &init, "\"id\":1");
+        assert_eq!(status, 200, "{said}");
+        let id = said
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("mcp-session-id: ")
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| panic!("no session id in {said}"));
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let headers = [("Authorization", auth.as_str()), ("Mcp-Session-Id", &id)];
+        let (status, said) = self.request(&headers, &initialized, "\r\n\r\n");
+        assert_eq!(status, 202, "{said}");
+        id
+    }
+
+    /// SIGTERM; its exit status, within the deadline.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("zot mcp --http did not end on SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `tools/call` of `crash` (the extension exits mid-call were it run).
+fn crash_call() -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+           "params": {"name": "crash", "arguments": {}}})
+}
+
+/// The extension still answers: no `crash` ran (a call reaching it ends it).
+fn still_answers(p: &Project, server: &HttpServer) {
+    let run = p.drive_http(
+        json!([{"op": "call", "name": "echo", "args": {"still": 1}}]),
+        server,
+    );
+    assert_eq!(first(&run["steps"][0]), r#"{"still":1}"#, "{run:#}");
+}
+
+#[test]
+fn http_a_client_lists_and_calls_tools_with_the_token() {
+    let mut p = Project::new("mcp-http");
+    p.ext("py", &py("py", &["--tools", "echo_py", "--commands", ""]));
+    let server = HttpServer::start(&p);
+    // Two clients, one after the other: a session each, the same host.
+    for n in [1, 2] {
+        let run = p.drive_http(
+            json!([
+                {"op": "init"},
+                {"op": "tools"},
+                {"op": "call", "name": "echo_py", "args": {"n": n}},
+            ]),
+            &server,
+        );
+        let s = &run["steps"];
+        assert_eq!(s[0]["server"]["name"], "zot", "{run:#}");
+        assert_eq!(names(&s[1], "tools"), ["echo_py"], "{run:#}");
+        assert_eq!(first(&s[2]), format!(r#"{{"n":{n}}}"#), "{run:#}");
+        assert_eq!(s[2]["isError"], false, "{run:#}");
+    }
+}
+
+#[test]
+fn http_a_foreign_origin_is_refused_and_no_tool_runs() {
+    let mut p = Project::new("mcp-http-origin");
+    p.ext("py", &py("py", &["--tools", "echo,crash"]));
+    let server = HttpServer::start(&p);
+    let auth = format!("Bearer {TOKEN}");
+    let session = server.session();
+    for origin in ["http://evil.example", "http://127.0.0.1:1", "null"] {
+        let headers = [
+            ("Authorization", auth.as_str()),
+            ("Mcp-Session-Id", &session),
+            ("Origin", origin),
+        ];
+        let (status, said) = server.request(&headers, &crash_call(), "\"id\":2");
+        assert_eq!(status, 403, "{origin}: {said}");
+    }
+    // This server's own origin passes (a page it served could call).
+    let own = format!("http://{}", server.authority);
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", &session),
+        ("Origin", &own),
+    ];
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let (status, said) = server.request(&headers, &list, "\"id\":3");
+    assert_eq!(status, 200, "{said}");
+    still_answers(&p, &server);
+}
+
+#[test]
+fn http_no_or_a_wrong_token_is_refused_and_no_tool_runs() {
+    let mut p = Project::new("mcp-http-token");
+    p.ext("py", &py("py", &["--tools", "echo,crash"]));
+    let server = HttpServer::start(&p);
+    let session = server.session();
+    let wrong = format!("Bearer {TOKEN}x");
+    let short = format!("Bearer {}", &TOKEN[1..]);
+    let basic = format!("Basic {TOKEN}");
+    for auth in [None, Some(wrong.as_str()), Some(&short), Some(&basic)] {
+        let mut headers = vec![("Mcp-Session-Id", session.as_str())];
+        headers.extend(auth.map(|a| ("Authorization", a)));
+        let (status, said) = server.request(&headers, &crash_call(), "\"id\":2");
+        assert_eq!(status, 401, "{auth:?}: {said}");
+        assert!(
+            said.to_ascii_lowercase()
+                .contains("www-authenticate: bearer"),
+            "{said}"
+        );
+    }
+    still_answers(&p, &server);
+}
+
+#[test]
+fn http_sigterm_ends_zot_mcp_with_0_and_stops_the_extensions() {
+    let mut p = Project::new("mcp-http-term");
+    let pid_file = p.path("pid");
+    p.ext("py", &py("py", &["--touch", pid_file.to_str().unwrap()]));
+    let server = HttpServer::start(&p);
+    still_answers(&p, &server);
+    let status = server.terminate();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    assert!(
+        wait_process_gone(pid, Duration::from_secs(10)),
+        "the extension {pid} still runs"
+    );
+    let log = std::fs::read_to_string(p.path("home/logs/ext-py.log")).unwrap();
+    assert!(log.contains("acknowledged shutdown"), "{log}");
 }

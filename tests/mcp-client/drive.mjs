@@ -1,9 +1,12 @@
 // Drives `zot mcp` with the official MCP TypeScript SDK client (tests/it/mcp.rs).
 //
 // node drive.mjs '<steps as JSON>' <command> [args…]
+// node drive.mjs '<steps as JSON>' --http <url> <token>
 //
-// Spawns the command through the SDK's StdioClientTransport, connects (the initialize
-// handshake), runs the steps in order and prints one JSON object on stdout:
+// Spawns the command through the SDK's StdioClientTransport (or, with --http, connects
+// to the URL through its StreamableHTTPClientTransport, sending `Authorization: Bearer
+// <token>`), connects (the initialize handshake), runs the steps in order and prints
+// one JSON object on stdout:
 // {"steps": [the result of each step], "logs": [every log message], "errors": [every
 // transport or protocol error the client saw], "stderr": the server's stderr}.
 // A step that throws records {"error": message, "code": code} and the run goes on.
@@ -23,9 +26,10 @@
 //                                and for tools/list to lack tool `gone`
 //   prompts                      prompts/list
 //   prompt {name, args}          prompts/get with {"args": args}
-//   close                        closes stdin; the server's exit {code, signal}
+//   close                        closes stdin; the server's exit {code, signal} (stdio)
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   LoggingMessageNotificationSchema,
   ToolListChangedNotificationSchema,
@@ -65,9 +69,14 @@ const logStarting = (prefix) =>
     logs.find((l) => typeof l.data === "string" && l.data.startsWith(prefix)),
   );
 
-const transport = new StdioClientTransport({ command, args, stderr: "pipe" });
+const http = command === "--http";
+const transport = http
+  ? new StreamableHTTPClientTransport(new URL(args[0]), {
+      requestInit: { headers: { Authorization: `Bearer ${args[1]}` } },
+    })
+  : new StdioClientTransport({ command, args, stderr: "pipe" });
 let stderr = "";
-transport.stderr.on("data", (d) => (stderr += d));
+if (!http) transport.stderr.on("data", (d) => (stderr += d));
 const client = new Client({ name: "zot-test-client", version: "1.0.0" });
 client.onerror = (e) => errors.push(String(e));
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
@@ -157,6 +166,6 @@ try {
 } catch (e) {
   errors.push(`connect: ${e}`);
 }
-if (transport._process) await client.close();
+if (http || transport._process) await client.close();
 process.stdout.write(JSON.stringify({ steps: results, logs, errors, stderr }) + "\n");
 process.exit(0);
