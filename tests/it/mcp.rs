@@ -540,12 +540,23 @@ impl HttpServer {
         }
     }
 
-    /// One request written by hand (`Connection: close`); its status and all it said,
+    /// One POST written by hand (`Connection: close`); its status and all it said,
     /// read until the connection closes or `until` was said.
     fn request(&self, headers: &[(&str, &str)], body: &Value, until: &str) -> (u16, String) {
-        let body = body.to_string();
+        let mut stream = self.send("POST", headers, &body.to_string());
+        let said = read_until(&mut stream, until);
+        let status = said
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no HTTP status in {said:?}"));
+        (status, said)
+    }
+
+    /// Writes one request; the connection, to read the answer from.
+    fn send(&self, method: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
         let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
              Content-Length: {}\r\nConnection: close\r\n",
             self.authority,
@@ -559,24 +570,7 @@ impl HttpServer {
         stream
             .write_all(format!("{head}\r\n{body}").as_bytes())
             .unwrap();
-        let mut said = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            let n = stream
-                .read(&mut chunk)
-                .expect("the server answered in time");
-            said.extend_from_slice(&chunk[..n]);
-            if n == 0 || String::from_utf8_lossy(&said).contains(until) {
-                break;
-            }
-        }
-        let said = String::from_utf8_lossy(&said).into_owned();
-        let status = said
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no HTTP status in {said:?}"));
-        (status, said)
+        stream
     }
 
     /// A session opened by hand (with the token, no `Origin`): its `Mcp-Session-Id`.
@@ -628,6 +622,21 @@ impl Drop for HttpServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// What `stream` says until it closes or says `until`.
+fn read_until(stream: &mut TcpStream, until: &str) -> String {
+    let mut said = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream
+            .read(&mut chunk)
+            .expect("the server answered in time");
+        said.extend_from_slice(&chunk[..n]);
+        if n == 0 || String::from_utf8_lossy(&said).contains(until) {
+            return String::from_utf8_lossy(&said).into_owned();
+        }
     }
 }
 
@@ -737,4 +746,41 @@ fn http_sigterm_ends_zot_mcp_with_0_and_stops_the_extensions() {
     );
     let log = std::fs::read_to_string(p.path("home/logs/ext-py.log")).unwrap();
     assert!(log.contains("acknowledged shutdown"), "{log}");
+}
+
+#[test]
+fn http_notifications_reach_every_open_session() {
+    let mut p = Project::new("mcp-http-notes");
+    p.ext(
+        "py",
+        &py("py", &["--tools", "echo_ping", "--events", "tool_call"]),
+    );
+    let server = HttpServer::start(&p);
+    // A session opened by hand, listening on its GET stream.
+    let session = server.session();
+    let auth = format!("Bearer {TOKEN}");
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", &session),
+    ];
+    let mut listening = server.send("GET", &headers, "");
+    let head = read_until(&mut listening, "\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // Another client calls a tool: the subscriber's notify about it reaches both.
+    let run = p.drive_http(
+        json!([
+            {"op": "call", "name": "echo_ping", "args": {}},
+            {"op": "wait_log", "prefix": "event "},
+        ]),
+        &server,
+    );
+    assert!(
+        run["steps"][1]["data"]
+            .as_str()
+            .unwrap()
+            .contains("echo_ping"),
+        "{run:#}"
+    );
+    let said = read_until(&mut listening, "echo_ping");
+    assert!(said.contains("notifications/message"), "{said}");
 }
