@@ -253,7 +253,12 @@ impl ServerHandler for Server {
             peer: context.peer,
             log_level: self.log_level.clone(),
         };
-        self.sessions.send_modify(|open| open.push(session));
+        self.sessions.send_modify(|open| {
+            // Those that ended since are dropped here too: the list stays as long as
+            // the sessions open.
+            open.retain(|s| !s.peer.is_transport_closed());
+            open.push(session);
+        });
     }
 }
 

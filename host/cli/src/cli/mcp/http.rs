@@ -146,7 +146,11 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
             _ = int.recv() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
-                Err(_) => continue,
+                // Out of file descriptors, say: a pause rather than a busy loop.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
             },
         };
         // Past the limit the connection is closed unanswered.
