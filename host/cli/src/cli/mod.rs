@@ -315,6 +315,7 @@ Examples:
   zot mcp
   zot mcp --ext ./my-ext --only
   zot mcp --cwd ~/src/app --trust-project --tool-timeout-ms 120000
+  zot mcp --http 127.0.0.1:8765 --token-file ~/.config/zot/mcp-token
 MCP client configuration (a command and its arguments):
   {\"mcpServers\": {\"zot\": {\"command\": \"zot\", \"args\": [\"mcp\"]}}}";
     pub(super) const COMPLETIONS: &str = "\
