@@ -370,12 +370,17 @@ fn closing_stdin_ends_zot_mcp_with_0_and_stops_the_extensions() {
     assert_eq!(s[0]["isError"], false, "{run:#}");
     // Ended by itself within the client's 2 s grace, not by its SIGTERM.
     assert_eq!(s[1], json!({"code": 0, "signal": null}), "{run:#}");
-    let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    assert_shut_down(&p, &pid_file);
+}
+
+/// The extension `py` of `p`, whose pid is in `pid_file`, is gone, stopped by the host
+/// (`shutdown`: its log says so), not left to notice its closed stdin.
+fn assert_shut_down(p: &Project, pid_file: &Path) {
+    let pid: u32 = std::fs::read_to_string(pid_file).unwrap().parse().unwrap();
     assert!(
         wait_process_gone(pid, Duration::from_secs(10)),
         "the extension {pid} still runs"
     );
-    // Stopped by the host (`shutdown`), not left to notice its closed stdin.
     let log = std::fs::read_to_string(p.path("home/logs/ext-py.log")).unwrap();
     assert!(log.contains("acknowledged shutdown"), "{log}");
 }
@@ -739,13 +744,7 @@ fn http_sigterm_ends_zot_mcp_with_0_and_stops_the_extensions() {
     still_answers(&p, &server);
     let status = server.terminate();
     assert_eq!(status.code(), Some(0), "{status:?}");
-    let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
-    assert!(
-        wait_process_gone(pid, Duration::from_secs(10)),
-        "the extension {pid} still runs"
-    );
-    let log = std::fs::read_to_string(p.path("home/logs/ext-py.log")).unwrap();
-    assert!(log.contains("acknowledged shutdown"), "{log}");
+    assert_shut_down(&p, &pid_file);
 }
 
 #[test]
