@@ -273,20 +273,7 @@ fn max_frame_bytes_flag_lowers_the_cap() {
     let _serial = serial();
     let mut b = HostBuilder::new();
     b.explicit("bigpy", &py_manifest("bigpy", &[]));
-    b.arg("--max-frame-bytes").arg("1048576");
-    let host = b.start();
-    host.ready();
-    let r = host.request(
-        "call_tool",
-        json!({"name": "big", "args": {"bytes": 2 * 1024 * 1024}, "timeout_ms": 1500}),
-    );
-    assert_eq!(
-        r["success"], false,
-        "a 2 MiB result over a 1 MiB cap is dropped: {}",
-        r["success"]
-    );
-    let d = host.call_tool("big", json!({"bytes": 512 * 1024}));
-    assert_eq!(first_text(&d).len(), 512 * 1024);
+    let (host, _) = the_frame_cap_drops_an_oversize_result(b);
     host.shutdown();
 }
 

@@ -1145,16 +1145,7 @@ fn oversize_frame_from_a_component_is_skipped_and_it_goes_on() {
         let name = format!("cap-{}", kind.label());
         let mut b = HostBuilder::new();
         b.explicit(&name, &component(&name, kind.wasm()));
-        b.arg("--max-frame-bytes").arg("1048576");
-        let host = b.start();
-        host.ready();
-        let r = host.request(
-            "call_tool",
-            json!({"name": "big", "args": {"bytes": 2 * 1024 * 1024}, "timeout_ms": 1500}),
-        );
-        println!("{name}: 2 MiB result over a 1 MiB cap: {}", r["error"]);
-        assert_eq!(r["success"], false, "the oversize result is dropped");
-        let d = host.call_tool("big", json!({"bytes": 512 * 1024}));
+        let (host, d) = the_frame_cap_drops_an_oversize_result(b);
         assert_eq!(first_text(&d), payload(512 * 1024));
         let log = host.log(&name);
         println!("  {}", log_line(&log, "skipped a"));

@@ -970,6 +970,26 @@ pub fn parse_started(message: &str) -> (u32, String) {
     (pid.parse().expect("pid"), cwd.to_string())
 }
 
+/// Starts `b` with a 1 MiB frame cap (`--max-frame-bytes`): a 2 MiB result of its tool
+/// `big` is dropped, and a 512 KiB one after it arrives whole. The host and that call's
+/// data, for what each kind of extension checks besides.
+pub fn the_frame_cap_drops_an_oversize_result(mut b: HostBuilder) -> (Host, Value) {
+    b.arg("--max-frame-bytes").arg("1048576");
+    let host = b.start();
+    host.ready();
+    let r = host.request(
+        "call_tool",
+        json!({"name": "big", "args": {"bytes": 2 * 1024 * 1024}, "timeout_ms": 1500}),
+    );
+    assert_eq!(
+        r["success"], false,
+        "a 2 MiB result over a 1 MiB cap is dropped: {r}"
+    );
+    let d = host.call_tool("big", json!({"bytes": 512 * 1024}));
+    assert_eq!(first_text(&d).len(), 512 * 1024, "{d}");
+    (host, d)
+}
+
 /// The text of the first content block of a `call_tool` result.
 pub fn first_text(data: &Value) -> String {
     data["content"][0]["text"]
