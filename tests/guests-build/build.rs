@@ -3,8 +3,8 @@
 //! artifacts crate does:
 //!
 //! 1. `cargo build --release --target wasm32-wasip2 -p reactor -p command -p future -p
-//!    sdk-probe -p silent`: `reactor.wasm`, `command.wasm`, `future.wasm`,
-//!    `sdk-probe.wasm` and `silent.wasm`, all components;
+//!    sdk-probe -p silent -p mcp-server`: `reactor.wasm`, `command.wasm`, `future.wasm`,
+//!    `sdk-probe.wasm`, `silent.wasm` and `mcp-server.wasm`, all components;
 //! 2. `cargo build --release --target <TARGET> -p command -p zot-test-ext -p sdk-probe`:
 //!    the same command guest and SDK probe as native stdio extensions, and the Rust test
 //!    extension;
@@ -59,7 +59,7 @@ fn main() {
     run(inner_cargo(&cargo)
         .args(["build", "--release", "--target", WASM_TARGET])
         .args(["-p", "reactor", "-p", "command", "-p", "future"])
-        .args(["-p", "sdk-probe", "-p", "silent"])
+        .args(["-p", "sdk-probe", "-p", "silent", "-p", "mcp-server"])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
@@ -126,6 +126,11 @@ fn main() {
             "SILENT",
             wasm_dir.join("silent.wasm"),
             "a command component that never says hello (tests/guests/silent)",
+        ),
+        (
+            "MCP_SERVER",
+            wasm_dir.join("mcp-server.wasm"),
+            "an MCP stdio server as a command component (tests/guests/mcp-server)",
         ),
         (
             "SDK_PROBE",

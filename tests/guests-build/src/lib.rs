@@ -12,6 +12,8 @@
 //! * [`SDK_PROBE`], [`SDK_PROBE_NATIVE`]: `tests/guests/sdk-probe`, a `zot-ext` extension
 //!   for the SDK's own tests, as a component and natively
 //! * [`SILENT`]: a component that never says hello
+//! * [`MCP_SERVER`]: `mcp-server.wasm`, an MCP stdio server (hand-written JSON-RPC, not
+//!   the zot protocol) as a WASI command component: `echo`, `read`, `write`, `env`
 //! * [`EXAMPLES`]: every Rust example of `examples/`, native and as a component
 //!
 //! The reactor, the command and its native build run the `scenario` crate
