@@ -2,14 +2,17 @@
 //! the wasm transport. The core (`crate::host`) asks a [`Launcher`] for a
 //! [`Connection`] and never learns more about how frames travel.
 
+use crate::budget::Budget;
 use crate::budget::Timeouts;
 use crate::component::compile::Compiler;
+use crate::component::Kind;
 use crate::identity::Identity;
 use crate::log::ExtLog;
-use crate::manifest::{Launch, Manifest, TransportKind};
+use crate::manifest::{Launch, Manifest, McpServer, TransportKind};
 use crate::paths::ZotHome;
 use crate::sandbox;
 use crate::sandbox_view::{Granted, Running, SandboxView};
+use crate::transport::mcp::{self, McpSpec};
 use crate::transport::stdio::{self, StdioSpec};
 use crate::transport::wasm::{self, WasmSpec};
 use crate::transport::Connection;
@@ -17,6 +20,8 @@ use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::time::Duration;
+use zot_protocol::HostFrame;
 
 #[cfg(any(test, feature = "test-support"))]
 mod scripted;
@@ -97,6 +102,8 @@ pub enum StartError {
         wasm: PathBuf,
         error: crate::component::ComponentError,
     },
+    /// An MCP server's component is a zot reactor, not a command speaking MCP on stdio.
+    NotMcp { wasm: PathBuf },
     /// The start task itself failed: a bug in the host or a launcher, not the
     /// extension's doing.
     Aborted(String),
@@ -119,6 +126,12 @@ impl fmt::Display for StartError {
             StartError::Component { wasm, error } => {
                 write!(f, "cannot start {}: {error}", wasm.display())
             }
+            StartError::NotMcp { wasm } => write!(
+                f,
+                "cannot start {}: it is a zot component, not an MCP server (a command \
+                 reading MCP on stdin): name it in \"wasm\", not in \"mcp.wasm\"",
+                wasm.display()
+            ),
             StartError::Aborted(why) => write!(f, "its start failed: {why}"),
         }
     }
@@ -129,7 +142,7 @@ impl std::error::Error for StartError {
         match self {
             StartError::Spawn { cause, .. } => Some(cause),
             StartError::Component { error, .. } => Some(error),
-            StartError::Aborted(_) => None,
+            StartError::NotMcp { .. } | StartError::Aborted(_) => None,
         }
     }
 }
@@ -150,10 +163,14 @@ pub struct Transports;
 impl Launcher for Transports {
     fn launch<'a>(&'a self, request: Request<'a>) -> LaunchFuture<'a> {
         Box::pin(async move {
-            match request.manifest.launch(request.dir) {
+            let launched = match request.manifest.launch(request.dir) {
                 Launch::Exec(program) => start_stdio(&request, program),
                 Launch::Wasm(component) => start_wasm(&request, component).await,
-            }
+            }?;
+            Ok(match &request.manifest.mcp {
+                Some(server) => speak_mcp(&request, server, launched),
+                None => launched,
+            })
         })
     }
 }
@@ -162,7 +179,11 @@ impl Launcher for Transports {
 /// spawned with `cause`, if there is an obvious one.
 fn spawn_hint(m: &Manifest, dir: &Path, program: &Path, cause: &std::io::Error) -> Option<String> {
     use std::io::ErrorKind;
-    let exec = m.exec.as_deref().unwrap_or_default();
+    let exec = m.command().unwrap_or_default();
+    let (field, args) = match m.mcp {
+        Some(_) => ("mcp.command", "mcp.args"),
+        None => ("exec", "args"),
+    };
     let file = if program.is_absolute() || program.components().count() > 1 {
         program.to_path_buf()
     } else {
@@ -171,7 +192,7 @@ fn spawn_hint(m: &Manifest, dir: &Path, program: &Path, cause: &std::io::Error) 
     let bare = program.components().count() == 1 && !program.is_absolute();
     match cause.kind() {
         ErrorKind::NotFound if bare && file.is_file() => Some(format!(
-            "a bare `exec` is looked up on PATH, not in the extension's folder: write \"./{exec}\" to run the file there"
+            "a bare `{field}` is looked up on PATH, not in the extension's folder: write \"./{exec}\" to run the file there"
         )),
         ErrorKind::NotFound if file.is_file() => Some(match first_line(&file) {
             Some(line) if line.starts_with("#!") => format!(
@@ -185,23 +206,22 @@ fn spawn_hint(m: &Manifest, dir: &Path, program: &Path, cause: &std::io::Error) 
             dir.display()
         )),
         ErrorKind::NotFound if bare => Some(format!(
-            "no program named {exec:?} on PATH: install it, or name it by its path in `exec`"
+            "no program named {exec:?} on PATH: install it, or name it by its path in `{field}`"
         )),
         ErrorKind::NotFound => Some(format!(
-            "no file {}: check `exec` in {}",
+            "no file {}: check `{field}` in {}",
             file.display(),
             dir.join(crate::manifest::MANIFEST_FILE).display()
         )),
         ErrorKind::PermissionDenied if file.is_file() => Some(format!(
-            "it is not executable: `chmod +x {}`, or set `exec` to its interpreter and put the script in `args`",
+            "it is not executable: `chmod +x {}`, or set `{field}` to its interpreter and put the script in `{args}`",
             file.display()
         )),
-        _ if cause.raw_os_error() == Some(libc::ENOEXEC) => Some(
+        _ if cause.raw_os_error() == Some(libc::ENOEXEC) => Some(format!(
             "it is neither a program nor a script with a `#!` line: add one (e.g. \
-             `#!/usr/bin/env python3`), or set `exec` to its interpreter and put the script \
-             in `args`"
-                .into(),
-        ),
+             `#!/usr/bin/env python3`), or set `{field}` to its interpreter and put the script \
+             in `{args}`"
+        )),
         _ => None,
     }
 }
@@ -217,6 +237,29 @@ fn first_line(path: &Path) -> Option<String> {
             .trim_end()
             .to_string(),
     )
+}
+
+/// An MCP server on the transport it was started on: what the core gets is the
+/// adapter's connection (`transport::mcp`).
+fn speak_mcp(request: &Request<'_>, server: &McpServer, launched: Launched) -> Launched {
+    let m = request.manifest;
+    let call = m.limits.tool_timeout_ms.map(Duration::from_millis);
+    let spec = McpSpec {
+        name: m.name.clone(),
+        version: m.version.clone(),
+        prefix: server.prefix.clone(),
+        // A message to the server may take what a tool call may.
+        budget: Budget::for_frame(
+            &HostFrame::ToolCall(Default::default()),
+            request.context.timeouts,
+            call,
+        ),
+        log: request.log.clone(),
+    };
+    Launched {
+        connection: mcp::speak(launched.connection, spec),
+        ..launched
+    }
 }
 
 /// A subprocess; its data dir is its identity's (`$ZOT_HOME/data/<name>` for a global
@@ -239,7 +282,8 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
     }
     let spec = StdioSpec {
         program: program.clone(),
-        args: m.args.clone(),
+        args: m.program_args().to_vec(),
+        env: m.mcp.iter().flat_map(|mcp| mcp.env.clone()).collect(),
         dir: dir.to_path_buf(),
         stderr: Some((*log).clone()),
         max_frame: context.max_frame,
@@ -281,6 +325,9 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
     let loaded = wasm::prepare(&component, &home.cache_dir(), context.compiler, log)
         .await
         .map_err(failed)?;
+    if m.mcp.is_some() && loaded.kind() != Kind::Command {
+        return Err(StartError::NotMcp { wasm: component });
+    }
     let (decision, grant) = sandbox::for_manifest(
         home,
         identity,

@@ -157,7 +157,7 @@ pub fn fingerprint(
     let mut named = vec![match m.launch(dir) {
         Launch::Wasm(path) | Launch::Exec(path) => path,
     }];
-    named.extend(m.args.iter().map(|a| dir.join(a)));
+    named.extend(m.program_args().iter().map(|a| dir.join(a)));
     for path in named {
         let real = crate::paths::real(&path);
         if real.starts_with(&inside) {

@@ -783,3 +783,44 @@ fn http_notifications_reach_every_open_session() {
     let said = read_until(&mut listening, "echo_ping");
     assert!(said.contains("notifications/message"), "{said}");
 }
+
+/// Point 3 of MCP both ways: MCP servers loaded as extensions are served again by
+/// `zot mcp`, beside zot extensions, behind the same guard.
+#[test]
+fn mcp_servers_loaded_as_extensions_are_served_again() {
+    let mut p = Project::new("mcp-reserved");
+    p.ext("guard", &py("guard", &["--mode", "guard"]));
+    p.ext("py", &py("py", &["--tools", "echo_py", "--commands", ""]));
+    p.ext(
+        "everything",
+        &crate::mcp_servers::official("everything", "everything", &["stdio"], "ev."),
+    );
+    let run = p.drive(
+        json!([
+            {"op": "tools"},
+            {"op": "call", "name": "ev.echo", "args": {"message": "through two hops"}},
+            {"op": "call", "name": "ev.get-structured-content", "args": {"location": "Chicago"}},
+            {"op": "call", "name": "ev.echo", "args": {"message": "guard:refuse"}},
+            {"op": "call", "name": "echo_py", "args": {"x": 1}},
+        ]),
+        &[],
+    );
+    let s = &run["steps"];
+    let tools = names(&s[0], "tools");
+    for tool in ["echo_py", "ev.echo", "ev.get-structured-content"] {
+        assert!(tools.contains(&tool.to_string()), "{tool} in {tools:?}");
+    }
+    let schema = s[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ev.get-structured-content")
+        .unwrap();
+    assert_eq!(schema["outputSchema"]["type"], "object", "{schema}");
+    assert_eq!(first(&s[1]), "Echo: through two hops", "{run:#}");
+    assert!(s[2]["structuredContent"].is_object(), "{run:#}");
+    // The guard refuses a call to an MCP server's tool as it would any other.
+    assert_eq!(s[3]["isError"], true, "{run:#}");
+    assert_eq!(first(&s[3]), "refused: asked to refuse", "{run:#}");
+    assert_eq!(first(&s[4]), r#"{"x":1}"#, "{run:#}");
+}

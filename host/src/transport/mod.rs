@@ -1,8 +1,10 @@
 //! Transports move frames and nothing else: a bounded queue of encoded frames towards the
 //! extension, a bounded stream of lines from it, and an exit report when it is gone.
-//! The protocol core (`crate::extension`) cannot tell transports apart.
+//! The protocol core (`crate::extension`) cannot tell transports apart; `mcp` stands
+//! between it and another transport, to run an MCP server as an extension.
 
 mod exit;
+pub(crate) mod mcp;
 #[cfg(any(test, feature = "test-support"))]
 pub mod memory;
 pub(crate) mod pipe;

@@ -17,6 +17,8 @@ pub struct StdioSpec {
     /// The resolved program (a bare name is looked up on `PATH`).
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Variables set over the host's environment.
+    pub env: Vec<(String, String)>,
     /// The working directory: the extension's directory.
     pub dir: PathBuf,
     /// The log stderr is copied into ([`ExtLog::copy_stderr`]), or `None`: discarded.
@@ -30,6 +32,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&spec.dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

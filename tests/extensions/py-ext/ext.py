@@ -8,7 +8,8 @@ Usage: ext.py [--mode MODE] [--name NAME] [--commands a,b] [--tools a,b]
 Modes:
   basic     (default) hello, register commands + tools, subscribe, ready, answer them
   legacy    like basic but never sends `ready` (older SDKs)
-  guard     interceptor: blocks bash `rm -rf`, rewrites args of `rewrite_me`,
+  guard     interceptor: blocks bash `rm -rf` and any call whose args hold
+            "guard:refuse", rewrites args of `rewrite_me`,
             passes `read`, allows turn_start, redacts "secret" in assistant text
   garbage   non-JSON lines before hello, unknown/invalid frames after it, a garbage
             line before every tool result; otherwise basic
@@ -190,6 +191,9 @@ def handle_intercept(msg):
             if tool == "bash" and "rm -rf" in str(args.get("command", "")):
                 resp["block"] = True
                 resp["reason"] = 'refused: matches danger pattern "rm -rf"'
+            elif "guard:refuse" in json.dumps(args):
+                resp["block"] = True
+                resp["reason"] = "refused: asked to refuse"
             elif tool == "rewrite_me":
                 new_args = dict(args)
                 new_args["rewritten"] = True

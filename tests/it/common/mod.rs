@@ -222,6 +222,38 @@ pub fn installed_once(
     dir
 }
 
+/// The pinned npm packages of the workspace folder `folder` (a `package.json` and its
+/// `package-lock.json`), installed by `npm ci` once per target dir and lockfile into
+/// `<target>/tmp/<name>-<hash of the lockfile>`, where `marker` (a path inside it) shows
+/// a finished install.
+pub fn npm_installed(folder: &str, name: &str, marker: &str) -> PathBuf {
+    let source = workspace().join(folder);
+    let lock = std::fs::read(source.join("package-lock.json")).unwrap();
+    let name = format!("{name}-{:016x}", zot_test_fixtures::fnv1a(&lock));
+    installed_once(
+        &name,
+        |dir| dir.join(marker).exists(),
+        |partial| {
+            std::fs::create_dir_all(partial).unwrap();
+            for file in ["package.json", "package-lock.json"] {
+                std::fs::copy(source.join(file), partial.join(file)).unwrap();
+            }
+            let out = Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+                .current_dir(partial)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run npm (is it installed?): {e}"));
+            assert!(
+                out.status.success(),
+                "npm ci in {} failed ({}):\n{}",
+                partial.display(),
+                out.status,
+                text(&out)
+            );
+        },
+    )
+}
+
 // ---------------------------------------------------------------------------------------
 // Scratch directories and serialisation
 

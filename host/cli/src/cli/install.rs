@@ -251,7 +251,7 @@ fn short(commit: &str) -> &str {
 /// Prints what `m` may do once installed (a classic extension: the command it runs,
 /// exactly); returns the question to ask.
 fn describe_asks(m: &Manifest) -> String {
-    if m.wasm.is_some() {
+    if m.is_component() {
         say!("It is a sandboxed WebAssembly component. It asks to:");
         Term.list(&asked_words(m));
         format!("Grant this and install {}?", m.name)
@@ -268,11 +268,11 @@ fn describe_asks(m: &Manifest) -> String {
     }
 }
 
-/// The command line a classic extension's manifest runs, `exec` and `args` exactly as
+/// The command line a classic extension's manifest runs (`exec` and `args`, or an MCP server's `env`, `command` and `args`) exactly as
 /// written, each quoted for a POSIX shell.
 fn runs(m: &Manifest) -> String {
-    let exec = m.exec.as_deref().unwrap_or_default();
-    terminal_text::command_line(std::iter::once(exec).chain(m.args.iter().map(String::as_str)))
+    let words = m.command_words(m.command().unwrap_or_default());
+    terminal_text::command_line(words.iter().map(String::as_str))
 }
 
 /// The component file of a staged component, relative to its folder.
@@ -408,7 +408,7 @@ fn update_one(
             one_line(&new.version)
         );
     }
-    if new.wasm.is_none() {
+    if !new.is_component() {
         let (was, now) = (runs(&old), runs(new));
         if was == now {
             say!("  runs     {now}");
@@ -506,7 +506,7 @@ fn program_file(m: &Manifest, dir: &Path) -> Option<String> {
     };
     let (Launch::Wasm(path) | Launch::Exec(path)) = m.launch(dir);
     inside(&path).or_else(|| {
-        m.args
+        m.program_args()
             .iter()
             .map(|a| dir.join(a))
             .find(|p| p.is_file())
@@ -533,7 +533,7 @@ pub(crate) fn info(
         let hash = record.as_ref()?.files.get(p)?;
         Some(hash.clone()).filter(|h| !h.starts_with("symlink:"))
     });
-    let transport = if m.wasm.is_some() { "wasm" } else { "stdio" };
+    let transport = if m.is_component() { "wasm" } else { "stdio" };
     let asks = view
         .as_ref()
         .map(|v| serde_json::json!({"permissions": v.asked, "limits": v.limits}));
@@ -589,7 +589,7 @@ pub(crate) fn info(
             );
         }
     }
-    let label = if m.wasm.is_some() {
+    let label = if m.is_component() {
         "component"
     } else {
         "program"
@@ -601,15 +601,15 @@ pub(crate) fn info(
             label,
             &format!(
                 "{} (not part of the install)",
-                m.exec.as_deref().unwrap_or_default()
+                m.command().unwrap_or_default()
             ),
         ),
     }
-    if m.wasm.is_some() {
+    if m.is_component() {
         rows("asks", &asked_words(&m));
     }
     match grant {
-        _ if m.wasm.is_none() => row(
+        _ if !m.is_component() => row(
             "granted",
             "everything you can: a classic extension runs with your full user permissions",
         ),

@@ -219,8 +219,9 @@ pub(crate) fn review(prompt: &mut dyn Prompt, m: &Manifest, dir: &Path) {
     }
 }
 
-/// `program arg…` exactly as it runs, each word quoted for a POSIX shell.
+/// `program arg…` exactly as it runs (after an MCP server's `K=v` variables), each word
+/// quoted for a POSIX shell.
 fn command_line(m: &Manifest, program: &Path) -> String {
-    let program = program.to_string_lossy();
-    terminal_text::command_line(std::iter::once(&*program).chain(m.args.iter().map(String::as_str)))
+    let words = m.command_words(&program.to_string_lossy());
+    terminal_text::command_line(words.iter().map(String::as_str))
 }

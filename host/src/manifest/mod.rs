@@ -1,5 +1,9 @@
 //! `extension.json`: reading, validating, and editing it without losing fields.
 
+mod mcp;
+
+pub use mcp::McpServer;
+
 use crate::caps::{Caps, Limit};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -44,6 +48,9 @@ pub struct Manifest {
     /// Resource limits a component asks for.
     #[serde(default)]
     pub limits: Limits,
+    /// An MCP server to run as the extension, instead of `exec` or `wasm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpServer>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -226,7 +233,8 @@ impl fmt::Display for ManifestErrorKind {
             NotAnObject => f.write_str("not a JSON object"),
             Field { field, reason } => write!(f, "field \"{field}\": {reason}"),
             NoProgram => f.write_str(
-                "field \"exec\" (a program to run) or \"wasm\" (a component) is required",
+                "field \"exec\" (a program to run) or \"wasm\" (a component) is required \
+                 (or \"mcp\": an MCP server)",
             ),
             ProgramTypo { found, meant } => write!(
                 f,
@@ -258,7 +266,7 @@ impl std::error::Error for ManifestError {}
 
 /// `field "name": reason` for the field `name`.
 /// The top-level fields of a manifest that zot reads.
-pub const FIELDS: [&str; 10] = [
+pub const FIELDS: [&str; 11] = [
     "name",
     "version",
     "exec",
@@ -269,6 +277,7 @@ pub const FIELDS: [&str; 10] = [
     "wasm",
     "permissions",
     "limits",
+    "mcp",
 ];
 
 /// Checks that field `name` of `value`, if present, is a `T`, naming the field if not.
@@ -324,10 +333,29 @@ impl Manifest {
         if let Some(v) = value.get("limits") {
             Limits::parse(v).map_err(|e| field("limits", e))?;
         }
+        if let Some(v) = value.get("mcp") {
+            serde_json::from_value::<Option<McpServer>>(v.clone()).map_err(|e| field("mcp", e))?;
+        }
         let manifest: Manifest =
             serde_json::from_value(value).map_err(|e| Invalid(e.to_string()))?;
         validate_name(&manifest.name).map_err(|e| field("name", e))?;
+        if let Some(mcp) = &manifest.mcp {
+            if manifest.exec.is_some() || manifest.wasm.is_some() {
+                return Err(field(
+                    "mcp",
+                    "excludes \"exec\" and \"wasm\": an MCP server is named in \"mcp\" alone",
+                ));
+            }
+            if !manifest.args.is_empty() {
+                return Err(field(
+                    "args",
+                    "an MCP server's arguments go in \"mcp.args\"",
+                ));
+            }
+            mcp.validate()?;
+        }
         match (manifest.exec.as_deref(), manifest.wasm.as_deref()) {
+            (None, None) if manifest.mcp.is_some() => {}
             (None, None) => {
                 let typo = manifest.extra.keys().find_map(|k| {
                     crate::nearest::typo_of(k, ["exec", "wasm"]).map(|f| (k.clone(), f))
@@ -398,17 +426,37 @@ impl Manifest {
             wasm: Some(wasm.display().to_string()),
             permissions: embedded.permissions,
             limits: embedded.limits,
+            mcp: None,
             extra: Map::new(),
         })
     }
 
-    /// The transport it names: `wasm` for a component, else `stdio`.
+    /// The transport it names: `wasm` for a component (an MCP server's too), else
+    /// `stdio`.
     pub fn transport(&self) -> TransportKind {
-        if self.wasm.is_some() {
+        if self.wasm.is_some() || self.mcp.as_ref().is_some_and(|m| m.wasm.is_some()) {
             TransportKind::Wasm
         } else {
             TransportKind::Stdio
         }
+    }
+
+    /// Whether it runs in the sandbox: a component, an MCP server's too.
+    pub fn is_component(&self) -> bool {
+        self.transport() == TransportKind::Wasm
+    }
+
+    /// The words of the command line a classic extension runs with `program`: the
+    /// program and its arguments, after `env K=v…` for an MCP server's `env`.
+    pub fn command_words(&self, program: &str) -> Vec<String> {
+        let env = self.mcp.as_ref().map(|m| &m.env).filter(|e| !e.is_empty());
+        let env = env.into_iter().flat_map(|env| {
+            let set = env.iter().map(|(k, v)| format!("{k}={v}"));
+            std::iter::once("env".to_string()).chain(set)
+        });
+        env.chain(std::iter::once(program.to_string()))
+            .chain(self.program_args().iter().cloned())
+            .collect()
     }
 
     /// Fields zot does not read that look like a typo of one it does, each with that
@@ -432,16 +480,31 @@ impl Manifest {
 
     /// How to run it; paths resolved against `dir`.
     pub fn launch(&self, dir: &Path) -> Launch {
-        match &self.wasm {
+        let mcp_wasm = self.mcp.as_ref().and_then(|m| m.wasm.as_ref());
+        match self.wasm.as_ref().or(mcp_wasm) {
             Some(wasm) => Launch::Wasm(dir.join(wasm)),
             None => Launch::Exec(self.program(dir)),
+        }
+    }
+
+    /// The program it names: `exec`, or an MCP server's `command`.
+    pub fn command(&self) -> Option<&str> {
+        let mcp = self.mcp.as_ref().and_then(|m| m.command.as_deref());
+        self.exec.as_deref().or(mcp)
+    }
+
+    /// The program's arguments: `args`, or an MCP server's.
+    pub fn program_args(&self) -> &[String] {
+        match &self.mcp {
+            Some(mcp) => &mcp.args,
+            None => &self.args,
         }
     }
 
     /// The program to run, resolved as PROTOCOL.md says: absolute as is; `./`, `../` or
     /// containing a separator: relative to `dir`; a bare name: looked up on `PATH`.
     pub fn program(&self, dir: &Path) -> PathBuf {
-        let exec = self.exec.as_deref().unwrap_or_default();
+        let exec = self.command().unwrap_or_default();
         let path = Path::new(exec);
         if path.is_absolute() || !exec.contains(std::path::MAIN_SEPARATOR) && !exec.contains('/') {
             path.to_path_buf()
@@ -745,6 +808,7 @@ mod tests {
             wasm: None,
             permissions: Permissions::default(),
             limits: Limits::default(),
+            mcp: None,
             extra: Map::new(),
         };
         let dir = Path::new("/ext/x");

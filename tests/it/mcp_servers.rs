@@ -1,0 +1,348 @@
+//! MCP servers as extensions (a manifest's `"mcp"`), driven through `zot host`: the
+//! official `@modelcontextprotocol/server-everything` and `server-filesystem` (pinned by
+//! `tests/mcp-servers/package-lock.json`, installed once per target dir with `npm ci`),
+//! the Python test server `tests/extensions/mcp-py/server.py` (cancellation, a crash
+//! mid-call, `list_changed`, log messages, images, `env`), and the `wasm32-wasip2` test
+//! server `tests/guests/mcp-server`, sandboxed like any component.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The folder with the official servers installed.
+fn servers() -> &'static Path {
+    static SERVERS: OnceLock<PathBuf> = OnceLock::new();
+    SERVERS.get_or_init(|| {
+        npm_installed(
+            "tests/mcp-servers",
+            "mcp-servers",
+            "node_modules/@modelcontextprotocol/server-filesystem/package.json",
+        )
+    })
+}
+
+/// The manifest of the official server `name` (`everything`, `filesystem`), run by node
+/// with `args`.
+pub(crate) fn official(ext: &str, name: &str, args: &[&str], prefix: &str) -> Value {
+    let script = servers().join(format!(
+        "node_modules/@modelcontextprotocol/server-{name}/dist/index.js"
+    ));
+    let mut argv = vec![script.to_str().unwrap().to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    json!({"name": ext, "version": "1.0.0",
+           "mcp": {"command": "node", "args": argv, "prefix": prefix}})
+}
+
+/// The manifest of the Python test server, its markers written into `markers`.
+pub(crate) fn py_mcp(ext: &str, markers: &Path, extra: Value) -> Value {
+    let script = workspace().join("tests/extensions/mcp-py/server.py");
+    let mut mcp = json!({"command": "python3",
+        "args": [script.to_str().unwrap(), "--marker-dir", markers.to_str().unwrap()]});
+    for (k, v) in extra.as_object().unwrap() {
+        mcp[k] = v.clone();
+    }
+    json!({"name": ext, "mcp": mcp})
+}
+
+/// The text of a tool result's first block.
+fn first_text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+fn tool_names(host: &Host) -> Vec<String> {
+    host.ok("tools", json!({}))["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_official_servers_answer_as_extensions() {
+    let mut b = HostBuilder::new();
+    let allowed = b.scratch().join("allowed");
+    std::fs::create_dir_all(&allowed).unwrap();
+    std::fs::write(allowed.join("in.txt"), "inside\n").unwrap();
+    std::fs::write(b.scratch().join("outside.txt"), "secret\n").unwrap();
+    b.explicit(
+        "everything",
+        &official("everything", "everything", &["stdio"], ""),
+    );
+    b.explicit(
+        "fs",
+        &official("fs", "filesystem", &[allowed.to_str().unwrap()], "fs."),
+    );
+    let host = b.start();
+    let ready = host.ready();
+    assert!(
+        ready.contains(&"everything".into()) && ready.contains(&"fs".into()),
+        "{ready:?}"
+    );
+    let names = tool_names(&host);
+    for name in [
+        "echo",
+        "get-structured-content",
+        "fs.read_text_file",
+        "fs.list_directory",
+    ] {
+        assert!(names.contains(&name.to_string()), "{name} in {names:?}");
+    }
+
+    let echo = host.ok(
+        "call_tool",
+        json!({"name": "echo", "args": {"message": "hi"}}),
+    );
+    assert_eq!(first_text(&echo), "Echo: hi", "{echo}");
+    assert_eq!(echo["is_error"], false);
+    assert_eq!(echo["extension"], "everything");
+
+    // Structured output, and the tool's output schema, pass through.
+    let shaped = host.ok(
+        "call_tool",
+        json!({"name": "get-structured-content", "args": {"location": "New York"}}),
+    );
+    assert!(shaped["structured_content"].is_object(), "{shaped}");
+    let text: Value = serde_json::from_str(first_text(&shaped)).unwrap();
+    assert_eq!(
+        text, shaped["structured_content"],
+        "the text block is the same object"
+    );
+
+    let inside = host.ok(
+        "call_tool",
+        json!({"name": "fs.read_text_file",
+               "args": {"path": allowed.join("in.txt").to_str().unwrap()}}),
+    );
+    assert_eq!(inside["is_error"], false, "{inside}");
+    assert_eq!(first_text(&inside), "inside\n");
+
+    // The server refuses a path outside its roots: an error result, not a host failure.
+    let outside = host.ok(
+        "call_tool",
+        json!({"name": "fs.read_text_file",
+               "args": {"path": b_outside(&allowed).to_str().unwrap()}}),
+    );
+    assert_eq!(outside["is_error"], true, "{outside}");
+    assert!(
+        first_text(&outside).contains("outside allowed"),
+        "{outside}"
+    );
+    host.shutdown();
+}
+
+/// The file beside `allowed`, outside it.
+fn b_outside(allowed: &Path) -> PathBuf {
+    allowed.parent().unwrap().join("outside.txt")
+}
+
+#[test]
+fn cancel_crash_list_changed_and_logs_of_a_python_server() {
+    let mut b = HostBuilder::new();
+    let markers = b.scratch().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    b.explicit(
+        "py",
+        &py_mcp(
+            "py",
+            &markers,
+            json!({"prefix": "py.", "env": {"ZOT_MCP_TEST": "given"}}),
+        ),
+    );
+    let home = b.home();
+    let host = b.start();
+    assert_eq!(host.ready(), vec!["py".to_string()]);
+
+    // A result's blocks: an image keeps its data and type.
+    let image = host.ok("call_tool", json!({"name": "py.image", "args": {}}));
+    let block = &image["content"][0];
+    assert_eq!(block["type"], "image", "{image}");
+    assert_eq!(block["mime_type"], "image/png", "{image}");
+    assert!(
+        block["data"].as_str().is_some_and(|d| !d.is_empty()),
+        "{image}"
+    );
+
+    // `mcp.env` reaches the server.
+    let env = host.ok(
+        "call_tool",
+        json!({"name": "py.env", "args": {"name": "ZOT_MCP_TEST"}}),
+    );
+    assert_eq!(first_text(&env), "given", "{env}");
+
+    // `isError` is `is_error`.
+    let failed = host.ok("call_tool", json!({"name": "py.fail", "args": {}}));
+    assert_eq!(failed["is_error"], true, "{failed}");
+    assert_eq!(first_text(&failed), "it failed on purpose");
+
+    // A log message lands in the extension's log.
+    host.ok(
+        "call_tool",
+        json!({"name": "py.log", "args": {"message": "a note from py"}}),
+    );
+    let log = home.join("logs/ext-py.log");
+    let logged = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("py-mcp: a note from py")
+    });
+    assert!(
+        logged,
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+
+    // `notifications/tools/list_changed`: the new tool is registered and answers.
+    assert!(!tool_names(&host).contains(&"py.late".to_string()));
+    host.ok("call_tool", json!({"name": "py.grow", "args": {}}));
+    host.ping_until(Duration::from_secs(10), |h| {
+        tool_names(h).contains(&"py.late".to_string()).then_some(())
+    });
+    let answer = host.ok("call_tool", json!({"name": "py.late", "args": {}}));
+    assert_eq!(first_text(&answer), "late tool");
+
+    // A timeout cancels: the server gets `notifications/cancelled` for that request.
+    let slow = host.fails(
+        "call_tool",
+        json!({"name": "py.slow", "args": {"seconds": 30}, "timeout_ms": 500}),
+    );
+    assert!(
+        slow.contains("timed out") || slow.contains("timeout"),
+        "{slow}"
+    );
+    let cancelled = markers.join("cancelled-slow");
+    let seen = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        cancelled.is_file()
+    });
+    assert!(seen, "the server was told of the cancel");
+
+    // A crash mid-call fails the call at once, not at its timeout.
+    let started = Instant::now();
+    let crash = host.fails(
+        "call_tool",
+        json!({"name": "py.crash", "args": {}, "timeout_ms": 60000}),
+    );
+    let took = started.elapsed();
+    assert!(
+        markers.join("crashing").is_file(),
+        "the call reached the server"
+    );
+    assert!(crash.contains("py") && crash.contains("exited"), "{crash}");
+    assert!(
+        took < Duration::from_secs(20),
+        "failed after {took:?}, not at its 60 s timeout"
+    );
+    host.wait_event("extension_exited", EVENT_TIMEOUT, |v| v["extension"] == "py");
+    assert!(!tool_names(&host).iter().any(|t| t.starts_with("py.")));
+    host.shutdown();
+}
+
+#[test]
+fn a_component_mcp_server_runs_sandboxed() {
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "wmcp",
+        // Prefixed: its `read` and `write` would be shadowed by the agent's built-ins.
+        &json!({"name": "wmcp", "mcp": {"wasm": zot_test_guests::MCP_SERVER, "prefix": "w."}}),
+    );
+    let home = b.home();
+    let host = b.start();
+    assert_eq!(host.ready(), vec!["wmcp".to_string()]);
+    let echo = host.ok(
+        "call_tool",
+        json!({"name": "w.echo", "args": {"text": "héllo"}}),
+    );
+    assert_eq!(first_text(&echo), "héllo");
+    assert_eq!(
+        echo["structured_content"],
+        json!({"echo": "héllo", "length": 5})
+    );
+
+    // Its data dir is /data; nothing else of the host is there, nor its environment.
+    let wrote = host.ok(
+        "call_tool",
+        json!({"name": "w.write", "args": {"path": "/data/n.txt", "text": "kept"}}),
+    );
+    assert_eq!(wrote["is_error"], false, "{wrote}");
+    let read = host.ok(
+        "call_tool",
+        json!({"name": "w.read", "args": {"path": "/data/n.txt"}}),
+    );
+    assert_eq!(first_text(&read), "kept");
+    for path in ["/etc/passwd", "/proc/self/environ", home.to_str().unwrap()] {
+        let denied = host.ok(
+            "call_tool",
+            json!({"name": "w.read", "args": {"path": path}}),
+        );
+        assert_eq!(denied["is_error"], true, "{path}: {denied}");
+    }
+    let env = host.ok("call_tool", json!({"name": "w.env", "args": {}}));
+    let seen: Value = serde_json::from_str(first_text(&env)).unwrap();
+    assert_eq!(seen["vars"], 0, "{env}");
+    host.shutdown();
+}
+
+#[test]
+fn a_zot_component_named_as_an_mcp_server_is_refused_in_words() {
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "notmcp",
+        &json!({"name": "notmcp", "mcp": {"wasm": zot_test_guests::REACTOR}}),
+    );
+    let host = b.start();
+    let ready = host.ready_event();
+    let error = ready["errors"].to_string();
+    assert!(
+        error.contains("not an MCP server") && error.contains("mcp.wasm"),
+        "{ready}"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn a_project_mcp_server_waits_for_trust_and_installs_like_any_extension() {
+    let mut b = HostBuilder::new();
+    let markers = b.scratch().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    let manifest = py_mcp("pyproj", &markers, json!({"env": {"TOKEN": "a b"}}));
+    let dir = b.project("pyproj", &manifest);
+    let home = b.home();
+    let host = b.start();
+    let ready = host.ready_event();
+    assert_eq!(ready["untrusted"][0]["extension"], "pyproj", "{ready}");
+    assert_eq!(ready["extensions"], json!([]), "{ready}");
+    let log = home.join("logs/ext-pyproj.log");
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    assert!(
+        !log.contains("started"),
+        "an untrusted project's server never starts: {log}"
+    );
+
+    // Installed from its folder: the consent names the exact command, its variables
+    // included; then listed and called like any extension.
+    let home = TempDir::new("mcp-install");
+    let out = zot(
+        home.path(),
+        home.path(),
+        &["install", dir.to_str().unwrap(), "--yes"],
+    );
+    assert_ok(&out);
+    let said = stdout(&out);
+    assert!(said.contains("env 'TOKEN=a b' python3 "), "{said}");
+    let list = zot(home.path(), home.path(), &["list", "--json"]);
+    let list: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    assert_eq!(list[0]["name"], "pyproj", "{list}");
+    assert_eq!(list[0]["transport"], "stdio", "{list}");
+    let call = zot(
+        home.path(),
+        home.path(),
+        &["call", "pyproj", "env", r#"{"name":"TOKEN"}"#],
+    );
+    assert_ok(&call);
+    assert_eq!(stdout(&call).trim(), "a b");
+    host.shutdown();
+}
