@@ -27,6 +27,7 @@ mod library;
 mod load_flags;
 mod logs;
 mod mcp;
+mod mcp_clients;
 mod mcp_servers;
 mod memory;
 mod protocol_compat;

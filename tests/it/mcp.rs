@@ -11,18 +11,19 @@ use std::ffi::OsString;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long one client run may take in all.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The folder with the pinned client installed and `drive.mjs` beside it:
+/// The folder with the pinned clients of `tests/mcp-client` installed and its driver
+/// scripts beside them:
 /// `<target>/tmp/mcp-client-<hash of the lockfile>`, installed by `npm ci` on first use
 /// (into a folder of this process's, then renamed into place, so a concurrent run never
 /// sees half an install) and reused after.
-fn client() -> &'static Path {
+pub(crate) fn client() -> &'static Path {
     static CLIENT: OnceLock<PathBuf> = OnceLock::new();
     CLIENT.get_or_init(|| {
         let source = workspace().join("tests/mcp-client");
@@ -50,24 +51,26 @@ fn client() -> &'static Path {
                 text(&out)
             );
         });
-        // The script beside its node_modules (imports resolve from the script's folder);
+        // The scripts beside their node_modules (imports resolve from a script's folder);
         // copied every run so an edit counts, renamed into place so no run reads half.
-        let script = dir.join(format!("drive.{}.mjs", std::process::id()));
-        std::fs::copy(source.join("drive.mjs"), &script).unwrap();
-        std::fs::rename(&script, dir.join("drive.mjs")).unwrap();
+        for script in ["drive.mjs", "drive-v2.mjs"] {
+            let partial = dir.join(format!("{script}.{}", std::process::id()));
+            std::fs::copy(source.join(script), &partial).unwrap();
+            std::fs::rename(&partial, dir.join(script)).unwrap();
+        }
         dir
     })
 }
 
 /// A scratch project: `root/home` (ZOT_HOME), `root/cwd`, and extensions under
 /// `root/exts`.
-struct Project {
+pub(crate) struct Project {
     root: TempDir,
     ext_args: Vec<String>,
 }
 
 impl Project {
-    fn new(tag: &str) -> Project {
+    pub(crate) fn new(tag: &str) -> Project {
         let root = TempDir::new(tag);
         std::fs::create_dir_all(root.path().join("cwd")).unwrap();
         Project {
@@ -77,20 +80,20 @@ impl Project {
     }
 
     /// Loads the extension of `manifest` with `--ext`.
-    fn ext(&mut self, dir_name: &str, manifest: &Value) -> &mut Self {
+    pub(crate) fn ext(&mut self, dir_name: &str, manifest: &Value) -> &mut Self {
         let dir = write_manifest(&self.root.path().join("exts").join(dir_name), manifest);
         self.ext_args.push("--ext".into());
         self.ext_args.push(dir.to_str().unwrap().into());
         self
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.root.path().join(name)
     }
 
     /// `zot mcp --only` with these extensions, plus `flags`: the command, then its
     /// arguments.
-    fn zot_mcp(&self, flags: &[&str]) -> Vec<OsString> {
+    pub(crate) fn zot_mcp(&self, flags: &[&str]) -> Vec<OsString> {
         let mut argv: Vec<OsString> = vec![env!("CARGO_BIN_EXE_zot").into()];
         for arg in ["mcp", "--only", "--ready-timeout-ms", "15000", "--zot-home"] {
             argv.push(arg.into());
@@ -117,33 +120,55 @@ impl Project {
 
     /// Runs drive.mjs with `steps` and `target` (see drive.mjs).
     fn run_client(&self, steps: Value, target: Vec<OsString>) -> Value {
-        let home = self.path("home");
-        let cwd = self.path("cwd");
-        let mut child = Command::new("node")
-            .arg(client().join("drive.mjs"))
+        let mut node = Command::new("node");
+        node.arg(client().join("drive.mjs"))
             .arg(steps.to_string())
             .args(target)
-            .env("ZOT_HOME", &home)
-            .current_dir(&cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run node: {e}"));
-        let deadline = Instant::now() + RUN_TIMEOUT;
-        while child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("the MCP client run took more than {RUN_TIMEOUT:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().unwrap();
+            .env("ZOT_HOME", self.path("home"))
+            .current_dir(self.path("cwd"));
+        let out = run_client_command(node);
         let printed = stdout(&out);
         let run: Value = serde_json::from_str(printed.trim())
             .unwrap_or_else(|e| panic!("drive.mjs printed no JSON ({e}):\n{}", text(&out)));
         assert_eq!(run["errors"], json!([]), "the client saw errors: {run:#}");
         run
+    }
+}
+
+/// Runs a client's `command` (its stdin empty) to its end, at most [`RUN_TIMEOUT`], and
+/// returns what it printed. Its output is read while it runs, so a long listing never
+/// stalls it on a full pipe.
+pub(crate) fn run_client_command(mut command: Command) -> Output {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let out = read(Box::new(child.stdout.take().unwrap()));
+    let err = read(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the MCP client run took more than {RUN_TIMEOUT:?}: {command:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
     }
 }
 
@@ -153,12 +178,12 @@ fn py(name: &str, args: &[&str]) -> Value {
 }
 
 /// The text of a call result's first content block.
-fn first(result: &Value) -> &str {
+pub(crate) fn first(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_default()
 }
 
 /// The names of a `tools/list` result.
-fn names(list: &Value, key: &str) -> Vec<String> {
+pub(crate) fn names(list: &Value, key: &str) -> Vec<String> {
     list[key]
         .as_array()
         .unwrap()
