@@ -27,30 +27,11 @@ pub(crate) fn client() -> &'static Path {
     static CLIENT: OnceLock<PathBuf> = OnceLock::new();
     CLIENT.get_or_init(|| {
         let source = workspace().join("tests/mcp-client");
-        let lock = std::fs::read(source.join("package-lock.json")).unwrap();
-        let name = format!("mcp-client-{:016x}", fnv1a(&lock));
-        let installed = |dir: &Path| {
-            dir.join("node_modules/@modelcontextprotocol/sdk/package.json")
-                .is_file()
-        };
-        let dir = installed_once(&name, installed, |partial| {
-            std::fs::create_dir_all(partial).unwrap();
-            for file in ["package.json", "package-lock.json"] {
-                std::fs::copy(source.join(file), partial.join(file)).unwrap();
-            }
-            let out = Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
-                .current_dir(partial)
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run npm (is it installed?): {e}"));
-            assert!(
-                out.status.success(),
-                "npm ci in {} failed ({}):\n{}",
-                partial.display(),
-                out.status,
-                text(&out)
-            );
-        });
+        let dir = npm_installed(
+            "tests/mcp-client",
+            "mcp-client",
+            "node_modules/@modelcontextprotocol/sdk/package.json",
+        );
         // The scripts beside their node_modules (imports resolve from a script's folder);
         // copied every run so an edit counts, renamed into place so no run reads half.
         for script in ["drive.mjs", "drive-v2.mjs"] {

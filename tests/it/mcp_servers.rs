@@ -236,7 +236,9 @@ fn cancel_crash_list_changed_and_logs_of_a_python_server() {
         took < Duration::from_secs(20),
         "failed after {took:?}, not at its 60 s timeout"
     );
-    host.wait_event("extension_exited", EVENT_TIMEOUT, |v| v["extension"] == "py");
+    host.wait_event("extension_exited", EVENT_TIMEOUT, |v| {
+        v["extension"] == "py"
+    });
     assert!(!tool_names(&host).iter().any(|t| t.starts_with("py.")));
     host.shutdown();
 }
@@ -344,5 +346,63 @@ fn a_project_mcp_server_waits_for_trust_and_installs_like_any_extension() {
     );
     assert_ok(&call);
     assert_eq!(stdout(&call).trim(), "a b");
+    host.shutdown();
+}
+
+#[test]
+fn an_oversize_answer_fails_its_call_and_a_server_speaking_no_mcp_is_logged() {
+    let mut b = HostBuilder::new();
+    let markers = b.scratch().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    b.explicit("py", &py_mcp("py", &markers, json!({})));
+    // Prints a line that is no MCP, and exits.
+    let script = "print('hello there', flush=True)";
+    b.explicit(
+        "nomcp",
+        &json!({"name": "nomcp", "mcp": {"command": "python3", "args": ["-c", script]}}),
+    );
+    b.arg("--max-frame-bytes").arg("8192");
+    b.arg("--ready-timeout-ms").arg("3000");
+    let home = b.home();
+    let host = b.start();
+    host.ready_event();
+    let fits = host.ok(
+        "call_tool",
+        json!({"name": "echo", "args": {"text": "small"}}),
+    );
+    assert_eq!(first_text(&fits), "small");
+    // The answer holds the text twice (a block and `structuredContent`): over the cap,
+    // where the request is not.
+    let started = Instant::now();
+    let big = host.ok(
+        "call_tool",
+        json!({"name": "echo", "args": {"text": "x".repeat(5_000)}, "timeout_ms": 60000}),
+    );
+    assert_eq!(big["is_error"], true, "{big}");
+    assert!(
+        first_text(&big).contains("longer than the frame size limit"),
+        "{big}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "failed at once"
+    );
+    // The server goes on.
+    let after = host.ok(
+        "call_tool",
+        json!({"name": "echo", "args": {"text": "again"}}),
+    );
+    assert_eq!(first_text(&after), "again");
+    let log = home.join("logs/ext-nomcp.log");
+    let said = |what: &str| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains(what)
+    };
+    host.wait_event("extension_exited", EVENT_TIMEOUT, |v| {
+        v["extension"] == "nomcp"
+    });
+    assert!(said("no MCP message") && said("hello there"), "{log:?}");
+    assert!(said("failed its handshake"), "{log:?}");
     host.shutdown();
 }

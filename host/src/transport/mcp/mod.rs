@@ -76,6 +76,7 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
         control: control.clone(),
         calls: HashMap::new(),
         registered: BTreeMap::new(),
+        said_hello: false,
     };
     tokio::spawn(adapter.run(wire, from_core, ended));
     tokio::spawn(async move {
@@ -131,6 +132,8 @@ struct Adapter {
     calls: HashMap<String, AbortHandle>,
     /// What was registered, by name (prefix included).
     registered: BTreeMap<String, RegisterTool>,
+    /// Whether the core was sent `hello`.
+    said_hello: bool,
 }
 
 impl Adapter {
@@ -221,8 +224,9 @@ impl Adapter {
     /// that the new and changed ones (a registration replaces the earlier one of the
     /// same name); a tool that went is logged (the zot protocol cannot withdraw one).
     async fn register(&mut self, tools: Vec<Tool>) {
-        let first = self.registered.is_empty();
+        let first = !self.said_hello;
         if first {
+            self.said_hello = true;
             self.core
                 .send(ExtFrame::Hello(Hello {
                     name: self.spec.name.clone(),
@@ -315,6 +319,9 @@ impl Adapter {
                     .send(ExtFrame::EventInterceptResponse(allow))
                     .await;
             }
+            // Before `hello` there is nothing to acknowledge: the core closes the
+            // server's input next, which is how an MCP stdio server is asked to stop.
+            HostFrame::Shutdown(_) if !self.said_hello => {}
             HostFrame::Shutdown(_) => {
                 self.core
                     .send(ExtFrame::ShutdownAck(Empty::default()))
