@@ -154,7 +154,7 @@ pub(crate) fn run_client_command(mut command: Command) -> Output {
 }
 
 /// A Python test extension named `name` with `args`.
-fn py(name: &str, args: &[&str]) -> Value {
+pub(crate) fn py(name: &str, args: &[&str]) -> Value {
     py_manifest(name, args)
 }
 

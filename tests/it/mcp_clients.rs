@@ -10,7 +10,7 @@
 //!   `tests/mcp-client/drive-v2.mjs` (which documents its steps).
 
 use crate::common::*;
-use crate::mcp::{client, first, names, run_client_command, Project};
+use crate::mcp::{client, first, names, py, run_client_command, Project};
 use serde_json::{json, Value};
 use std::process::{Command, Output};
 
@@ -189,4 +189,22 @@ fn the_2x_client_in_auto_mode_speaks_the_stateless_revision() {
     assert_eq!(run["era"], "modern", "{run:#}");
     assert_eq!(run["protocolVersion"], "2026-07-28", "{run:#}");
     assert_eq!(run["server"]["name"], "zot", "{run:#}");
+}
+
+/// Under 2026-07-28 list changes travel on a `subscriptions/listen` stream: an
+/// extension's exit reaches the 2.x client there.
+#[test]
+fn the_2x_client_hears_of_a_list_change_on_its_listen_stream() {
+    let mut p = Project::new("mcp-client-v2-listen");
+    p.ext("py", &py("py", &["--tools", "echo,crash"]));
+    let run = drive_v2(
+        &p,
+        "auto",
+        json!([{"op": "listen_then_call", "name": "crash"}]),
+    );
+    assert_eq!(run["protocolVersion"], "2026-07-28", "{run:#}");
+    let s = &run["steps"][0];
+    assert_eq!(s["honored"]["toolsListChanged"], true, "{run:#}");
+    assert_eq!(s["result"]["isError"], true, "{run:#}");
+    assert_eq!(s["listChanged"], true, "{run:#}");
 }

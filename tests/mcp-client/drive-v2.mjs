@@ -17,6 +17,11 @@
 // Steps ({"op": …}):
 //   tools                        tools/list
 //   call {name, args}            tools/call
+//   listen_then_call {name, args}
+//                                2026-07-28: opens a `subscriptions/listen` stream for
+//                                tool list changes, calls the tool, and waits (20 s at
+//                                most) for `notifications/tools/list_changed` on it;
+//                                {honored, result, listChanged}
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
@@ -43,6 +48,19 @@ async function run(step) {
       return await client.listTools();
     case "call":
       return await client.callTool({ name: step.name, arguments: step.args ?? {} });
+    case "listen_then_call": {
+      let changed;
+      const seen = new Promise((resolve) => (changed = resolve));
+      client.setNotificationHandler("notifications/tools/list_changed", () => changed(true));
+      const stream = await client.listen({ toolsListChanged: true });
+      const result = await client
+        .callTool({ name: step.name, arguments: step.args ?? {} })
+        .catch((e) => ({ error: String(e) }));
+      const timeout = new Promise((resolve) => setTimeout(() => resolve(false), 20000));
+      const listChanged = await Promise.race([seen, timeout]);
+      await stream.close();
+      return { honored: stream.honoredFilter, result, listChanged };
+    }
     default:
       throw new Error(`unknown step ${step.op}`);
   }

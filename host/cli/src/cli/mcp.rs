@@ -12,9 +12,12 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
     ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-    PromptMessage, Role, ServerCapabilities, ServerConfig, Tool,
+    PromptMessage, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext, ServerInitializeError};
+use rmcp::service::{
+    NotificationContext, RequestContext, ServerInitializeError, SubscriptionContext,
+    SubscriptionSink,
+};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Map, Value};
@@ -22,7 +25,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch, Semaphore};
@@ -121,11 +124,33 @@ struct Server {
     sessions: Arc<watch::Sender<Vec<Session>>>,
 }
 
-/// A session that finished its handshake: where notifications go, and which.
+/// A session that finished its handshake, or a client's `subscriptions/listen` stream
+/// (MCP 2026-07-28, which has no handshake): where notifications go, and which.
 #[derive(Clone)]
 struct Session {
     peer: Peer<RoleServer>,
     log_level: Arc<AtomicU8>,
+    /// The listen stream: list changes go there, as its filter allows, and nothing else.
+    listen: Option<SubscriptionSink>,
+    /// Tells it from every other session of this process.
+    key: u64,
+}
+
+impl Session {
+    fn new(
+        peer: Peer<RoleServer>,
+        log_level: Arc<AtomicU8>,
+        listen: Option<SubscriptionSink>,
+    ) -> Self {
+        static KEYS: AtomicU64 = AtomicU64::new(0);
+        let key = KEYS.fetch_add(1, Ordering::Relaxed);
+        Session {
+            peer,
+            log_level,
+            listen,
+            key,
+        }
+    }
 }
 
 impl ServerHandler for Server {
@@ -249,16 +274,29 @@ impl ServerHandler for Server {
 
     /// The handshake is done: the session gets the host's notifications from now on.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let session = Session {
-            peer: context.peer,
-            log_level: self.log_level.clone(),
-        };
-        self.sessions.send_modify(|open| {
-            // Those that ended since are dropped here too: the list stays as long as
-            // the sessions open.
-            open.retain(|s| !s.peer.is_transport_closed());
-            open.push(session);
-        });
+        self.open(Session::new(context.peer, self.log_level.clone(), None));
+    }
+
+    /// MCP 2026-07-28: a client asks for list changes on a `subscriptions/listen`
+    /// stream; both lists can change.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let lists = SubscriptionFilter::builder().tools_list_changed();
+        Some(lists.prompts_list_changed().build())
+    }
+
+    /// The stream gets the host's list changes until the client cancels it.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let peer = context.request_context().peer.clone();
+        let stream = Session::new(peer, self.log_level.clone(), Some(context.sink().clone()));
+        let key = stream.key;
+        self.open(stream);
+        context.cancelled().await;
+        self.sessions
+            .send_modify(|open| open.retain(|s| s.key != key));
+        Ok(())
     }
 }
 
@@ -275,6 +313,16 @@ impl Server {
             sessions: Arc::new(watch::Sender::new(Vec::new())),
         };
         (server, notes)
+    }
+
+    /// Adds `session` to those the host's notifications go to.
+    fn open(&self, session: Session) {
+        self.sessions.send_modify(|open| {
+            // Those that ended since are dropped here too: the list stays as long as
+            // the sessions open.
+            open.retain(|s| !s.peer.is_transport_closed());
+            open.push(session);
+        });
     }
 
     /// The server of a new session: the same host and limits, its own log level.
@@ -417,6 +465,14 @@ async fn forward(mut notes: mpsc::Receiver<HostEvent>, sessions: Arc<watch::Send
 async fn notify(note: &HostEvent, session: &Session) -> Result<(), rmcp::service::ServiceError> {
     use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
     let peer = &session.peer;
+    if let Some(stream) = &session.listen {
+        // A stream carries the changes its filter accepted (the other is refused).
+        if let HostEvent::RegistryChanged { .. } | HostEvent::ExtensionExited { .. } = note {
+            let _ = stream.notify_tool_list_changed().await;
+            let _ = stream.notify_prompt_list_changed().await;
+        }
+        return Ok(());
+    }
     match note {
         HostEvent::Notify { extension, frame } => {
             let level = log_level(frame);
