@@ -498,16 +498,24 @@ struct HttpServer {
     url: String,
     /// `127.0.0.1:PORT`.
     authority: String,
+    /// The `Host` requests name: the authority, unless a test changes it.
+    host: String,
 }
 
 impl HttpServer {
     /// Starts it (the token file holds [`TOKEN`] amid blanks, which are trimmed) and
     /// waits for the URL it prints on stderr.
     fn start(p: &Project) -> HttpServer {
+        HttpServer::start_at(p, "127.0.0.1:0", &[])
+    }
+
+    /// [`HttpServer::start`] at `addr`, with `flags`.
+    fn start_at(p: &Project, addr: &str, flags: &[&str]) -> HttpServer {
         let token_file = p.path("token");
         std::fs::write(&token_file, format!("\n  {TOKEN}  \n")).unwrap();
-        let mut argv = p.zot_mcp(&["--http", "127.0.0.1:0", "--token-file"]);
+        let mut argv = p.zot_mcp(&["--http", addr, "--token-file"]);
         argv.push(token_file.into());
+        argv.extend(flags.iter().map(OsString::from));
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
             .env("ZOT_HOME", p.path("home"))
@@ -547,6 +555,7 @@ impl HttpServer {
         HttpServer {
             child,
             url,
+            host: authority.clone(),
             authority,
         }
     }
@@ -570,7 +579,7 @@ impl HttpServer {
             "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
              Content-Length: {}\r\nConnection: close\r\n",
-            self.authority,
+            self.host,
             body.len()
         );
         for (name, value) in headers {
@@ -829,4 +838,51 @@ fn mcp_servers_loaded_as_extensions_are_served_again() {
     assert_eq!(s[3]["isError"], true, "{run:#}");
     assert_eq!(first(&s[3]), "refused: asked to refuse", "{run:#}");
     assert_eq!(first(&s[4]), r#"{"x":1}"#, "{run:#}");
+}
+
+/// Other machines only by a name allowed: without `--http-allow-host` a non-loopback
+/// address is refused at start; with it, `Host` and `Origin` may name that name (and
+/// loopback), and no other.
+#[test]
+fn http_serves_other_machines_only_by_the_names_allowed() {
+    let mut p = Project::new("mcp-http-remote");
+    p.ext("py", &py("py", &["--tools", "echo_py", "--commands", ""]));
+    let token_file = p.path("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let mut refused = p.zot_mcp(&["--http", "0.0.0.0:0", "--token-file"]);
+    refused.push(token_file.clone().into());
+    let out = Command::new(&refused[0])
+        .args(&refused[1..])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("--http-allow-host"), "{}", text(&out));
+
+    let mut server = HttpServer::start_at(&p, "0.0.0.0:0", &["--http-allow-host", "zot.test"]);
+    let port = server.authority.rsplit(':').next().unwrap().to_string();
+    server.host = format!("zot.test:{port}");
+    server.session();
+    let auth = format!("Bearer {TOKEN}");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "by-hand", "version": "1"}}});
+    let origin = format!("http://zot.test:{port}");
+    let ok = server.request(
+        &[("Authorization", &auth), ("Origin", &origin)],
+        &init,
+        "\"id\":1",
+    );
+    assert_eq!(ok.0, 200, "{}", ok.1);
+    for bad in ["http://evil.example", "https://zot.test.evil.example"] {
+        let (status, said) = server.request(
+            &[("Authorization", &auth), ("Origin", bad)],
+            &init,
+            "\r\n\r\n",
+        );
+        assert_eq!(status, 403, "{bad}: {said}");
+    }
+    server.host = format!("evil.example:{port}");
+    let (status, said) = server.request(&[("Authorization", &auth)], &init, "\r\n\r\n");
+    assert!(status == 403 || status == 400, "a foreign Host: {said}");
+    assert!(server.terminate().success());
 }

@@ -60,6 +60,12 @@ pub(crate) struct McpArgs {
     /// (trimmed) instead of a random one.
     #[arg(long, value_name = "FILE", requires = "http")]
     token_file: Option<PathBuf>,
+    /// With --http: serve other machines too, reaching this one by NAME (a host name or
+    /// address, repeatable): `Host` and `Origin` may name it as well as loopback, and
+    /// --http may then be a non-loopback address (`0.0.0.0:8848`). Plain HTTP: put TLS
+    /// in front of it (a reverse proxy) before the token crosses a network.
+    #[arg(long, value_name = "NAME", requires = "http")]
+    http_allow_host: Vec<String>,
 }
 
 /// Serves MCP on stdin/stdout until the client closes stdin, or over HTTP until a
@@ -67,7 +73,10 @@ pub(crate) struct McpArgs {
 pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
     let config = args.host.config().context("mcp")?;
     let listen = match args.http {
-        Some(addr) => Some(http::Listen::new(addr, args.token_file.as_deref()).context("mcp")?),
+        Some(addr) => Some(
+            http::Listen::new(addr, args.token_file.as_deref(), &args.http_allow_host)
+                .context("mcp")?,
+        ),
         None => None,
     };
     let runtime = tokio::runtime::Runtime::new()

@@ -1,8 +1,9 @@
 //! `zot mcp --http`: the same MCP server over Streamable HTTP (rmcp's service, served by
-//! hyper), for clients on this machine only. A request must come to a loopback address,
-//! name a loopback `Host` and, if it has an `Origin`, a loopback origin of this server
-//! (the spec's DNS-rebinding rule: else 403), and carry `Authorization: Bearer <token>`
-//! (else 401). Each client has its own session; all share the host.
+//! hyper), for clients on this machine only unless names are allowed
+//! (`--http-allow-host`). A request must name a loopback (or allowed) `Host` and, if it
+//! has an `Origin`, an origin of this server by one of those names (the spec's
+//! DNS-rebinding rule: else 403), and carry `Authorization: Bearer <token>` (else 401).
+//! Each client has its own session; all share the host.
 
 use super::{forward, Server};
 use crate::cli::error::{self, CliError};
@@ -47,16 +48,30 @@ pub(super) struct Listen {
     token: String,
     /// The token was made here (and is printed), not read from a file.
     generated: bool,
+    /// The names other machines reach this one by (`--http-allow-host`).
+    remote: Vec<String>,
 }
 
 impl Listen {
-    /// Refuses an address that is not loopback; reads the token from `token_file` (a
-    /// regular file, trimmed, not empty, printable ASCII) or makes a random one.
-    pub(super) fn new(addr: SocketAddr, token_file: Option<&Path>) -> Result<Listen, String> {
-        if !addr.ip().is_loopback() {
+    /// Refuses an address that is not loopback unless `remote` names are allowed (each
+    /// a host name or address); reads the token from `token_file` (a regular file,
+    /// trimmed, not empty, printable ASCII) or makes a random one.
+    pub(super) fn new(
+        addr: SocketAddr,
+        token_file: Option<&Path>,
+        remote: &[String],
+    ) -> Result<Listen, String> {
+        if !addr.ip().is_loopback() && remote.is_empty() {
             return Err(format!(
                 "--http {addr}: not a loopback address; zot mcp serves this machine only \
-                 (127.0.0.1 or [::1])"
+                 (127.0.0.1 or [::1]) unless --http-allow-host names how other machines \
+                 reach it"
+            ));
+        }
+        if let Some(bad) = remote.iter().find(|name| !host_name(name)) {
+            return Err(format!(
+                "--http-allow-host {bad:?}: not a host name or address (letters, digits, \
+                 '.', '-', or an IPv6 address in brackets)"
             ));
         }
         let (token, generated) = match token_file {
@@ -67,7 +82,22 @@ impl Listen {
             addr,
             token,
             generated,
+            remote: remote.to_vec(),
         })
+    }
+}
+
+/// A DNS name or an IPv4 address (letters, digits, `.`, `-`), or an IPv6 address in
+/// brackets: what a `Host` header names.
+fn host_name(name: &str) -> bool {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+    };
+    match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => plain(name) && name.len() <= 253,
     }
 }
 
@@ -122,8 +152,8 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
     let (server, notes) = Server::start(config).await;
     let forwarding = tokio::spawn(forward(notes, server.sessions.clone()));
     let mcp_config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(["localhost", "127.0.0.1", "::1"])
-        .with_allowed_origins(origins(addr.port()))
+        .with_allowed_hosts(hosts(&listen.remote))
+        .with_allowed_origins(origins(addr.port(), &listen.remote))
         .enforce_origin_validation()
         .with_max_request_body_bytes(max_body);
     let stop = mcp_config.cancellation_token.clone();
@@ -136,6 +166,14 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
         token: listen.token,
     });
     eprintln!("zot mcp: serving MCP at http://{addr}{PATH}");
+    if !listen.remote.is_empty() {
+        eprintln!(
+            "zot mcp: warning: other machines may connect as {}: this is plain HTTP, so \
+             the token and every call cross the network unencrypted unless TLS is put in \
+             front of it",
+            listen.remote.join(", ")
+        );
+    }
     if listen.generated {
         eprintln!("zot mcp: bearer token: {}", gate.token);
     }
@@ -177,12 +215,24 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
     0
 }
 
-/// The origins a browser page of this server would send: its loopback names, this port.
-fn origins(port: u16) -> Vec<String> {
-    ["127.0.0.1", "localhost", "[::1]"]
-        .iter()
-        .map(|host| format!("http://{host}:{port}"))
+/// The `Host` names a request may give: loopback, and the names allowed.
+fn hosts(remote: &[String]) -> Vec<String> {
+    let unbracket = |n: &String| n.trim_start_matches('[').trim_end_matches(']').to_string();
+    let loopback = ["localhost", "127.0.0.1", "::1"].map(String::from);
+    loopback
+        .into_iter()
+        .chain(remote.iter().map(unbracket))
         .collect()
+}
+
+/// The origins a browser page of this server would send: its loopback names with this
+/// port, and each allowed name with this port or behind TLS (`https://NAME`).
+fn origins(port: u16, remote: &[String]) -> Vec<String> {
+    let local = ["127.0.0.1", "localhost", "[::1]"].map(|host| format!("http://{host}:{port}"));
+    let far = remote
+        .iter()
+        .flat_map(|host| [format!("http://{host}:{port}"), format!("https://{host}")]);
+    local.into_iter().chain(far).collect()
 }
 
 /// What every request passes before rmcp's service (which checks `Host` and `Origin`).
@@ -263,11 +313,17 @@ mod tests {
 
     #[test]
     fn a_remote_address_and_a_bad_token_file_are_refused() {
-        let err = Listen::new("0.0.0.0:0".parse().unwrap(), None)
-            .err()
-            .unwrap();
+        let any = "0.0.0.0:0".parse().unwrap();
+        let err = Listen::new(any, None, &[]).err().unwrap();
         assert!(err.contains("not a loopback address"), "{err}");
-        let listen = Listen::new("[::1]:0".parse().unwrap(), None).unwrap();
+        for bad in ["", "a b", "evil.example/x", "[not-v6]", "x:80"] {
+            let err = Listen::new(any, None, &[bad.into()]).err().unwrap();
+            assert!(err.contains("not a host name"), "{bad:?}: {err}");
+        }
+        for good in ["zot.example", "10.0.0.7", "[fd00::7]"] {
+            assert!(Listen::new(any, None, &[good.into()]).is_ok(), "{good}");
+        }
+        let listen = Listen::new("[::1]:0".parse().unwrap(), None, &[]).unwrap();
         assert_eq!(listen.token.len(), 64);
         assert!(listen.generated);
         let dir = std::env::temp_dir().join(format!("zot-token-{}", std::process::id()));
