@@ -810,6 +810,13 @@ fn mcp_servers_loaded_as_extensions_are_served_again() {
         "everything",
         &crate::mcp_servers::official("everything", "everything", &["stdio"], "ev."),
     );
+    let allowed = p.path("cwd");
+    std::fs::write(p.path("outside.txt"), "secret").unwrap();
+    let outside = p.path("outside.txt");
+    p.ext(
+        "fs",
+        &crate::mcp_servers::official("fs", "filesystem", &[allowed.to_str().unwrap()], "fs."),
+    );
     let run = p.drive(
         json!([
             {"op": "tools"},
@@ -817,12 +824,18 @@ fn mcp_servers_loaded_as_extensions_are_served_again() {
             {"op": "call", "name": "ev.get-structured-content", "args": {"location": "Chicago"}},
             {"op": "call", "name": "ev.echo", "args": {"message": "guard:refuse"}},
             {"op": "call", "name": "echo_py", "args": {"x": 1}},
+            {"op": "call", "name": "fs.read_text_file", "args": {"path": outside}},
         ]),
         &[],
     );
     let s = &run["steps"];
     let tools = names(&s[0], "tools");
-    for tool in ["echo_py", "ev.echo", "ev.get-structured-content"] {
+    for tool in [
+        "echo_py",
+        "ev.echo",
+        "ev.get-structured-content",
+        "fs.read_text_file",
+    ] {
         assert!(tools.contains(&tool.to_string()), "{tool} in {tools:?}");
     }
     let schema = s[0]["tools"]
@@ -838,6 +851,9 @@ fn mcp_servers_loaded_as_extensions_are_served_again() {
     assert_eq!(s[3]["isError"], true, "{run:#}");
     assert_eq!(first(&s[3]), "refused: asked to refuse", "{run:#}");
     assert_eq!(first(&s[4]), r#"{"x":1}"#, "{run:#}");
+    // The filesystem server refuses a path outside its root: an error result.
+    assert_eq!(s[5]["isError"], true, "{run:#}");
+    assert!(first(&s[5]).contains("outside allowed"), "{run:#}");
 }
 
 /// Other machines only by a name allowed: without `--http-allow-host` a non-loopback

@@ -346,6 +346,26 @@ fn a_project_mcp_server_waits_for_trust_and_installs_like_any_extension() {
     );
     assert_ok(&call);
     assert_eq!(stdout(&call).trim(), "a b");
+    let check = zot(home.path(), home.path(), &["check", "pyproj"]);
+    assert_ok(&check);
+    assert!(stdout(&check).contains("echo"), "{}", text(&check));
+    // The shell drives it as any extension; its stderr is in its log.
+    let script = home.path().join("script");
+    std::fs::write(&script, "call echo {\"text\": \"from the shell\"}\n").unwrap();
+    let script = script.to_str().unwrap();
+    let shell = zot(
+        home.path(),
+        home.path(),
+        &["shell", "--ext", dir.to_str().unwrap(), "--script", script],
+    );
+    assert_ok(&shell);
+    assert!(
+        stdout(&shell).contains("from the shell"),
+        "{}",
+        text(&shell)
+    );
+    let log = std::fs::read_to_string(home.path().join("logs/ext-pyproj.log")).unwrap();
+    assert!(log.contains("[stderr] py-mcp: started"), "{log}");
     host.shutdown();
 }
 
