@@ -15,11 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::OnceCell;
-use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use super::compile::Compiler;
-use super::ComponentError;
+use super::{Code, ComponentError};
 
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,9 +31,9 @@ pub enum Source {
     Cached(Duration),
 }
 
-/// A loaded component and its identity.
+/// A loaded component (or core module) and its identity.
 pub struct Loaded {
-    pub component: Component,
+    pub code: Code,
     /// Hex SHA-256 of the component file.
     pub sha256: String,
     pub source: Source,
@@ -82,13 +81,13 @@ pub async fn load(
     let sha256 = sha256_hex(&bytes);
     let entry = entry_path(cache_dir, engine, &sha256);
     let cell = {
-        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceCell<Component>>>>> =
+        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceCell<Code>>>>> =
             OnceLock::new();
         let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap();
         loaded.entry(entry.clone()).or_default().clone()
     };
     let mut fresh = None;
-    let component = cell
+    let code = cell
         .get_or_try_init(|| async {
             let (engine, compiler) = (engine.clone(), compiler.clone());
             let sha = sha256.clone();
@@ -99,14 +98,14 @@ pub async fn load(
             .map_err(|e| {
                 ComponentError::Compiler(format!("compiling the component failed: {e}"))
             })??;
-            let component = loaded.component.clone();
+            let code = loaded.code.clone();
             fresh = Some(loaded);
-            Ok::<_, ComponentError>(component)
+            Ok::<_, ComponentError>(code)
         })
         .await?
         .clone();
     Ok(fresh.unwrap_or(Loaded {
-        component,
+        code,
         sha256,
         source: Source::Shared,
         rejected: None,
@@ -122,9 +121,9 @@ fn load_blocking(
 ) -> Result<Loaded, ComponentError> {
     let started = Instant::now();
     let rejected = match read_entry(engine, entry, &sha256) {
-        Ok(component) => {
+        Ok(code) => {
             return Ok(Loaded {
-                component,
+                code,
                 sha256,
                 source: Source::Cached(started.elapsed()),
                 rejected: None,
@@ -134,9 +133,9 @@ fn load_blocking(
         Err(Some(why)) => Some(why),
     };
     let started = Instant::now();
-    let component = compiler.compile(engine, bytes, &sha256, entry)?;
+    let code = compiler.compile(engine, bytes, &sha256, entry)?;
     Ok(Loaded {
-        component,
+        code,
         sha256,
         source: Source::Compiled(started.elapsed()),
         rejected,
@@ -150,7 +149,7 @@ pub(crate) fn read_entry(
     engine: &Engine,
     entry: &Path,
     sha256: &str,
-) -> Result<Component, Option<String>> {
+) -> Result<Code, Option<String>> {
     let data = match crate::tree::read_regular(entry, crate::tree::MAX_FILE_BYTES) {
         Err(e) if e.cause.kind() == std::io::ErrorKind::NotFound => return Err(None),
         Err(e) => return Err(Some(e.to_string())),
@@ -169,7 +168,7 @@ pub(crate) fn read_entry(
     // component with this SHA-256, its checksum matches what was written beside it, and
     // the entry's name carries the engine's compatibility hash; wasmtime checks the
     // header and target again.
-    unsafe { Component::deserialize(engine, artifact) }
+    unsafe { Code::deserialize(engine, artifact) }
         .map_err(|e| Some(format!("{} is not usable: {e}", entry.display())))
 }
 

@@ -24,8 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{CompileLimit, ComponentError};
-use wasmtime::component::Component;
+use super::{Code, CompileLimit, ComponentError};
 use wasmtime::Engine;
 
 /// The first argument that makes this program a compiler: `<program> __compile …`.
@@ -216,17 +215,16 @@ impl Compiler {
         bytes: &[u8],
         sha256: &str,
         entry: &Path,
-    ) -> Result<Component, ComponentError> {
+    ) -> Result<Code, ComponentError> {
         let program = self.child_program(CAN_COMPILE_IN_CHILD.load(Ordering::SeqCst))?;
         super::inspect(bytes).within_caps()?;
         let _turn = Turn::take(self.limits.wall * QUEUE_WAITS)?;
         let Some(program) = program else {
-            let component = Component::new(engine, bytes)
-                .map_err(|e| ComponentError::Invalid(format!("{e:#}")))?;
-            if let Ok(artifact) = component.serialize() {
+            let code = Code::compile(engine, bytes)?;
+            if let Ok(artifact) = code.serialize() {
                 let _ = super::cache::store(entry, sha256, &artifact);
             }
-            return Ok(component);
+            return Ok(code);
         };
         self.in_child(&program, bytes, sha256, entry)?;
         super::cache::read_entry(engine, entry, sha256).map_err(|e| match e {
@@ -454,11 +452,9 @@ fn compile_here(args: &[OsString]) -> Result<(), String> {
     super::inspect(&bytes).within_caps()?;
     let entry = Path::new(entry);
     let engine = super::compile_engine()?;
-    let component =
-        Component::new(&engine, &bytes).map_err(|e| ComponentError::Invalid(format!("{e:#}")))?;
-    let artifact = component
+    let artifact = Code::compile(&engine, &bytes)?
         .serialize()
-        .map_err(|e| format!("cannot serialise the compiled component: {e:#}"))?;
+        .map_err(|e| format!("cannot serialise the compiled code: {e:#}"))?;
     super::cache::store(entry, sha256, &artifact)
         .map_err(|e| format!("cannot write {}: {e}", entry.display()))
 }

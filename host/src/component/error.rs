@@ -6,11 +6,10 @@ use std::fmt;
 /// `errors[].error` and install say after the file's name.
 #[derive(Debug, Clone)]
 pub enum ComponentError {
-    /// The file is no WebAssembly component: what it is instead (`a core wasm module, not
-    /// a component`, `a text file`, …).
+    /// The file is no WebAssembly component: what it is instead (`a text file`, …).
     NotAComponent(&'static str),
-    /// A wasm binary of another encoding than a component's.
-    CoreModule,
+    /// A core module that is not a WASI preview-1 command: why.
+    CoreModule(String),
     /// It does not parse or compile as a component (the parser's or compiler's reason).
     Invalid(String),
     /// Over one of the caps checked before compiling ([`super::inspect`]).
@@ -55,7 +54,7 @@ impl fmt::Display for ComponentError {
         use ComponentError::*;
         match self {
             NotAComponent(what) => write!(f, "not a WebAssembly component (it is {what})"),
-            CoreModule => f.write_str("not a component (a core module?)"),
+            CoreModule(why) => write!(f, "a core wasm module this host cannot run: {why}"),
             Invalid(why) => write!(f, "not a valid component: {why}"),
             OverCap { what, value, cap } => write!(
                 f,

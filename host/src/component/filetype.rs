@@ -1,16 +1,16 @@
 //! What a file is, when it should be a WebAssembly component and is not: named from its
 //! first bytes, so an error can say "it is a core wasm module" or "it is a text file".
 
+use super::MODULE_HEADER;
+
 /// The first bytes of a component: `\0asm`, version 0x0d, layer 1.
 const COMPONENT_HEADER: [u8; 8] = *b"\0asm\x0d\x00\x01\x00";
-/// The first bytes of a core module: `\0asm`, version 1.
-const MODULE_HEADER: [u8; 8] = *b"\0asm\x01\x00\x00\x00";
 
-/// `None` for a file that starts like a component (or another wasm encoding, left to the
-/// parser to explain), else what it is instead, e.g. `a core wasm module`.
+/// `None` for a file that starts like a component or a core module (or another wasm
+/// encoding, left to the parser to explain: a core module runs if it is a WASI
+/// preview-1 command), else what it is instead, e.g. `an ELF executable`.
 pub fn not_a_component(bytes: &[u8]) -> Option<&'static str> {
-    const MAGIC: [(&[u8], &str); 9] = [
-        (&MODULE_HEADER, "a core wasm module, not a component"),
+    const MAGIC: [(&[u8], &str); 8] = [
         (b"\0asm", ""),
         (b"\x7fELF", "an ELF executable"),
         (b"MZ", "a Windows executable"),
@@ -20,7 +20,7 @@ pub fn not_a_component(bytes: &[u8]) -> Option<&'static str> {
         (b"\x1f\x8b", "a gzip archive"),
         (b"#!", "a script"),
     ];
-    if bytes.starts_with(&COMPONENT_HEADER) {
+    if bytes.starts_with(&COMPONENT_HEADER) || bytes.starts_with(&MODULE_HEADER) {
         return None;
     }
     if bytes.is_empty() {
@@ -57,8 +57,8 @@ mod tests {
     fn names_what_is_not_a_component() {
         assert_eq!(not_a_component(&COMPONENT_HEADER), None);
         assert_eq!(not_a_component(b"\0asm\x02\x00\x00\x00"), None);
-        let cases: [(&[u8], &str); 6] = [
-            (&MODULE_HEADER, "a core wasm module, not a component"),
+        assert_eq!(not_a_component(&MODULE_HEADER), None);
+        let cases: [(&[u8], &str); 5] = [
             (b"", "an empty file"),
             (b"\x7fELF\x02\x01", "an ELF executable"),
             (b"hello\nworld\n", "a text file"),

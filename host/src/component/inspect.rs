@@ -12,6 +12,9 @@ use super::wit::{world_of, World};
 use super::ComponentError;
 use wasmparser::{BinaryReaderError, Encoding, FunctionBody, Operator, Parser, Payload};
 
+/// The module a WASI preview-1 module imports its functions from.
+pub const PREVIEW1: &str = "wasi_snapshot_preview1";
+
 /// The custom section in which a component carries its manifest (a public contract:
 /// [`crate::manifest::SECTION`]).
 pub const MANIFEST_SECTION: &str = "zot:manifest";
@@ -60,8 +63,12 @@ pub struct Inspection<'a> {
     bodies: Vec<FunctionBody<'a>>,
     tables: usize,
     memories: usize,
-    /// Its top-level exports.
+    /// Its top-level exports (a core module's, for a core module).
     pub exports: Vec<String>,
+    /// Whether it is a core module (not a component).
+    core: bool,
+    /// The modules a core module imports from.
+    imports_from: Vec<String>,
     /// The content of the first embedded-manifest section (before any parse error).
     pub manifest: Option<&'a [u8]>,
 }
@@ -71,8 +78,14 @@ impl Inspection<'_> {
     pub fn world(&self) -> Result<World, ComponentError> {
         match &self.invalid {
             Some(e) => Err(e.clone()),
+            None if self.core => self.preview1(),
             None => world_of(&self.exports),
         }
+    }
+
+    fn preview1(&self) -> Result<World, ComponentError> {
+        let exports = self.exports.iter().map(String::as_str);
+        preview1_world(exports, self.imports_from.iter().map(String::as_str))
     }
 
     /// Its measures, if it is within every cap and parses; else the first cap it
@@ -112,6 +125,8 @@ pub fn inspect(bytes: &[u8]) -> Inspection<'_> {
         tables: 0,
         memories: 0,
         exports: Vec::new(),
+        core: false,
+        imports_from: Vec::new(),
         manifest: None,
     };
     let mut depth = 0usize;
@@ -132,8 +147,23 @@ impl<'a> Inspection<'a> {
     /// Takes one payload in: an error only when the bytes do not parse.
     fn take(&mut self, payload: Payload<'a>, depth: &mut usize) -> Result<(), ComponentError> {
         match payload {
-            Payload::Version { encoding, .. } if *depth == 0 && encoding != Encoding::Component => {
-                self.invalid.get_or_insert(ComponentError::CoreModule);
+            Payload::Version { encoding, .. } if *depth == 0 => {
+                self.core = encoding == Encoding::Module;
+            }
+            Payload::ImportSection(reader) if *depth == 0 && self.core => {
+                for imports in reader {
+                    for import in imports.map_err(invalid)? {
+                        let module = import.map_err(invalid)?.1.module;
+                        if !self.imports_from.iter().any(|m| m == module) {
+                            self.imports_from.push(module.to_string());
+                        }
+                    }
+                }
+            }
+            Payload::ExportSection(reader) if *depth == 0 && self.core => {
+                for export in reader {
+                    self.exports.push(export.map_err(invalid)?.name.to_string());
+                }
             }
             Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => *depth += 1,
             Payload::End(_) => *depth = depth.saturating_sub(1),
@@ -155,6 +185,33 @@ impl<'a> Inspection<'a> {
         }
         Ok(())
     }
+}
+
+/// A core module with `exports` that imports from the modules `imports_from` runs as a
+/// WASI preview-1 command if it exports `_start` and imports nothing but
+/// `wasi_snapshot_preview1`; else why not.
+pub fn preview1_world<'a>(
+    mut exports: impl Iterator<Item = &'a str>,
+    imports_from: impl Iterator<Item = &'a str>,
+) -> Result<World, ComponentError> {
+    let mut others: Vec<&str> = Vec::new();
+    for module in imports_from.filter(|m| *m != PREVIEW1) {
+        if !others.contains(&module) {
+            others.push(module);
+        }
+    }
+    if !exports.any(|e| e == "_start") {
+        return Err(ComponentError::CoreModule(
+            "it exports no `_start`: build it as a WASI preview-1 command".into(),
+        ));
+    }
+    if !others.is_empty() {
+        return Err(ComponentError::CoreModule(format!(
+            "it imports from {}: a preview-1 module gets `{PREVIEW1}` only",
+            others.join(", ")
+        )));
+    }
+    Ok(World::Preview1)
 }
 
 /// Measures one function body into `m`: `Err` naming the first cap it exceeds, or

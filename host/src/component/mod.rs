@@ -9,6 +9,7 @@
 //! never the other way round.
 
 pub mod cache;
+mod code;
 pub mod compile;
 mod engine;
 mod error;
@@ -16,6 +17,7 @@ mod filetype;
 pub mod inspect;
 pub mod wit;
 
+pub use code::{Code, MODULE_HEADER};
 pub use engine::{compile_engine, engine};
 pub use error::{CompileLimit, ComponentError};
 pub use inspect::inspect;

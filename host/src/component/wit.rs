@@ -18,6 +18,9 @@ pub enum Kind {
     Reactor,
     /// Exports `wasi:cli/run`: frames over virtual stdin/stdout.
     Command,
+    /// A WASI preview-1 core module exporting `_start`: frames over stdin/stdout, as a
+    /// command.
+    Preview1,
 }
 
 /// The world a component runs in.
@@ -27,6 +30,8 @@ pub enum World {
     Reactor(&'static str),
     /// A `wasi:cli/run` command.
     Command,
+    /// A WASI preview-1 command module.
+    Preview1,
 }
 
 impl World {
@@ -35,6 +40,7 @@ impl World {
         match self {
             World::Reactor(_) => Kind::Reactor,
             World::Command => Kind::Command,
+            World::Preview1 => Kind::Preview1,
         }
     }
 }

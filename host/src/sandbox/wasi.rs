@@ -4,6 +4,7 @@
 
 use super::{Policy, DATA_MOUNT};
 use wasmtime_wasi::cli::{StdinStream, StdoutStream};
+use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
 /// A WASI context prepared for a [`Policy`] (directories checked and opened), waiting
@@ -51,7 +52,16 @@ impl Policy {
 
 impl PreparedWasi {
     /// The context, with the transport's `stdio`.
-    pub fn build(mut self, stdio: Stdio) -> WasiCtx {
+    pub fn build(self, stdio: Stdio) -> WasiCtx {
+        self.with(stdio).build()
+    }
+
+    /// A preview-1 module's context, with the transport's `stdio`.
+    pub fn build_p1(self, stdio: Stdio) -> WasiP1Ctx {
+        self.with(stdio).build_p1()
+    }
+
+    fn with(mut self, stdio: Stdio) -> WasiCtxBuilder {
         let b = &mut self.0;
         if let Some(stdin) = stdio.stdin {
             b.stdin(stdin);
@@ -62,6 +72,6 @@ impl PreparedWasi {
         if let Some(stderr) = stdio.stderr {
             b.stderr(stderr);
         }
-        self.0.build()
+        self.0
     }
 }

@@ -12,6 +12,7 @@
 
 use super::{add_wasi_to_linker, exit_for, instantiate_or_stop, Deadline, Guest, GuestData, Stop};
 use crate::budget::Budget;
+use crate::component::Code;
 use crate::sandbox::Stdio;
 use crate::transport::{pipe, ExitReason, Outbound};
 use bytes::Bytes;
@@ -25,7 +26,8 @@ use wasmtime_wasi::p2::{InputStream, Pollable, StreamError};
 /// Pipe capacity of the guest's stdout and of its stderr.
 const PIPE: usize = 64 * 1024;
 
-/// Runs a command component until `run` returns, it traps, or the host stops it.
+/// Runs a command component (or a preview-1 module, [`super::preview1`]) until `run`
+/// returns, it traps, or the host stops it.
 pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> ExitReason {
     let stop = guest.stop.clone();
     let deadline = Arc::new(Deadline::default());
@@ -51,14 +53,20 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
         stdout: Some(Box::new(AsyncStdoutStream::new(PIPE, guest_out))),
         stderr,
     };
-    let (mut store, component, log) = guest.store(deadline.clone());
+    let (mut store, code, log) = guest.store(deadline.clone());
     let exit = async {
+        let component = match &code {
+            Code::Component(component) => component,
+            Code::Module(module) => {
+                return super::preview1::run(&mut store, module, &deadline, &stop, &log).await
+            }
+        };
         let mut linker = Linker::<GuestData>::new(store.engine());
         if let Err(e) = add_wasi_to_linker(&mut linker) {
             return ExitReason::LinkFailed(format!("{e:#}"));
         }
         let started = instantiate_or_stop(&mut store, &deadline, &stop, async |store| {
-            Command::instantiate_async(store, &component, &linker).await
+            Command::instantiate_async(store, component, &linker).await
         });
         let command = match started.await {
             Ok(command) => command,

@@ -54,6 +54,12 @@ const MAX_PENDING: usize = 100_000;
 pub(super) struct Usage {
     /// The data directory.
     root: Dir,
+    /// Its real path, where this process's open descriptors are looked up when the files
+    /// the guest opened are not tracked one by one (a preview-1 module's).
+    real: std::path::PathBuf,
+    /// Whether files are tracked one by one ([`Usage::track`]); else the unlinked open
+    /// ones are found among this process's descriptors.
+    tracked: AtomicBool,
     /// The quota, in MiB and in bytes.
     mb: u64,
     limit: u64,
@@ -99,6 +105,8 @@ impl Usage {
         let limit = mb << 20;
         Ok(Arc::new(Usage {
             root,
+            real: std::fs::canonicalize(dir)?,
+            tracked: AtomicBool::new(true),
             mb,
             limit,
             state: Mutex::new(State {
@@ -142,6 +150,17 @@ impl Usage {
             ));
         }
         Err(QuotaFull)
+    }
+
+    /// [`Usage::charge`] of an upper bound of the growth (a preview-1 module's write,
+    /// whose offset is not known here): before a refusal the directory is measured
+    /// again, since the bounds charged so far may have over-counted.
+    pub(super) fn charge_bound(&self, bytes: u64) -> Result<(), QuotaFull> {
+        if bytes == 0 || self.try_charge(bytes) {
+            return Ok(());
+        }
+        self.shrunk();
+        self.charge(bytes)
     }
 
     fn try_charge(&self, bytes: u64) -> bool {
@@ -217,8 +236,18 @@ impl Usage {
         true
     }
 
+    /// The files the guest opens are not tracked one by one: count the unlinked ones
+    /// among this process's open descriptors (a preview-1 module's, whose files
+    /// `wasmtime-wasi` opens itself).
+    pub(super) fn untracked(&self) {
+        self.tracked.store(false, Ordering::SeqCst);
+    }
+
     /// The bytes of the files the component holds open and has unlinked.
     fn unlinked_open_bytes(&self) -> u64 {
+        if !self.tracked.load(Ordering::SeqCst) {
+            return unlinked_in(&self.real);
+        }
         let mut open = self.open.lock().unwrap();
         open.retain(|f| f.strong_count() > 0);
         open.iter()
@@ -259,6 +288,33 @@ impl Usage {
             }
         }
     }
+}
+
+/// The bytes of the unlinked files under `dir` that this process holds open (Linux:
+/// `/proc/self/fd`, where such a descriptor reads `<path> (deleted)`); elsewhere,
+/// nothing can be found, so nothing is given back for them.
+fn unlinked_in(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let mut total = 0u64;
+    for fd in fds.flatten() {
+        let Ok(target) = std::fs::read_link(fd.path()) else {
+            continue;
+        };
+        let text = target.to_string_lossy();
+        let Some(path) = text.strip_suffix(" (deleted)") else {
+            continue;
+        };
+        if !std::path::Path::new(path).starts_with(dir) {
+            continue;
+        }
+        if let Ok(meta) = std::fs::metadata(fd.path()) {
+            total = total.saturating_add(blocks_of(meta.len().max(meta.blocks().saturating_mul(512))));
+        }
+    }
+    total
 }
 
 /// The bytes `size` counts as: whole blocks, at least one.

@@ -12,6 +12,8 @@ mod command;
 mod disk;
 mod files;
 mod outgoing;
+mod preview1;
+mod preview1_quota;
 mod reactor;
 
 use super::{
@@ -20,7 +22,7 @@ use super::{
 use crate::budget::{Budget, START_BUDGET};
 use crate::component::cache::{self, Source};
 use crate::component::compile::Compiler;
-use crate::component::{ComponentError, World};
+use crate::component::{Code, ComponentError, World};
 // Their home is the component layer; named here too for the callers that know them here.
 pub use crate::component::{engine, Kind};
 use crate::log::ExtLog;
@@ -32,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::Instant;
-use wasmtime::component::{Component, ResourceTable, ResourceTableError};
+use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{FieldMapError, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -47,16 +49,17 @@ pub struct WasmSpec {
     pub max_frame: usize,
 }
 
-/// A component compiled (or taken from the cache) and checked, not started yet.
+/// A component (or preview-1 module) compiled (or taken from the cache) and checked,
+/// not started yet.
 pub struct Loaded {
-    component: Component,
+    code: Code,
     runner: Runner,
     /// The SHA-256 of the component file (what a grant is pinned to).
     pub sha256: String,
 }
 
 impl Loaded {
-    /// A reactor or a command.
+    /// A reactor, a command or a preview-1 module.
     pub fn kind(&self) -> Kind {
         self.runner.kind()
     }
@@ -149,9 +152,9 @@ pub async fn prepare(
             t.as_micros()
         )),
     }
-    let runner = runner_of(engine, &loaded.component)?;
+    let runner = runner_of(engine, &loaded.code)?;
     Ok(Loaded {
-        component: loaded.component,
+        code: loaded.code,
         runner,
         sha256: loaded.sha256,
     })
@@ -178,7 +181,7 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, ComponentErro
     };
     let guest = Guest {
         engine: engine.clone(),
-        component: loaded.component,
+        code: loaded.code,
         wasi,
         stdio: Stdio::default(),
         memory_bytes: spec.policy.memory_bytes,
@@ -200,7 +203,7 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, ComponentErro
         let run = async {
             match runner {
                 Runner::Reactor(version) => version.run(guest, out_rx).await,
-                Runner::Command => command::run(guest, out_rx).await,
+                Runner::Command | Runner::Preview1 => command::run(guest, out_rx).await,
             }
         };
         // The quota watcher ends only by stopping the guest, and is dropped with it.
@@ -224,11 +227,12 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, ComponentErro
 }
 
 /// How a component runs: as a reactor of a `zot:extension` version this host speaks, or
-/// as a command.
+/// as a command; a core module, as a preview-1 command.
 #[derive(Clone, Copy)]
 enum Runner {
     Reactor(&'static reactor::Version),
     Command,
+    Preview1,
 }
 
 impl Runner {
@@ -236,28 +240,40 @@ impl Runner {
         match self {
             Runner::Reactor(_) => Kind::Reactor,
             Runner::Command => Kind::Command,
+            Runner::Preview1 => Kind::Preview1,
         }
     }
 }
 
-/// Tells a reactor (and its version) from a command by its exports; refuses one built
-/// for another version of the `zot:extension` world, or neither.
-fn runner_of(engine: &Engine, component: &Component) -> Result<Runner, ComponentError> {
-    let ty = component.component_type();
-    let exports: Vec<String> = ty
-        .exports(engine)
-        .map(|(name, _)| name.to_string())
-        .collect();
-    Ok(match crate::component::wit::world_of(&exports)? {
+/// Tells a reactor (and its version) from a command by its exports, and a preview-1
+/// command module by its imports and exports; refuses one built for another version of
+/// the `zot:extension` world, or none of them.
+fn runner_of(engine: &Engine, code: &Code) -> Result<Runner, ComponentError> {
+    let world = match code {
+        Code::Component(component) => {
+            let ty = component.component_type();
+            let exports: Vec<String> = ty
+                .exports(engine)
+                .map(|(name, _)| name.to_string())
+                .collect();
+            crate::component::wit::world_of(&exports)?
+        }
+        Code::Module(module) => crate::component::inspect::preview1_world(
+            module.exports().map(|e| e.name()),
+            module.imports().map(|i| i.module()),
+        )?,
+    };
+    Ok(match world {
         World::Reactor(wit) => Runner::Reactor(reactor::version(wit)),
         World::Command => Runner::Command,
+        World::Preview1 => Runner::Preview1,
     })
 }
 
 /// What the task needs to run a guest.
 struct Guest {
     engine: Engine,
-    component: Component,
+    code: Code,
     wasi: PreparedWasi,
     /// The guest's stdio, set by the kind of component that has one.
     stdio: Stdio,
@@ -436,7 +452,14 @@ impl ResourceLimiter for Limiter {
 
 /// Everything a guest's store holds.
 struct GuestData {
+    /// The WASI context (empty for a preview-1 module, which has [`GuestData::p1`]).
     wasi: WasiCtx,
+    /// A preview-1 module's WASI context.
+    p1: Option<wasmtime_wasi::p1::WasiP1Ctx>,
+    /// Which of a preview-1 module's descriptors are still its stdio.
+    p1_stdio: preview1_quota::Stdio,
+    /// The trampoline to a preview-1 module's original functions (`preview1_quota`).
+    p1_trampoline: Option<wasmtime::Instance>,
     table: ResourceTable,
     http: WasiHttpCtx,
     http_gate: outgoing::HttpGate,
@@ -513,13 +536,20 @@ impl GuestData {
 
 impl Guest {
     /// A store with the sandbox's WASI context, limits and deadline callback.
-    fn store(self, deadline: Arc<Deadline>) -> (Store<GuestData>, Component, ExtLog) {
+    fn store(self, deadline: Arc<Deadline>) -> (Store<GuestData>, Code, ExtLog) {
         let mut table = ResourceTable::new();
         table.set_max_capacity(self.limits.resources as usize);
         let mut http = WasiHttpCtx::new();
         http.set_field_size_limit((self.limits.field_kib as usize) << 10);
+        let (wasi, p1) = match self.code {
+            Code::Component(_) => (self.wasi.build(self.stdio), None),
+            Code::Module(_) => (WasiCtx::builder().build(), Some(self.wasi.build_p1(self.stdio))),
+        };
         let data = GuestData {
-            wasi: self.wasi.build(self.stdio),
+            wasi,
+            p1,
+            p1_stdio: preview1_quota::Stdio::default(),
+            p1_trampoline: None,
             table,
             http,
             http_gate: outgoing::HttpGate::new(
@@ -556,7 +586,7 @@ impl Guest {
             }
             Ok(UpdateDeadline::Yield(1))
         });
-        (store, self.component, self.log)
+        (store, self.code, self.log)
     }
 }
 

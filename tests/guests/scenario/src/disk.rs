@@ -76,7 +76,7 @@ fn entries(count: u64, make: impl Fn(u64) -> std::io::Result<()>) -> Value {
 
 /// 20 nested folders of 250-character names (deeper than the host's PATH_MAX), each
 /// opened from its parent's descriptor, then `mb` MiB written to a file at the bottom.
-#[cfg(target_os = "wasi")]
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
 fn deep(mb: u64) -> Value {
     use wasi::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
     let Some((mut dir, _)) = wasi::filesystem::preopens::get_directories()
@@ -118,7 +118,7 @@ fn deep(mb: u64) -> Value {
     report(mb, None)
 }
 
-#[cfg(not(target_os = "wasi"))]
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
 fn deep(_mb: u64) -> Value {
     json!({"error": "deep is only available in the sandbox"})
 }

@@ -375,7 +375,7 @@ fn tool(out: &mut dyn FnMut(String), call: ToolCall) {
 
 /// A GET of `url` (`http://` or `https://`) through `wasi:http/outgoing-handler`:
 /// (status, body as text).
-#[cfg(target_os = "wasi")]
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
 fn http_get(url: &str) -> Result<(u16, String), String> {
     use wasi::http::outgoing_handler;
     use wasi::http::types::{Fields, IncomingBody, Method, OutgoingRequest, Scheme};
@@ -433,7 +433,7 @@ fn http_get(url: &str) -> Result<(u16, String), String> {
 }
 
 /// Natively there is no sandbox to ask.
-#[cfg(not(target_os = "wasi"))]
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
 fn http_get(_url: &str) -> Result<(u16, String), String> {
     Err("http_get is only available in the sandbox".into())
 }
@@ -449,7 +449,7 @@ fn keep(item: impl std::any::Any) {
 }
 
 /// Creates `count` fields of one `bytes`-byte value each, keeping them.
-#[cfg(target_os = "wasi")]
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
 fn fields_flood(count: u64, bytes: u64) -> Result<u64, String> {
     use wasi::http::types::Fields;
     let value = vec![b'a'; bytes as usize];
@@ -463,7 +463,7 @@ fn fields_flood(count: u64, bytes: u64) -> Result<u64, String> {
     Ok(count)
 }
 
-#[cfg(not(target_os = "wasi"))]
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
 fn fields_flood(_count: u64, _bytes: u64) -> Result<u64, String> {
     Err("fields_flood is only available in the sandbox".into())
 }
@@ -483,7 +483,7 @@ fn open_many(count: u64) -> Result<u64, String> {
 
 /// Starts `count` GETs of `url` without waiting for them, keeps them, waits 500 ms and
 /// counts those already failed.
-#[cfg(target_os = "wasi")]
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
 fn http_pending(url: &str, count: u64) -> Value {
     use wasi::http::outgoing_handler;
     use wasi::http::types::{Fields, Method, OutgoingRequest, Scheme};
@@ -524,7 +524,7 @@ fn http_pending(url: &str, count: u64) -> Value {
     json!({"started": started, "failed": failed, "first_error": first_error})
 }
 
-#[cfg(not(target_os = "wasi"))]
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
 fn http_pending(_url: &str, _count: u64) -> Value {
     json!({"first_error": "http_pending is only available in the sandbox"})
 }
@@ -550,7 +550,7 @@ fn fill_data(mb: u64) -> (u64, Option<String>) {
 /// unless input arrives), then spins: a guest that is woken while waiting for stdin must
 /// still be under a deadline. A command's stdin is the host's frames; a reactor's is
 /// empty, so its polls return at once.
-#[cfg(target_os = "wasi")]
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
 fn poll_spin(polls: u64) -> ! {
     use wasi::clocks::monotonic_clock;
     let stdin = wasi::cli::stdin::get_stdin();
@@ -563,7 +563,7 @@ fn poll_spin(polls: u64) -> ! {
 }
 
 /// Natively there is no `wasi:io/poll`: it only spins.
-#[cfg(not(target_os = "wasi"))]
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
 fn poll_spin(_polls: u64) -> ! {
     spin()
 }

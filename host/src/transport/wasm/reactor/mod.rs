@@ -110,7 +110,10 @@ pub(super) fn version(wit: &str) -> &'static Version {
 async fn run<B: Bindings>(guest: Guest, mut frames: mpsc::Receiver<Outbound>) -> ExitReason {
     let stop = guest.stop.clone();
     let deadline = Arc::new(Deadline::default());
-    let (mut store, component, log) = guest.store(deadline.clone());
+    let (mut store, code, log) = guest.store(deadline.clone());
+    let crate::component::Code::Component(component) = code else {
+        return ExitReason::LinkFailed("a core module is no reactor".into());
+    };
     let mut linker = Linker::<GuestData>::new(store.engine());
     if let Err(e) = add_wasi_to_linker(&mut linker).and_then(|()| B::link(&mut linker)) {
         return ExitReason::LinkFailed(format!("{e:#}"));
