@@ -325,8 +325,15 @@ async fn start_wasm(request: &Request<'_>, component: PathBuf) -> Result<Launche
     let loaded = wasm::prepare(&component, &home.cache_dir(), context.compiler, log)
         .await
         .map_err(failed)?;
-    if m.mcp.is_some() && loaded.kind() != Kind::Command {
+    if m.mcp.is_some() && loaded.kind() == Kind::Reactor {
         return Err(StartError::NotMcp { wasm: component });
+    }
+    if loaded.kind() == Kind::Preview1 && !m.permissions.http.is_empty() {
+        let why = "it asks for HTTP (`permissions.http`), and WASI preview 1 has no network: \
+                   build it as a component (wasm32-wasip2) to reach the network";
+        return Err(failed(crate::component::ComponentError::CoreModule(
+            why.into(),
+        )));
     }
     let (decision, grant) = sandbox::for_manifest(
         home,

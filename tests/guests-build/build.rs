@@ -5,10 +5,12 @@
 //! 1. `cargo build --release --target wasm32-wasip2 -p reactor -p command -p future -p
 //!    sdk-probe -p silent -p mcp-server`: `reactor.wasm`, `command.wasm`, `future.wasm`,
 //!    `sdk-probe.wasm`, `silent.wasm` and `mcp-server.wasm`, all components;
-//! 2. `cargo build --release --target <TARGET> -p command -p zot-test-ext -p sdk-probe`:
+//! 2. `cargo build --release --target wasm32-wasip1 -p command`: the same command guest
+//!    as a WASI preview-1 core module (`COMMAND_P1`);
+//! 3. `cargo build --release --target <TARGET> -p command -p zot-test-ext -p sdk-probe`:
 //!    the same command guest and SDK probe as native stdio extensions, and the Rust test
 //!    extension;
-//! 3. the examples, `cargo build --release` for wasm32-wasip2 and for `<TARGET>`: each
+//! 4. the examples, `cargo build --release` for wasm32-wasip2 and for `<TARGET>`: each
 //!    one both as a component and as a native stdio extension.
 //!
 //! All go to `<target>/wasm-guests`, beside (not inside) the outer build's profile
@@ -27,6 +29,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 const WASM_TARGET: &str = "wasm32-wasip2";
+/// The preview-1 target the command guest is also built for (a core module).
+const P1_TARGET: &str = "wasm32-wasip1";
 
 /// The members of examples/Cargo.toml: each binary is named after its example.
 const EXAMPLES: &[&str] = &["hello", "weather", "guard", "todo"];
@@ -52,7 +56,8 @@ fn main() {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
 
     rerun_if_changed(&root, &[&guests, &examples], &target_dir);
-    require_wasm_target();
+    require_wasm_target(WASM_TARGET);
+    require_wasm_target(P1_TARGET);
 
     let manifest = guests.join("Cargo.toml");
     let started = Instant::now();
@@ -60,6 +65,12 @@ fn main() {
         .args(["build", "--release", "--target", WASM_TARGET])
         .args(["-p", "reactor", "-p", "command", "-p", "future"])
         .args(["-p", "sdk-probe", "-p", "silent", "-p", "mcp-server"])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target_dir));
+    run(inner_cargo(&cargo)
+        .args(["build", "--release", "--target", P1_TARGET, "-p", "command"])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
@@ -108,6 +119,14 @@ fn main() {
             "COMMAND",
             wasm_dir.join("command.wasm"),
             "the command component (`wasi:cli/run`, frames on stdin/stdout)",
+        ),
+        (
+            "COMMAND_P1",
+            target_dir
+                .join(P1_TARGET)
+                .join("release")
+                .join("command.wasm"),
+            "the same command guest as a WASI preview-1 core module (`wasm32-wasip1`)",
         ),
         (
             "FUTURE",
@@ -296,34 +315,32 @@ fn run(cmd: &mut Command) {
 /// the target, so rustup installs it with the toolchain; where rustup does not install
 /// on use (`RUSTUP_AUTO_INSTALL=0`, or the toolchain was already there), it is added
 /// here with `rustup target add`. Fails the build, clearly, if it still is not there.
-fn require_wasm_target() {
-    if has_wasm_std() {
+fn require_wasm_target(target: &str) {
+    if has_wasm_std(target) {
         return;
     }
-    eprintln!(
-        "the Rust target {WASM_TARGET} is not installed: running rustup target add {WASM_TARGET}"
-    );
+    eprintln!("the Rust target {target} is not installed: running rustup target add {target}");
     // RUSTUP_TOOLCHAIN, set by rustup's proxy for this build, names the toolchain.
     let added = Command::new("rustup")
-        .args(["target", "add", WASM_TARGET])
+        .args(["target", "add", target])
         .stdout(Stdio::from(std::io::stderr()))
         .status();
-    if added.as_ref().is_ok_and(|s| s.success()) && has_wasm_std() {
+    if added.as_ref().is_ok_and(|s| s.success()) && has_wasm_std(target) {
         return;
     }
     eprintln!(
-        "\nerror: the Rust target {WASM_TARGET} is not installed and could not be added \
+        "\nerror: the Rust target {target} is not installed and could not be added \
          ({added:?}); the test guests (tests/guests) are built for it.\n\n    \
-         rustup target add {WASM_TARGET}\n"
+         rustup target add {target}\n"
     );
     std::process::exit(1);
 }
 
-/// Whether the compiler has the wasm32-wasip2 standard library.
-fn has_wasm_std() -> bool {
+/// Whether the compiler has the standard library of `target`.
+fn has_wasm_std(target: &str) -> bool {
     let rustc = env::var_os("RUSTC").unwrap_or_else(|| OsString::from("rustc"));
     let libdir = Command::new(&rustc)
-        .args(["--print", "target-libdir", "--target", WASM_TARGET])
+        .args(["--print", "target-libdir", "--target", target])
         .stderr(Stdio::null())
         .output()
         .ok()

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use zot_test_guests::{COMMAND, REACTOR};
+use zot_test_guests::{COMMAND, COMMAND_P1, REACTOR};
 
 // ---------------------------------------------------------------------------------------
 // Generated components (WebAssembly binary format, written by hand: a component holding
@@ -293,6 +293,13 @@ fn compiler_pids(pid: u32) -> Vec<u32> {
 // extension, with no permission beyond the defaults unless said.
 
 const KINDS: [(&str, &str); 2] = [("reactor", REACTOR), ("command", COMMAND)];
+/// The kinds whose files and descriptors are capped: the components, and the command
+/// guest as a preview-1 module (which has no `wasi:http`).
+const FILE_KINDS: [(&str, &str); 3] = [
+    ("reactor", REACTOR),
+    ("command", COMMAND),
+    ("preview1", COMMAND_P1),
+];
 
 fn guest(name: &str, wasm: &str, permissions: Value, limits: Value) -> Value {
     json!({"name": name, "version": "0.1.0", "wasm": wasm,
@@ -402,7 +409,7 @@ fn a_fields_flood_is_stopped_at_the_field_size_and_resource_limits() {
 #[test]
 fn opening_files_without_end_is_stopped_at_the_resource_limit() {
     let _serial = serial();
-    for (kind, wasm) in KINDS {
+    for (kind, wasm) in FILE_KINDS {
         let mut b = HostBuilder::new();
         let name = format!("open-{kind}");
         b.global(&name, &guest(&name, wasm, json!({}), json!({})));
@@ -533,7 +540,7 @@ fn outgoing_requests_in_flight_are_capped() {
 fn writing_past_the_disk_quota_is_refused() {
     const QUOTA_MB: u64 = 16;
     let _serial = serial();
-    for (kind, wasm) in KINDS {
+    for (kind, wasm) in FILE_KINDS {
         let name = format!("fill-{kind}");
         let manifest = guest(&name, wasm, json!({}), json!({"disk_mb": QUOTA_MB}));
         let host = host_with(&name, &manifest, None);

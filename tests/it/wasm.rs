@@ -14,16 +14,18 @@ use crate::common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use zot_test_guests::{COMMAND, COMMAND_NATIVE, REACTOR, SDK_PROBE};
+use zot_test_guests::{COMMAND, COMMAND_NATIVE, COMMAND_P1, REACTOR, SDK_PROBE};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-/// The two kinds of component the host runs.
+/// The kinds of WebAssembly the host runs: two kinds of component, and the command guest
+/// as a WASI preview-1 core module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Reactor,
     Command,
+    Preview1,
 }
 
 impl Kind {
@@ -33,6 +35,7 @@ impl Kind {
         match self {
             Kind::Reactor => REACTOR,
             Kind::Command => COMMAND,
+            Kind::Preview1 => COMMAND_P1,
         }
     }
 
@@ -41,6 +44,7 @@ impl Kind {
         match self {
             Kind::Reactor => "reactor",
             Kind::Command => "command",
+            Kind::Preview1 => "preview1",
         }
     }
 }
@@ -380,20 +384,25 @@ fn transcript(label: &str, manifest: impl Fn(&str) -> Value) -> Vec<String> {
 }
 
 #[test]
-fn native_command_and_reactor_give_identical_transcripts() {
+fn native_command_reactor_and_preview1_give_identical_transcripts() {
     let _serial = serial();
     let t = Instant::now();
     let native_t = transcript("native", native);
     let command_t = transcript("command", |n| component(n, COMMAND));
     let reactor_t = transcript("reactor", |n| component(n, REACTOR));
+    let preview1_t = transcript("preview1", |n| component(n, COMMAND_P1));
     println!(
-        "three parity sessions ({} lines each) in {:?}",
+        "four parity sessions ({} lines each) in {:?}",
         native_t.len(),
         t.elapsed()
     );
     assert_same_transcripts(
         ("native", &native_t),
-        &[("command", &command_t), ("reactor", &reactor_t)],
+        &[
+            ("command", &command_t),
+            ("reactor", &reactor_t),
+            ("preview1", &preview1_t),
+        ],
     );
 }
 
@@ -522,6 +531,11 @@ fn reactor_cannot_escape_its_sandbox() {
 #[test]
 fn command_cannot_escape_its_sandbox() {
     escapes_are_denied(Kind::Command);
+}
+
+#[test]
+fn preview1_cannot_escape_its_sandbox() {
+    escapes_are_denied(Kind::Preview1);
 }
 
 #[test]
@@ -764,6 +778,11 @@ fn command_spinning_in_a_tool_call_is_stopped_at_its_timeout() {
 }
 
 #[test]
+fn preview1_spinning_in_a_tool_call_is_stopped_at_its_timeout() {
+    spinning_tool_call_is_stopped(Kind::Preview1, false);
+}
+
+#[test]
 fn manifest_tool_timeout_stops_a_spinning_call() {
     spinning_tool_call_is_stopped(Kind::Reactor, true);
 }
@@ -983,6 +1002,11 @@ fn command_allocating_past_64_mib_exits_with_memory_limit() {
     allocating_past_the_limit_stops_the_guest(Kind::Command);
 }
 
+#[test]
+fn preview1_allocating_past_64_mib_exits_with_memory_limit() {
+    allocating_past_the_limit_stops_the_guest(Kind::Preview1);
+}
+
 fn deep_recursion_traps_cleanly(kind: Kind) {
     let name = format!("recurse-{}", kind.label());
     let mut b = HostBuilder::new();
@@ -1018,6 +1042,11 @@ fn reactor_deep_recursion_traps_cleanly() {
 #[test]
 fn command_deep_recursion_traps_cleanly() {
     deep_recursion_traps_cleanly(Kind::Command);
+}
+
+#[test]
+fn preview1_deep_recursion_traps_cleanly() {
+    deep_recursion_traps_cleanly(Kind::Preview1);
 }
 
 fn notify_flood_is_delivered_in_full(kind: Kind) {
@@ -1072,6 +1101,11 @@ fn reactor_notify_flood_is_delivered_in_full() {
 #[test]
 fn command_notify_flood_is_delivered_in_full() {
     notify_flood_is_delivered_in_full(Kind::Command);
+}
+
+#[test]
+fn preview1_notify_flood_is_delivered_in_full() {
+    notify_flood_is_delivered_in_full(Kind::Preview1);
 }
 
 fn twenty_mib_both_ways(kind: Kind) {
@@ -1136,6 +1170,11 @@ fn reactor_twenty_mib_both_ways_intact() {
 #[test]
 fn command_twenty_mib_both_ways_intact() {
     twenty_mib_both_ways(Kind::Command);
+}
+
+#[test]
+fn preview1_twenty_mib_both_ways_intact() {
+    twenty_mib_both_ways(Kind::Preview1);
 }
 
 #[test]

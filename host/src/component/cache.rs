@@ -81,8 +81,7 @@ pub async fn load(
     let sha256 = sha256_hex(&bytes);
     let entry = entry_path(cache_dir, engine, &sha256);
     let cell = {
-        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceCell<Code>>>>> =
-            OnceLock::new();
+        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceCell<Code>>>>> = OnceLock::new();
         let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap();
         loaded.entry(entry.clone()).or_default().clone()
     };

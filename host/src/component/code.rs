@@ -22,7 +22,9 @@ impl Code {
     pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Code, ComponentError> {
         let invalid = |e: wasmtime::Error| ComponentError::Invalid(format!("{e:#}"));
         if bytes.starts_with(&MODULE_HEADER) {
-            Module::new(engine, bytes).map(Code::Module).map_err(invalid)
+            Module::new(engine, bytes)
+                .map(Code::Module)
+                .map_err(invalid)
         } else {
             Component::new(engine, bytes)
                 .map(Code::Component)
@@ -45,7 +47,9 @@ impl Code {
     /// child) serialised.
     pub unsafe fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Code> {
         match Engine::detect_precompiled(artifact) {
-            Some(Precompiled::Module) => unsafe { Module::deserialize(engine, artifact) }.map(Code::Module),
+            Some(Precompiled::Module) => {
+                unsafe { Module::deserialize(engine, artifact) }.map(Code::Module)
+            }
             Some(Precompiled::Component) => {
                 unsafe { Component::deserialize(engine, artifact) }.map(Code::Component)
             }

@@ -3,6 +3,8 @@
 //!
 //! * [`REACTOR`]: `reactor.wasm`, a component of the `zot:extension/extension@0.1.0` world
 //! * [`COMMAND`]: `command.wasm`, a WASI command component speaking frames on stdin/stdout
+//! * [`COMMAND_P1`]: the same command guest built for `wasm32-wasip1`, a WASI preview-1
+//!   core module (no `wasi:http`: its `http_*` tools say so)
 //! * [`FUTURE`]: `future.wasm`, a reactor of `zot:extension@0.2.0` (refused by the host)
 //! * [`COMMAND_NATIVE`]: the same `command` source built for the host, a classic stdio
 //!   extension (to compare transcripts with the component)

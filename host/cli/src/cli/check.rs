@@ -445,10 +445,13 @@ fn print_text(r: &CheckReport) {
                 .and_then(|sb| Some((sb, sb.running.as_ref()?)));
             if let Some((sb, run)) = started {
                 let sha256 = sb.sha256.as_deref().unwrap_or_default();
+                let what = match word(&sb.component).as_str() {
+                    "preview1" => "WASI preview-1 module".to_string(),
+                    other => format!("{other} component"),
+                };
                 let _ = writeln!(
                     out,
-                    "  sandbox    {} component, {} MiB memory, sha256 {}",
-                    word(&sb.component),
+                    "  sandbox    {what}, {} MiB memory, sha256 {}",
                     run.memory_mb,
                     sha256.chars().take(12).collect::<String>()
                 );

@@ -311,7 +311,8 @@ fn unlinked_in(dir: &std::path::Path) -> u64 {
             continue;
         }
         if let Ok(meta) = std::fs::metadata(fd.path()) {
-            total = total.saturating_add(blocks_of(meta.len().max(meta.blocks().saturating_mul(512))));
+            total =
+                total.saturating_add(blocks_of(meta.len().max(meta.blocks().saturating_mul(512))));
         }
     }
     total

@@ -543,7 +543,14 @@ impl Guest {
         http.set_field_size_limit((self.limits.field_kib as usize) << 10);
         let (wasi, p1) = match self.code {
             Code::Component(_) => (self.wasi.build(self.stdio), None),
-            Code::Module(_) => (WasiCtx::builder().build(), Some(self.wasi.build_p1(self.stdio))),
+            Code::Module(_) => {
+                let mut p1 = self.wasi.build_p1(self.stdio);
+                // Its descriptors are resources of its own table: the same cap.
+                p1.ctx()
+                    .table
+                    .set_max_capacity(self.limits.resources as usize);
+                (WasiCtx::builder().build(), Some(p1))
+            }
         };
         let data = GuestData {
             wasi,

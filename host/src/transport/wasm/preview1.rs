@@ -19,7 +19,8 @@ pub(super) async fn run(
 ) -> ExitReason {
     let mut linker = Linker::<GuestData>::new(store.engine());
     let linked = wasmtime_wasi::p1::add_to_linker_async(&mut linker, |d| {
-        d.p1.as_mut().expect("a preview-1 guest's store holds its context")
+        d.p1.as_mut()
+            .expect("a preview-1 guest's store holds its context")
     });
     if let Some(usage) = &store.data().disk {
         usage.untracked();
@@ -31,7 +32,9 @@ pub(super) async fn run(
     let started = instantiate_or_stop(store, deadline, stop, async |store| {
         let instance = linker.instantiate_async(&mut *store, module).await?;
         let Some(memory) = instance.get_memory(&mut *store, "memory") else {
-            return Err(wasmtime::Error::msg("a preview-1 module exports its memory"));
+            return Err(wasmtime::Error::msg(
+                "a preview-1 module exports its memory",
+            ));
         };
         super::preview1_quota::connect(store, memory).await?;
         instance.get_typed_func::<(), ()>(&mut *store, "_start")

@@ -17,8 +17,8 @@ use super::GuestData;
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 use wasm_encoder::{
-    CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection,
-    ImportSection, Instruction, MemoryType, Module as Encoded, TypeSection, ValType,
+    CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection, ImportSection,
+    Instruction, MemoryType, Module as Encoded, TypeSection, ValType,
 };
 use wasmtime::{Caller, Engine, Extern, Instance, Linker, Memory, Module, Store};
 
@@ -67,87 +67,153 @@ impl Default for Stdio {
 pub(super) fn add_to_linker(linker: &mut Linker<GuestData>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
 
-    linker.func_wrap_async(P1, "fd_write", move |mut c: Caller<'_, GuestData>, (fd, iovs, n, out): (i32, i32, i32, i32)| {
-        Box::new(async move {
-            let cost = if is_stdio(&c, fd) { 0 } else { blocks_of(iovecs_len(&mut c, iovs, n)) };
-            charged(&mut c, cost, "fd_write", (fd, iovs, n, out)).await
-        })
-    })?;
-    linker.func_wrap_async(P1, "fd_pwrite", move |mut c: Caller<'_, GuestData>, (fd, iovs, n, at, out): (i32, i32, i32, i64, i32)| {
-        Box::new(async move {
-            let cost = blocks_of(iovecs_len(&mut c, iovs, n));
-            charged(&mut c, cost, "fd_pwrite", (fd, iovs, n, at, out)).await
-        })
-    })?;
-    linker.func_wrap_async(P1, "fd_allocate", move |mut c: Caller<'_, GuestData>, (fd, at, len): (i32, i64, i64)| {
-        Box::new(async move { charged(&mut c, blocks_of(len as u64), "fd_allocate", (fd, at, len)).await })
-    })?;
-    linker.func_wrap_async(P1, "fd_filestat_set_size", move |mut c: Caller<'_, GuestData>, (fd, size): (i32, i64)| {
-        Box::new(async move {
-            shrunk(&c);
-            charged(&mut c, blocks_of(size as u64), "fd_filestat_set_size", (fd, size)).await
-        })
-    })?;
-    type Open = (i32, i32, i32, i32, i32, i64, i64, i32, i32);
-    linker.func_wrap_async(P1, "path_open", move |mut c: Caller<'_, GuestData>, args: Open| {
-        Box::new(async move {
-            let (oflags, name_len) = (args.4, args.3);
-            if oflags & O_TRUNC != 0 {
-                shrunk(&c);
-            }
-            let cost = if oflags & O_CREAT != 0 { name_cost(name_len) } else { 0 };
-            charged(&mut c, cost, "path_open", args).await
-        })
-    })?;
-    linker.func_wrap_async(P1, "path_create_directory", move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32)| {
-        Box::new(async move { charged(&mut c, name_cost(args.2), "path_create_directory", args).await })
-    })?;
-    linker.func_wrap_async(P1, "path_symlink", move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32, i32, i32)| {
-        Box::new(async move {
-            let cost = name_cost(args.4).saturating_add(blocks_of(args.1.max(0) as u64));
-            charged(&mut c, cost, "path_symlink", args).await
-        })
-    })?;
-    linker.func_wrap_async(P1, "path_link", move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32, i32, i32, i32, i32)| {
-        Box::new(async move { charged(&mut c, name_cost(args.6), "path_link", args).await })
-    })?;
-    linker.func_wrap_async(P1, "path_rename", move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32, i32, i32, i32)| {
-        Box::new(async move {
-            shrunk(&c);
-            charged(&mut c, name_cost(args.5), "path_rename", args).await
-        })
-    })?;
-    for name in ["path_unlink_file", "path_remove_directory"] {
-            linker.func_wrap_async(P1, name, move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32)| {
+    linker.func_wrap_async(
+        P1,
+        "fd_write",
+        move |mut c: Caller<'_, GuestData>, (fd, iovs, n, out): (i32, i32, i32, i32)| {
             Box::new(async move {
-                let errno = call(&mut c, name, args).await?;
+                let cost = if is_stdio(&c, fd) {
+                    0
+                } else {
+                    blocks_of(iovecs_len(&mut c, iovs, n))
+                };
+                charged(&mut c, cost, "fd_write", (fd, iovs, n, out)).await
+            })
+        },
+    )?;
+    linker.func_wrap_async(
+        P1,
+        "fd_pwrite",
+        move |mut c: Caller<'_, GuestData>, (fd, iovs, n, at, out): (i32, i32, i32, i64, i32)| {
+            Box::new(async move {
+                let cost = blocks_of(iovecs_len(&mut c, iovs, n));
+                charged(&mut c, cost, "fd_pwrite", (fd, iovs, n, at, out)).await
+            })
+        },
+    )?;
+    linker.func_wrap_async(
+        P1,
+        "fd_allocate",
+        move |mut c: Caller<'_, GuestData>, (fd, at, len): (i32, i64, i64)| {
+            Box::new(async move {
+                charged(&mut c, blocks_of(len as u64), "fd_allocate", (fd, at, len)).await
+            })
+        },
+    )?;
+    linker.func_wrap_async(
+        P1,
+        "fd_filestat_set_size",
+        move |mut c: Caller<'_, GuestData>, (fd, size): (i32, i64)| {
+            Box::new(async move {
                 shrunk(&c);
+                charged(
+                    &mut c,
+                    blocks_of(size as u64),
+                    "fd_filestat_set_size",
+                    (fd, size),
+                )
+                .await
+            })
+        },
+    )?;
+    type Open = (i32, i32, i32, i32, i32, i64, i64, i32, i32);
+    linker.func_wrap_async(
+        P1,
+        "path_open",
+        move |mut c: Caller<'_, GuestData>, args: Open| {
+            Box::new(async move {
+                let (oflags, name_len) = (args.4, args.3);
+                if oflags & O_TRUNC != 0 {
+                    shrunk(&c);
+                }
+                let cost = if oflags & O_CREAT != 0 {
+                    name_cost(name_len)
+                } else {
+                    0
+                };
+                charged(&mut c, cost, "path_open", args).await
+            })
+        },
+    )?;
+    linker.func_wrap_async(
+        P1,
+        "path_create_directory",
+        move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32)| {
+            Box::new(async move {
+                charged(&mut c, name_cost(args.2), "path_create_directory", args).await
+            })
+        },
+    )?;
+    linker.func_wrap_async(
+        P1,
+        "path_symlink",
+        move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32, i32, i32)| {
+            Box::new(async move {
+                let cost = name_cost(args.4).saturating_add(blocks_of(args.1.max(0) as u64));
+                charged(&mut c, cost, "path_symlink", args).await
+            })
+        },
+    )?;
+    linker.func_wrap_async(
+        P1,
+        "path_link",
+        move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32, i32, i32, i32, i32)| {
+            Box::new(async move { charged(&mut c, name_cost(args.6), "path_link", args).await })
+        },
+    )?;
+    linker.func_wrap_async(
+        P1,
+        "path_rename",
+        move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32, i32, i32, i32)| {
+            Box::new(async move {
+                shrunk(&c);
+                charged(&mut c, name_cost(args.5), "path_rename", args).await
+            })
+        },
+    )?;
+    for name in ["path_unlink_file", "path_remove_directory"] {
+        linker.func_wrap_async(
+            P1,
+            name,
+            move |mut c: Caller<'_, GuestData>, args: (i32, i32, i32)| {
+                Box::new(async move {
+                    let errno = call(&mut c, name, args).await?;
+                    shrunk(&c);
+                    Ok(errno)
+                })
+            },
+        )?;
+    }
+    linker.func_wrap_async(
+        P1,
+        "fd_close",
+        move |mut c: Caller<'_, GuestData>, (fd,): (i32,)| {
+            Box::new(async move {
+                let errno = call(&mut c, "fd_close", (fd,)).await?;
+                if errno == 0 {
+                    c.data_mut().p1_stdio.0.remove(&fd);
+                }
                 Ok(errno)
             })
-        })?;
-    }
-    linker.func_wrap_async(P1, "fd_close", move |mut c: Caller<'_, GuestData>, (fd,): (i32,)| {
-        Box::new(async move {
-            let errno = call(&mut c, "fd_close", (fd,)).await?;
-            if errno == 0 {
-                c.data_mut().p1_stdio.0.remove(&fd);
-            }
-            Ok(errno)
-        })
-    })?;
-    linker.func_wrap_async(P1, "fd_renumber", move |mut c: Caller<'_, GuestData>, (from, to): (i32, i32)| {
-        Box::new(async move {
-            let errno = call(&mut c, "fd_renumber", (from, to)).await?;
-            if errno == 0 {
-                let stdio = &mut c.data_mut().p1_stdio.0;
-                match stdio.remove(&from) {
-                    true => stdio.insert(to),
-                    false => stdio.remove(&to),
-                };
-            }
-            Ok(errno)
-        })
-    })?;
+        },
+    )?;
+    linker.func_wrap_async(
+        P1,
+        "fd_renumber",
+        move |mut c: Caller<'_, GuestData>, (from, to): (i32, i32)| {
+            Box::new(async move {
+                let errno = call(&mut c, "fd_renumber", (from, to)).await?;
+                if errno == 0 {
+                    let stdio = &mut c.data_mut().p1_stdio.0;
+                    match stdio.remove(&from) {
+                        true => stdio.insert(to),
+                        false => stdio.remove(&to),
+                    };
+                }
+                Ok(errno)
+            })
+        },
+    )?;
     linker.allow_shadowing(false);
     Ok(())
 }
@@ -227,7 +293,8 @@ async fn call<P: wasmtime::WasmParams + Sync>(
 pub(super) async fn connect(store: &mut Store<GuestData>, memory: Memory) -> wasmtime::Result<()> {
     let mut linker = Linker::<GuestData>::new(store.engine());
     wasmtime_wasi::p1::add_to_linker_async(&mut linker, |d| {
-        d.p1.as_mut().expect("a preview-1 guest's store holds its context")
+        d.p1.as_mut()
+            .expect("a preview-1 guest's store holds its context")
     })?;
     linker.define(&mut *store, "env", "memory", memory)?;
     let module = trampoline(store.engine())?;
@@ -244,8 +311,11 @@ fn trampoline(engine: &Engine) -> wasmtime::Result<Module> {
     if let Some(module) = MODULE.get() {
         return Ok(module.clone());
     }
-    let (mut types, mut imports, mut functions) =
-        (TypeSection::new(), ImportSection::new(), FunctionSection::new());
+    let (mut types, mut imports, mut functions) = (
+        TypeSection::new(),
+        ImportSection::new(),
+        FunctionSection::new(),
+    );
     let (mut exports, mut code) = (ExportSection::new(), CodeSection::new());
     let memory = MemoryType {
         minimum: 0,
