@@ -40,4 +40,5 @@ mod shell_friction;
 mod sidecar;
 mod tree_compile;
 mod trust;
+mod ts_sdk;
 mod wasm;
