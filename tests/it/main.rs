@@ -41,4 +41,5 @@ mod shell_friction;
 mod sidecar;
 mod tree_compile;
 mod trust;
+mod ts_sdk;
 mod wasm;
