@@ -1347,7 +1347,7 @@ fn errors_are_one_line_naming_what_failed_without_colour() {
     fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
     assert_fails_with(
         &env.install(module.to_str().unwrap()),
-        "module.wasm: not a WebAssembly component (it is a core wasm module, not a component)",
+        "module.wasm: a core wasm module this host cannot run: it exports no `_start`: build it as a WASI preview-1 command",
     );
     assert_fails_with(
         &env.zot(&["info", "nope"]),

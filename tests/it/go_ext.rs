@@ -188,9 +188,10 @@ pub(crate) fn go_hello_script() -> Vec<Step> {
     ]
 }
 
-#[test]
-fn the_go_extension_answers_its_tool_command_and_interceptor_through_the_host() {
-    let dir = go_hello_native();
+/// The example's session through `zot host`, loaded from `dir` (its transport
+/// `transport`): its registrations, the script, a 2 MiB round trip, a clean shutdown;
+/// the transcript of the script.
+fn session(label: &str, dir: &Path, transport: &str) -> Vec<String> {
     // A scratch folder of the test's: the extension's log outlives the host.
     let scratch = TempDir::new("go-hello");
     let mut b = HostBuilder::in_dir(scratch.path());
@@ -201,7 +202,7 @@ fn the_go_extension_answers_its_tool_command_and_interceptor_through_the_host() 
 
     let entry = host.entry(NAME);
     assert_eq!(entry["state"], "ready", "{entry}");
-    assert_eq!(entry["transport"], "stdio", "{entry}");
+    assert_eq!(entry["transport"], transport, "{entry}");
     assert_eq!(entry["version"], "1.0.0", "{entry}");
     assert_eq!(entry["commands"], json!(["go-hello"]), "{entry}");
     assert_eq!(entry["tools"], json!(["go_echo"]), "{entry}");
@@ -215,19 +216,14 @@ fn the_go_extension_answers_its_tool_command_and_interceptor_through_the_host() 
         "{tools}"
     );
 
-    let transcript = run_steps(
-        &host,
-        "go-hello native",
-        go_hello_script(),
-        |what, s, events| {
-            if s.ty == "emit" {
-                assert!(
-                    is_notify(&events[0], NAME, "go-hello is ready"),
-                    "{what}: {events:?}"
-                );
-            }
-        },
-    );
+    let transcript = run_steps(&host, label, go_hello_script(), |what, s, events| {
+        if s.ty == "emit" {
+            assert!(
+                is_notify(&events[0], NAME, "go-hello is ready"),
+                "{what}: {events:?}"
+            );
+        }
+    });
     println!("{}", transcript.join("\n"));
     assert!(
         !transcript.iter().any(|l| l.contains("unexpected")),
@@ -254,13 +250,33 @@ fn the_go_extension_answers_its_tool_command_and_interceptor_through_the_host() 
 
     let log_path = host.home.join("logs").join(format!("ext-{NAME}.log"));
     let took = host.shutdown();
-    println!("shutdown in {took:.1?}");
+    println!("{label}: shutdown in {took:.1?}");
     let log = std::fs::read_to_string(&log_path).expect("the extension's log");
     assert!(log.contains("acknowledged shutdown"), "{log}");
     assert!(log.contains("exited with status 0"), "{log}");
     for bad in ["[stderr]", "] warn: ", "] error: "] {
         assert!(!log.contains(bad), "{bad:?} in the log:\n{log}");
     }
+    transcript
+}
+
+#[test]
+fn the_go_extension_answers_its_tool_command_and_interceptor_through_the_host() {
+    session("go-hello native", go_hello_native(), "stdio");
+}
+
+/// The same source built with `GOOS=wasip1 GOARCH=wasm` runs in the sandbox as a WASI
+/// preview-1 module, and answers the session exactly as the native build does.
+#[test]
+fn the_go_extension_built_for_wasip1_answers_as_the_native_build_does() {
+    let native = session("go-hello native", go_hello_native(), "stdio");
+    let dir = build_dir().join("wasip1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = json!({"name": NAME, "version": "1.0.0",
+                          "wasm": go_hello_wasm().to_str().unwrap()});
+    std::fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
+    let wasm = session("go-hello preview-1", &dir, "wasm");
+    assert_same_transcripts(("native", &native), &[("preview-1", &wasm)]);
 }
 
 #[test]

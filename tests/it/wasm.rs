@@ -29,7 +29,7 @@ enum Kind {
 }
 
 impl Kind {
-    const BOTH: [Kind; 2] = [Kind::Reactor, Kind::Command];
+    const BOTH: [Kind; 3] = [Kind::Reactor, Kind::Command, Kind::Preview1];
 
     fn wasm(self) -> &'static str {
         match self {
@@ -1294,7 +1294,7 @@ fn files_that_are_not_components_are_an_error_state() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("x.wasm"), "this is not WebAssembly\n").unwrap();
     b.explicit("text", &component("text", "x.wasm"));
-    // A core module, not a component: the empty module.
+    // A core module that is no preview-1 command: the empty module.
     let core = b.scratch().join("core.wasm");
     std::fs::write(&core, b"\0asm\x01\0\0\0").unwrap();
     b.explicit("core", &component("core", core.to_str().unwrap()));
@@ -1311,9 +1311,10 @@ fn files_that_are_not_components_are_an_error_state() {
     assert!(ready.contains(&"good".to_string()), "{ready:?}");
     for (name, words) in [
         ("text", "not a WebAssembly component (it is a text file)"),
+        // A core module runs only as a WASI preview-1 command (issue 20): this one is not.
         (
             "core",
-            "not a WebAssembly component (it is a core wasm module, not a component)",
+            "a core wasm module this host cannot run: it exports no `_start`",
         ),
         ("missing", "cannot read"),
     ] {
@@ -2088,4 +2089,43 @@ fn ext_list_json_shows_the_component_kind_without_starting_it() {
     assert_eq!(row("r")["sandbox"]["limits"]["memory_mb"], 32);
     assert_eq!(row("r")["sandbox"]["granted"], Value::Null);
     assert!(!home.join("cache").exists(), "listing compiles nothing");
+}
+
+// ---------------------------------------------------------------------------------------
+// WASI preview-1 modules
+
+/// A bare preview-1 module installs (named by its hello), checks and lists as one; a
+/// preview-1 module whose manifest asks for HTTP does not start, and says why.
+#[test]
+fn a_bare_preview1_module_installs_and_checks_and_one_asking_for_http_is_refused() {
+    let home = TempDir::new("wasm-p1");
+    let bare = home.path().join("p1guest.wasm");
+    std::fs::copy(COMMAND_P1, &bare).unwrap();
+    let out = zot_ext(home.path(), &["install", bare.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let check = zot_ext(home.path(), &["check", "guest"]);
+    let said = stdout(&check);
+    assert!(check.status.success(), "{}", text(&check));
+    assert!(said.contains("sandbox    WASI preview-1 module"), "{said}");
+    let list = zot_ext(home.path(), &["list", "--json"]);
+    let list: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    assert_eq!(list[0]["sandbox"]["component"], "preview1", "{list}");
+
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "p1http",
+        &component_with(
+            "p1http",
+            COMMAND_P1,
+            json!({"http": ["example.com"]}),
+            json!({}),
+        ),
+    );
+    let host = b.start();
+    host.ready_event();
+    let e = host.entry("p1http");
+    assert_eq!(e["state"], "error", "{e}");
+    let error = e["error"].as_str().unwrap_or_default();
+    assert!(error.contains("WASI preview 1 has no network"), "{error}");
+    host.shutdown();
 }
