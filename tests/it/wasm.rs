@@ -2107,6 +2107,9 @@ fn a_bare_preview1_module_installs_and_checks_and_one_asking_for_http_is_refused
     let said = stdout(&check);
     assert!(check.status.success(), "{}", text(&check));
     assert!(said.contains("sandbox    WASI preview-1 module"), "{said}");
+    // Its stderr is in its log, as a command's is.
+    let log = std::fs::read_to_string(home.path().join("logs/ext-guest.log")).unwrap();
+    assert!(log.contains("[stderr] command started"), "{log}");
     let list = zot_ext(home.path(), &["list", "--json"]);
     let list: Value = serde_json::from_str(&stdout(&list)).unwrap();
     assert_eq!(list[0]["sandbox"]["component"], "preview1", "{list}");
