@@ -175,3 +175,34 @@ fn listings_of_a_big_folder_do_not_hold_the_hosts_memory() {
         host.shutdown();
     }
 }
+
+/// A preview-1 module's write is charged the length of all its iovecs (what the host can
+/// see of it): a raw `fd_write` naming more than `IOV_MAX` (1024) of them is refused with
+/// `inval` (28), as POSIX's `writev` does, and writes nothing, while 1024 are taken;
+/// std's vectored write of 2000 × 1 MiB (which it cuts at 1024) past a 16 MiB quota is
+/// refused whole.
+#[test]
+fn a_preview1_write_of_many_iovecs_is_bounded() {
+    let _serial = serial();
+    let name = "quota-iovecs";
+    let host = host_with(name, COMMAND_P1, QUOTA_MB);
+    let attack = |mode: &str, amount: u64| {
+        guest_json(
+            &host,
+            "disk_attack",
+            json!({"mode": mode, "amount": amount}),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {mode}: {e}"))
+    };
+    let said = attack("raw_iovecs", 2000);
+    assert_eq!(said, json!({"errno": 28, "written": 0}), "{said}");
+    // 1024 are taken (wasmtime-wasi's preview 1 writes the first non-empty one per call).
+    let said = attack("raw_iovecs", 1024);
+    assert_eq!(said, json!({"errno": 0, "written": 1}), "{said}");
+    let said = attack("iovecs", 2000);
+    assert_eq!(said["error"], "StorageFull", "{said}");
+    let stored = counted(&host.home.join("data").join(name));
+    assert!(stored <= 16 * 4096, "{stored} bytes stored");
+    assert_steady(&host);
+    host.shutdown();
+}

@@ -24,8 +24,12 @@ use wasmtime::{Caller, Engine, Extern, Instance, Linker, Memory, Module, Store};
 
 /// The preview-1 functions' module.
 const P1: &str = "wasi_snapshot_preview1";
-/// `errno::nospc`; `errno::notcapable` (a call before the trampoline is connected).
+/// `errno::nospc`; `errno::inval` (more than [`IOV_MAX`] iovecs, as POSIX `writev`
+/// says); `errno::notcapable` (a call before the trampoline is connected).
 const NOSPC: i32 = 51;
+const INVAL: i32 = 28;
+/// The most iovecs one write may name (POSIX's `IOV_MAX` on Linux).
+const IOV_MAX: usize = 1024;
 const NOTCAPABLE: i32 = 76;
 
 /// The shadowed functions and their parameters (each returns an `errno`, an `i32`).
@@ -72,11 +76,10 @@ pub(super) fn add_to_linker(linker: &mut Linker<GuestData>) -> wasmtime::Result<
         "fd_write",
         move |mut c: Caller<'_, GuestData>, (fd, iovs, n, out): (i32, i32, i32, i32)| {
             Box::new(async move {
-                let cost = if is_stdio(&c, fd) {
-                    0
-                } else {
-                    blocks_of(iovecs_len(&mut c, iovs, n))
+                let Some(len) = iovecs_len(&mut c, iovs, n) else {
+                    return Ok(INVAL);
                 };
+                let cost = if is_stdio(&c, fd) { 0 } else { blocks_of(len) };
                 charged(&mut c, cost, "fd_write", (fd, iovs, n, out)).await
             })
         },
@@ -86,8 +89,10 @@ pub(super) fn add_to_linker(linker: &mut Linker<GuestData>) -> wasmtime::Result<
         "fd_pwrite",
         move |mut c: Caller<'_, GuestData>, (fd, iovs, n, at, out): (i32, i32, i32, i64, i32)| {
             Box::new(async move {
-                let cost = blocks_of(iovecs_len(&mut c, iovs, n));
-                charged(&mut c, cost, "fd_pwrite", (fd, iovs, n, at, out)).await
+                let Some(len) = iovecs_len(&mut c, iovs, n) else {
+                    return Ok(INVAL);
+                };
+                charged(&mut c, blocks_of(len), "fd_pwrite", (fd, iovs, n, at, out)).await
             })
         },
     )?;
@@ -237,19 +242,25 @@ fn shrunk(c: &Caller<'_, GuestData>) {
     }
 }
 
-/// The bytes the `n` iovecs at `iovs` in the module's memory point to (0 if they cannot
-/// be read: the original then fails on them too).
-fn iovecs_len(c: &mut Caller<'_, GuestData>, iovs: i32, n: i32) -> u64 {
-    let Some(Extern::Memory(memory)) = c.get_export("memory") else {
-        return 0;
-    };
-    let mut list = vec![0u8; (n.max(0) as usize).min(1024) * 8];
-    if memory.read(&*c, iovs as u32 as usize, &mut list).is_err() {
-        return 0;
+/// The bytes the `n` iovecs at `iovs` in the module's memory point to, all of them (an
+/// upper bound of what one write takes); 0 if they cannot be read (the original then
+/// fails on them too). `None` for more than [`IOV_MAX`] of them.
+fn iovecs_len(c: &mut Caller<'_, GuestData>, iovs: i32, n: i32) -> Option<u64> {
+    let count = usize::try_from(n).unwrap_or(0);
+    if count > IOV_MAX {
+        return None;
     }
-    list.chunks_exact(8)
-        .map(|v| u64::from(u32::from_le_bytes([v[4], v[5], v[6], v[7]])))
-        .fold(0, u64::saturating_add)
+    let Some(Extern::Memory(memory)) = c.get_export("memory") else {
+        return Some(0);
+    };
+    let mut list = vec![0u8; count * 8];
+    if memory.read(&*c, iovs as u32 as usize, &mut list).is_err() {
+        return Some(0);
+    }
+    let lens = list
+        .chunks_exact(8)
+        .map(|v| u32::from_le_bytes([v[4], v[5], v[6], v[7]]));
+    Some(lens.map(u64::from).fold(0, u64::saturating_add))
 }
 
 /// Calls the original of `name` with `args` once `cost` is charged (`nospc` if the quota

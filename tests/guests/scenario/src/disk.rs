@@ -19,7 +19,8 @@ fn kind(e: std::io::Error) -> Option<String> {
     Some(format!("{:?}", e.kind()))
 }
 
-/// Runs the attack `mode` with `amount` (MiB, or entries for `files` and `dirs`).
+/// Runs the attack `mode` with `amount` (MiB, or entries for `files` and `dirs`, or
+/// 1 MiB slices in one vectored write for `iovecs`).
 pub fn attack(mode: &str, amount: u64) -> Value {
     match mode {
         "big" => write_file("/data/big", amount, false),
@@ -28,8 +29,55 @@ pub fn attack(mode: &str, amount: u64) -> Value {
         "files" => entries(amount, |i| std::fs::write(format!("/data/many/f{i}"), b"x")),
         "dirs" => entries(amount, |i| std::fs::create_dir(format!("/data/many/d{i}"))),
         "deep" => deep(amount),
+        "iovecs" => iovecs(amount),
+        "raw_iovecs" => raw_iovecs(amount),
         other => json!({"error": format!("no attack {other}")}),
     }
+}
+
+/// One vectored write of `count` slices of 1 MiB (the same piece) to `/data/iovecs`: the
+/// bytes written (as MiB, rounded down), and the error, if refused.
+fn iovecs(count: u64) -> Value {
+    let mut file = match std::fs::File::create("/data/iovecs") {
+        Ok(f) => f,
+        Err(e) => return report(0, kind(e)),
+    };
+    let piece = piece();
+    let slices: Vec<std::io::IoSlice<'_>> =
+        (0..count).map(|_| std::io::IoSlice::new(&piece)).collect();
+    match file.write_vectored(&slices) {
+        Ok(n) => report(n as u64 >> 20, None),
+        Err(e) => report(0, kind(e)),
+    }
+}
+
+/// Preview 1 only: one raw `fd_write` naming `count` iovecs of one byte each (std would
+/// cut the list at 1024): `{"errno": the WASI errno it returned, "written": bytes}`.
+#[cfg(all(target_os = "wasi", target_env = "p1"))]
+fn raw_iovecs(count: u64) -> Value {
+    use std::os::fd::AsRawFd;
+    #[link(wasm_import_module = "wasi_snapshot_preview1")]
+    extern "C" {
+        fn fd_write(fd: i32, iovs: *const u32, n: i32, written: *mut u32) -> i32;
+    }
+    let file = match std::fs::File::create("/data/raw-iovecs") {
+        Ok(f) => f,
+        Err(e) => return report(0, kind(e)),
+    };
+    let byte = [b'r'];
+    let iovs: Vec<u32> = (0..count)
+        .flat_map(|_| [byte.as_ptr() as u32, 1])
+        .collect();
+    let mut written = 0u32;
+    // SAFETY: `iovs` holds `count` (pointer, length) pairs into `byte`, alive for the
+    // call; `written` is a valid out-pointer.
+    let errno = unsafe { fd_write(file.as_raw_fd(), iovs.as_ptr(), count as i32, &mut written) };
+    json!({"errno": errno, "written": written})
+}
+
+#[cfg(not(all(target_os = "wasi", target_env = "p1")))]
+fn raw_iovecs(_count: u64) -> Value {
+    json!({"error": "raw_iovecs is for preview 1 only"})
 }
 
 /// Writes `mb` MiB to `path`, unlinked first if `unlink` (the file stays open).
