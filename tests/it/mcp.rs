@@ -34,7 +34,7 @@ pub(crate) fn client() -> &'static Path {
         );
         // The scripts beside their node_modules (imports resolve from a script's folder);
         // copied every run so an edit counts, renamed into place so no run reads half.
-        for script in ["drive.mjs", "drive-v2.mjs"] {
+        for script in ["drive.mjs", "drive-v2.mjs", "steps.mjs"] {
             let partial = dir.join(format!("{script}.{}", std::process::id()));
             std::fs::copy(source.join(script), &partial).unwrap();
             std::fs::rename(&partial, dir.join(script)).unwrap();

@@ -170,13 +170,18 @@ fn list_and_call(p: &Project, mode: &str) -> Value {
     run
 }
 
+/// Lists and calls in negotiation `mode`: the client settles on `era` and `revision`.
+fn negotiates(tag: &str, mode: &str, era: &str, revision: &str) {
+    let p = native_and_sandboxed_project(tag);
+    let run = list_and_call(&p, mode);
+    assert_eq!(run["era"], era, "{run:#}");
+    assert_eq!(run["protocolVersion"], revision, "{run:#}");
+    assert_eq!(run["server"]["name"], "zot", "{run:#}");
+}
+
 #[test]
 fn the_2x_client_initializes_lists_and_calls_a_native_and_a_sandboxed_extension() {
-    let p = native_and_sandboxed_project("mcp-client-v2");
-    let run = list_and_call(&p, "legacy");
-    assert_eq!(run["era"], "legacy", "{run:#}");
-    assert_eq!(run["protocolVersion"], "2025-11-25", "{run:#}");
-    assert_eq!(run["server"]["name"], "zot", "{run:#}");
+    negotiates("mcp-client-v2", "legacy", "legacy", "2025-11-25");
 }
 
 /// In `auto` mode the client probes with `server/discover` (on a sibling `zot mcp` it
@@ -184,11 +189,7 @@ fn the_2x_client_initializes_lists_and_calls_a_native_and_a_sandboxed_extension(
 /// each request carrying its revision in `_meta`.
 #[test]
 fn the_2x_client_in_auto_mode_speaks_the_stateless_revision() {
-    let p = native_and_sandboxed_project("mcp-client-v2-auto");
-    let run = list_and_call(&p, "auto");
-    assert_eq!(run["era"], "modern", "{run:#}");
-    assert_eq!(run["protocolVersion"], "2026-07-28", "{run:#}");
-    assert_eq!(run["server"]["name"], "zot", "{run:#}");
+    negotiates("mcp-client-v2-auto", "auto", "modern", "2026-07-28");
 }
 
 /// Under 2026-07-28 list changes travel on a `subscriptions/listen` stream: an

@@ -24,6 +24,7 @@
 //                                {honored, result, listChanged}
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { runSteps } from "./steps.mjs";
 
 const [mode, steps, command, ...args] = [
   process.argv[2],
@@ -66,19 +67,7 @@ async function run(step) {
   }
 }
 
-const results = [];
-try {
-  await client.connect(transport);
-  for (const step of steps) {
-    try {
-      results.push(await run(step));
-    } catch (e) {
-      results.push({ error: String(e?.message ?? e), code: e?.code ?? null });
-    }
-  }
-} catch (e) {
-  errors.push(`connect: ${e}`);
-}
+const results = await runSteps(client, transport, steps, run, errors);
 const negotiated = {
   protocolVersion: client.getNegotiatedProtocolVersion() ?? null,
   era: client.getProtocolEra() ?? null,

@@ -34,6 +34,7 @@ import {
   LoggingMessageNotificationSchema,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { runSteps } from "./steps.mjs";
 
 const WAIT_MS = 20000;
 const [steps, command, ...args] = [JSON.parse(process.argv[2]), ...process.argv.slice(3)];
@@ -158,19 +159,7 @@ async function run(step) {
   }
 }
 
-const results = [];
-try {
-  await client.connect(transport);
-  for (const step of steps) {
-    try {
-      results.push(await run(step));
-    } catch (e) {
-      results.push({ error: String(e?.message ?? e), code: e?.code ?? null });
-    }
-  }
-} catch (e) {
-  errors.push(`connect: ${e}`);
-}
+const results = await runSteps(client, transport, steps, run, errors);
 closing = true;
 if (http || transport._process) await client.close();
 process.stdout.write(JSON.stringify({ steps: results, logs, errors, stderr }) + "\n");

@@ -65,9 +65,7 @@ fn raw_iovecs(count: u64) -> Value {
         Err(e) => return report(0, kind(e)),
     };
     let byte = [b'r'];
-    let iovs: Vec<u32> = (0..count)
-        .flat_map(|_| [byte.as_ptr() as u32, 1])
-        .collect();
+    let iovs: Vec<u32> = (0..count).flat_map(|_| [byte.as_ptr() as u32, 1]).collect();
     let mut written = 0u32;
     // SAFETY: `iovs` holds `count` (pointer, length) pairs into `byte`, alive for the
     // call; `written` is a valid out-pointer.
