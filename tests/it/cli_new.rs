@@ -2,7 +2,7 @@
 //! Rust) and works in a host: its tool answers, its command shows its args, and its
 //! interceptor blocks `rm -rf /` in a bash call and allows the rest.
 
-use crate::common::{first_text, scaffold_build_env, serial, HostBuilder, TempDir};
+use crate::common::{first_text, scaffold_build_env, serial, workspace, HostBuilder, TempDir};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -77,10 +77,19 @@ fn check_passes(dir: &Path, home: &Path, name: &str) -> Value {
     assert_eq!(schema["required"], json!(["text"]), "{r}");
     assert_eq!(schema["properties"]["text"]["type"], "string", "{r}");
     assert_eq!(r["intercept"], json!(["tool_call"]), "{r}");
+    // A program exits by itself after `shutdown_ack`; a reactor component has nothing to
+    // exit, the host stops it once it acknowledged.
+    let clean = if r["sandbox"]["component"] == "reactor" {
+        "stopped: its input was closed"
+    } else {
+        "status 0"
+    };
     assert!(
-        r["exit"].as_str().unwrap_or_default().contains("status 0"),
+        r["exit"].as_str().unwrap_or_default().contains(clean),
         "it exits cleanly on shutdown: {r}"
     );
+    let log = std::fs::read_to_string(r["log"].as_str().unwrap()).unwrap_or_default();
+    assert!(log.contains("acknowledged shutdown"), "{log}");
     r
 }
 
@@ -389,19 +398,115 @@ fn an_existing_folder_is_refused_unless_empty() {
 }
 
 #[test]
-fn wasm_is_refused_for_javascript_and_python() {
-    let tmp = TempDir::new("new-wasm-js");
-    for lang in ["node", "typescript", "python"] {
-        let out = zot(
-            &["ext", "new", "comp", "--lang", lang, "--wasm"],
-            tmp.path(),
-        );
-        assert_eq!(out.status.code(), Some(1), "{lang}: {}", text(&out));
+fn wasm_is_refused_for_python_and_engine_and_sdk_where_they_do_not_apply() {
+    let tmp = TempDir::new("new-wasm-refused");
+    let refused = |args: &[&str], says: &str| {
+        let mut all = vec!["ext", "new", "comp"];
+        all.extend(args);
+        let out = zot(&all, tmp.path());
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert!(
-            stderr.contains("--wasm is supported with --lang rust only"),
-            "{lang}: {stderr}"
+            !tmp.path().join("comp").exists(),
+            "{args:?}: nothing written"
         );
-        assert!(!tmp.path().join("comp").exists(), "{lang}: nothing written");
+    };
+    refused(
+        &["--lang", "python", "--wasm"],
+        "--wasm is not supported with --lang python",
+    );
+    for lang in ["node", "typescript", "rust"] {
+        refused(
+            &["--lang", lang, "--engine", "quickjs"],
+            "--engine applies to --lang typescript or node with --wasm",
+        );
     }
+    refused(
+        &["--lang", "rust", "--wasm", "--engine", "starlingmonkey"],
+        "--engine applies",
+    );
+    refused(
+        &["--lang", "node", "--sdk", "/nowhere"],
+        "--sdk applies to --lang rust, and to typescript or node with --wasm",
+    );
+    refused(
+        &["--lang", "typescript", "--wasm", "--sdk", "/nowhere"],
+        "the @zot/ext SDK is not at /nowhere/ts",
+    );
+}
+
+/// `zot ext new <name> --lang <lang> --wasm [--engine …]`, its dependencies as `npm
+/// install` makes them (the SDK linked where package.json names it, the pinned tools on
+/// `PATH`), `npm run build:wasm`; then it passes check and works in a host.
+fn component_scaffold(lang: &str, name: &str, engine: &[&str]) {
+    let tmp = TempDir::new("new-component");
+    let mut extra = vec!["--wasm"];
+    extra.extend(engine);
+    let dir = scaffold(tmp.path(), name, lang, &extra);
+    let ext = if lang == "typescript" { "ts" } else { "js" };
+    for file in [
+        format!("src/main.{ext}"),
+        format!("src/component.{ext}"),
+        "wit/extension.wit".into(),
+        "package.json".into(),
+    ] {
+        assert!(dir.join(&file).is_file(), "{file}");
+    }
+    assert_eq!(dir.join("tsconfig.json").is_file(), lang == "typescript");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("extension.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["wasm"], format!("{name}.wasm"), "{manifest}");
+    let package: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).unwrap()).unwrap();
+    let sdk = package["dependencies"]["@zot/ext"]
+        .as_str()
+        .and_then(|d| d.strip_prefix("file:"))
+        .unwrap_or_else(|| panic!("the SDK by path: {package}"));
+    assert_eq!(
+        std::fs::canonicalize(sdk).unwrap(),
+        std::fs::canonicalize(workspace().join("guest-sdk/ts")).unwrap()
+    );
+    let wit = std::fs::read_to_string(dir.join("wit/extension.wit")).unwrap();
+    assert_eq!(
+        wit,
+        std::fs::read_to_string(workspace().join("wit/zot-extension-0.1.0/extension.wit")).unwrap(),
+        "the published WIT package, unchanged"
+    );
+    let tools = if engine.is_empty() {
+        crate::ts_sdk::ts_tools()
+    } else {
+        crate::ts_sdk::starlingmonkey_tools()
+    };
+    for (tool, version) in package["devDependencies"].as_object().unwrap() {
+        let installed = tools.join("..").join(tool).join("package.json");
+        let installed: Value =
+            serde_json::from_str(&std::fs::read_to_string(&installed).unwrap()).unwrap();
+        assert_eq!(
+            &installed["version"], version,
+            "{tool}: the test installs the scaffold's pin"
+        );
+    }
+    let scope = dir.join("node_modules/@zot");
+    std::fs::create_dir_all(&scope).unwrap();
+    std::os::unix::fs::symlink(sdk, scope.join("ext")).unwrap();
+    crate::ts_sdk::npm_run_with(&tools, &dir, "build:wasm");
+    assert!(dir.join(format!("{name}.wasm")).is_file());
+    check_and_drive(&dir, name);
+}
+
+#[test]
+fn the_typescript_component_scaffold_builds_passes_check_and_works() {
+    component_scaffold("typescript", "ts-comp", &[]);
+}
+
+#[test]
+fn the_javascript_component_scaffold_builds_passes_check_and_works() {
+    component_scaffold("node", "js-comp", &[]);
+}
+
+#[test]
+fn the_starlingmonkey_component_scaffold_builds_passes_check_and_works() {
+    component_scaffold("typescript", "sm-comp", &["--engine", "starlingmonkey"]);
 }

@@ -203,16 +203,76 @@ fn dev_rebuilds_a_rust_component_and_reloads_it() {
 /// Scaffolds the Rust extension `name` (a component with `wasm`) and drives `zot ext dev`
 /// over piped stdin, each verb sent once the one before it answered.
 fn rust_dev_session(name: &str, wasm: bool) {
+    let flags: &[&str] = if wasm { &["--wasm"] } else { &[] };
+    let edit = Edit {
+        file: "src/main.rs",
+        from: "format!(\"echo: {text}\")",
+        to: "format!(\"rebuilt: {text}\")",
+    };
+    let (_dir, ext) = dev_session_piped(name, "rust", flags, |_| {}, &edit);
+    // Built into CARGO_TARGET_DIR, run from where the manifest says.
+    let placed = if wasm {
+        ext.join(format!("target/wasm32-wasip2/release/{name}.wasm"))
+    } else {
+        ext.join(format!("target/release/{name}"))
+    };
+    assert!(placed.is_file(), "{}", placed.display());
+}
+
+/// The TypeScript component scaffold: `zot ext dev --wasm` builds it with `npm run
+/// build:wasm` (the pinned tools on `PATH`, the SDK linked as `npm install` links it),
+/// and an edit of `src/main.ts` rebuilds the component and reloads it.
+#[test]
+fn dev_rebuilds_a_typescript_component_and_reloads_it() {
+    let edit = Edit {
+        file: "src/main.ts",
+        from: "`echo: ${args.text}`",
+        to: "`rebuilt: ${args.text}`",
+    };
+    let (_dir, ext) = dev_session_piped(
+        "tsdevw",
+        "typescript",
+        &["--wasm"],
+        |ext| {
+            let scope = ext.join("node_modules/@zot");
+            std::fs::create_dir_all(&scope).unwrap();
+            std::os::unix::fs::symlink(
+                crate::common::workspace().join("guest-sdk/ts"),
+                scope.join("ext"),
+            )
+            .unwrap();
+        },
+        &edit,
+    );
+    assert!(ext.join("tsdevw.wasm").is_file());
+}
+
+/// A change `zot ext dev` must pick up: `from` becomes `to` in `file`.
+struct Edit {
+    file: &'static str,
+    from: &'static str,
+    to: &'static str,
+}
+
+/// Scaffolds `name` in `lang` (with `flags`, also given to `dev`), runs `prepare` on its
+/// folder, and drives `zot ext dev` over piped stdin: its tool answers `echo: hi`, `edit`
+/// makes it answer `rebuilt: hi` after the reload. The scratch folder, and the
+/// extension's in it.
+fn dev_session_piped(
+    name: &str,
+    lang: &str,
+    flags: &[&str],
+    prepare: impl FnOnce(&Path),
+    edit: &Edit,
+) -> (TempDir, PathBuf) {
     let _serial = serial();
     let dir = TempDir::new(name);
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let mut new = vec!["ext", "new", name, "--lang", "rust"];
+    let mut new = vec!["ext", "new", name, "--lang", lang];
+    new.extend(flags);
     let mut dev = vec!["ext", "dev"];
-    if wasm {
-        new.push("--wasm");
-        dev.push("--wasm");
-    }
+    dev.extend(flags);
     let out = Command::new(env!("CARGO_BIN_EXE_zot"))
         .args(&new)
         .current_dir(dir.path())
@@ -220,6 +280,14 @@ fn rust_dev_session(name: &str, wasm: bool) {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let ext = dir.path().join(name);
+    prepare(&ext);
+    // The npm scripts find the pinned tools (installed by the ts_sdk tests' helper) first.
+    let mut path = std::ffi::OsString::new();
+    if lang != "rust" {
+        path.push(crate::ts_sdk::ts_tools());
+        path.push(":");
+    }
+    path.push(std::env::var_os("PATH").unwrap_or_default());
     let mut child = Command::new(env!("CARGO_BIN_EXE_zot"))
         .args(&dev)
         .arg(&ext)
@@ -229,6 +297,7 @@ fn rust_dev_session(name: &str, wasm: bool) {
         .arg(dir.path())
         .current_dir(dir.path())
         .envs(crate::common::scaffold_build_env())
+        .env("PATH", path)
         .env("ZOT_HOME", &home)
         .env("NO_COLOR", "1")
         .stdin(Stdio::piped())
@@ -265,16 +334,16 @@ fn rust_dev_session(name: &str, wasm: bool) {
     // The first build may compile the SDK's dependencies (shared with the `cli_new` tests).
     writeln!(stdin, "{call}").unwrap();
     wait_for("echo: hi", Duration::from_secs(600));
-    let main = ext.join("src/main.rs");
+    let main = ext.join(edit.file);
     let text = std::fs::read_to_string(&main).unwrap();
-    let edited = text.replace("format!(\"echo: {text}\")", "format!(\"rebuilt: {text}\")");
+    let edited = text.replace(edit.from, edit.to);
     assert_ne!(
         edited, text,
         "the scaffold changed: this edit needs updating"
     );
     std::fs::write(&main, edited).unwrap();
     wait_for(
-        &format!("reloaded {name} after a change to src/main.rs"),
+        &format!("reloaded {name} after a change to {}", edit.file),
         Duration::from_secs(300),
     );
     writeln!(stdin, "{call}").unwrap();
@@ -287,11 +356,5 @@ fn rust_dev_session(name: &str, wasm: bool) {
         "{transcript}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Built into CARGO_TARGET_DIR, run from where the manifest says.
-    let placed = if wasm {
-        ext.join(format!("target/wasm32-wasip2/release/{name}.wasm"))
-    } else {
-        ext.join(format!("target/release/{name}"))
-    };
-    assert!(placed.is_file(), "{}", placed.display());
+    (dir, ext)
 }

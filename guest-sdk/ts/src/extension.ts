@@ -1,5 +1,5 @@
 import { stdio } from "./stdio.js";
-import type { Transport } from "./transport.js";
+import { DEFAULT_TRANSPORT, type Transport } from "./transport.js";
 import type {
   CommandResult, ContentBlock, Event, EventName, HostInfo, InterceptName, Level, Panel,
   PanelKey, Response, ToolResult, Verdict,
@@ -74,7 +74,9 @@ export class Extension implements Ctx {
   private readonly starts: Array<(ctx: Ctx) => Awaitable<void>> = [];
   private readonly shutdowns: Array<(ctx: Ctx) => Awaitable<void>> = [];
   /** Tool calls running, by id. */
-  private readonly running = new Map<string, AbortController>();
+  private readonly running = new Map<string, Aborter>();
+  /** The `onStart` hooks, while one of them is still running. */
+  private started: Promise<void> | undefined;
   private transport: Transport | undefined;
   private hostInfo: HostInfo | undefined;
   /** `shutdown` arrived: its hooks run, then only `shutdown_ack` is sent. */
@@ -151,51 +153,15 @@ export class Extension implements Ctx {
   }
 
   /**
-   * Speaks the protocol over `transport` (default: stdin/stdout): `hello`, the
-   * registrations, `subscribe`, `ready`, then the host's frames until `shutdown` (answered
-   * with `shutdown_ack`) or the end of input.
+   * Speaks the protocol over `transport` (default: stdin/stdout, or the sandbox's in a
+   * component build): `hello`, the registrations, `subscribe`, `ready`, then the host's
+   * frames until `shutdown` (answered with `shutdown_ack`) or the end of input.
    */
-  run(transport: Transport = stdio()): void {
+  run(transport: Transport = defaultTransport()): void {
     this.transport = transport;
     for (const frame of this.announcement()) this.send(frame);
-    let started: Promise<void> = Promise.resolve();
     transport.start(
-      (line) => {
-        let frame: Frame;
-        try {
-          frame = JSON.parse(line) as Frame;
-        } catch {
-          this.log(`zot-ext: skipped a line from the host that is not JSON (${line.length} chars)`);
-          return;
-        }
-        if (typeof frame !== "object" || frame === null || typeof frame.type !== "string") {
-          this.log("zot-ext: skipped a line from the host that is not a frame");
-          return;
-        }
-        if (frame.type === "hello_ack") {
-          this.hostInfo = hostInfo(frame);
-          started = this.all(this.starts.map((h) => () => h(this)), "onStart");
-          return;
-        }
-        // Requests wait for the start hooks; tool_cancel and shutdown never wait.
-        if (frame.type === "tool_cancel") {
-          this.running.get(String(frame.id))?.abort();
-          return;
-        }
-        if (frame.type === "shutdown") {
-          void this.shutdown();
-          return;
-        }
-        if (frame.type === "tool_call") {
-          // Registered at once, so a tool_cancel right behind it finds the call.
-          const id = String(frame.id);
-          const abort = new AbortController();
-          this.running.set(id, abort);
-          void started.then(() => this.onTool(id, String(frame.name), frame.args, abort));
-          return;
-        }
-        void started.then(() => this.dispatch(frame));
-      },
+      (line) => this.receive(line),
       () => this.transport?.exit(0),
     );
   }
@@ -275,29 +241,67 @@ export class Extension implements Ctx {
     return frames;
   }
 
-  private async dispatch(frame: Frame): Promise<void> {
+  /** One line from the host; the promise of its handling when that is not done at once. */
+  private receive(line: string): void | Promise<void> {
+    let frame: Frame;
+    try {
+      frame = JSON.parse(line) as Frame;
+    } catch {
+      this.log(`zot-ext: skipped a line from the host that is not JSON (${line.length} chars)`);
+      return;
+    }
+    if (typeof frame !== "object" || frame === null || typeof frame.type !== "string") {
+      this.log("zot-ext: skipped a line from the host that is not a frame");
+      return;
+    }
+    if (frame.type === "hello_ack") {
+      this.hostInfo = hostInfo(frame);
+      const started = this.all(this.starts.map((h) => () => h(this)), "onStart");
+      if (started instanceof Promise) {
+        this.started = started.then(() => {
+          this.started = undefined;
+        });
+      }
+      return started;
+    }
+    // Requests wait for the start hooks; tool_cancel and shutdown never wait.
+    if (frame.type === "tool_cancel") {
+      this.running.get(String(frame.id))?.abort();
+      return;
+    }
+    if (frame.type === "shutdown") return this.shutdown();
+    let handle: () => void | Promise<void>;
+    if (frame.type === "tool_call") {
+      // Registered at once, so a tool_cancel right behind it finds the call.
+      const id = String(frame.id);
+      const abort = aborter();
+      this.running.set(id, abort);
+      handle = () => this.onTool(id, String(frame.name), frame.args, abort);
+    } else {
+      handle = () => this.dispatch(frame);
+    }
+    return this.started ? this.started.then(handle) : handle();
+  }
+
+  private dispatch(frame: Frame): void | Promise<void> {
     switch (frame.type) {
       case "command_invoked":
         return this.onCommand(String(frame.id), String(frame.name), typeof frame.args === "string" ? frame.args : "");
       case "event":
-        await this.all((this.events.get(String(frame.event)) ?? []).map((h) => () => h(eventOf(frame), this)), `event ${frame.event}`);
-        return;
+        return this.all((this.events.get(String(frame.event)) ?? []).map((h) => () => h(eventOf(frame), this)), `event ${frame.event}`);
       case "event_intercept":
         return this.onIntercept(String(frame.id), eventOf(frame));
       case "panel_key": {
         const key: PanelKey = { panelId: String(frame.panel_id), key: String(frame.key ?? "") };
         if (typeof frame.text === "string") key.text = frame.text;
-        await this.all(this.panelKeys.map((h) => () => h(key, this)), "panel_key");
-        return;
+        return this.all(this.panelKeys.map((h) => () => h(key, this)), "panel_key");
       }
       case "panel_resize": {
         const r = { panelId: String(frame.panel_id), width: Number(frame.width), height: Number(frame.height) };
-        await this.all(this.panelResizes.map((h) => () => h(r, this)), "panel_resize");
-        return;
+        return this.all(this.panelResizes.map((h) => () => h(r, this)), "panel_resize");
       }
       case "panel_close":
-        await this.all(this.panelCloses.map((h) => () => h(String(frame.panel_id), this)), "panel_close");
-        return;
+        return this.all(this.panelCloses.map((h) => () => h(String(frame.panel_id), this)), "panel_close");
       default:
         // Frames of later protocol additions this SDK does not handle (and tool_result
         // answers it never asked for) are skipped, as the protocol says.
@@ -305,29 +309,28 @@ export class Extension implements Ctx {
     }
   }
 
-  private async onCommand(id: string, name: string, args: string): Promise<void> {
+  private onCommand(id: string, name: string, args: string): void | Promise<void> {
     const command = this.commands.get(name);
-    let response: Response;
-    if (!command) {
-      response = { action: "noop", error: `${this.name}: no command /${name}` };
-    } else {
-      try {
-        const result = await command.handler(args, this);
-        response = typeof result === "string" ? { action: "display", display: result } : result;
-      } catch (e) {
-        this.log(`zot-ext: /${name} failed: ${describe(e)}`);
-        response = { action: "noop", error: `/${name} failed: ${message(e)}` };
+    const answer = (response: Response) => {
+      const { action, error, ...fields } = response as Response & Record<string, unknown>;
+      const frame: Frame = { type: "command_response", id, action };
+      if (action === "open_panel") frame.open_panel = panelFrame((response as { panel: Panel }).panel);
+      else Object.assign(frame, fields);
+      if (error) frame.error = error;
+      this.send(frame);
+    };
+    if (!command) return answer({ action: "noop", error: `${this.name}: no command /${name}` });
+    return this.settle(`/${name}`, () => command.handler(args, this), (outcome) => {
+      if (outcome.ok) {
+        answer(typeof outcome.value === "string" ? { action: "display", display: outcome.value } : outcome.value);
+      } else {
+        this.log(`zot-ext: /${name} failed: ${describe(outcome.error)}`);
+        answer({ action: "noop", error: `/${name} failed: ${message(outcome.error)}` });
       }
-    }
-    const { action, error, ...fields } = response as Response & Record<string, unknown>;
-    const frame: Frame = { type: "command_response", id, action };
-    if (action === "open_panel") frame.open_panel = panelFrame((response as { panel: Panel }).panel);
-    else Object.assign(frame, fields);
-    if (error) frame.error = error;
-    this.send(frame);
+    });
   }
 
-  private async onTool(id: string, name: string, args: unknown, abort: AbortController): Promise<void> {
+  private onTool(id: string, name: string, args: unknown, abort: Aborter): void | Promise<void> {
     const tool = this.tools.get(name);
     if (!tool) {
       this.running.delete(id);
@@ -340,78 +343,170 @@ export class Extension implements Ctx {
       return;
     }
     const ctx: ToolCtx = Object.assign(Object.create(this) as Extension, { callId: id, signal: abort.signal });
-    let result: ToolResult;
-    try {
-      result = await tool.handler((args ?? {}) as never, ctx);
-    } catch (e) {
-      if (!abort.signal.aborted) this.log(`zot-ext: tool ${name} failed: ${describe(e)}`);
-      result = { content: `tool ${name} failed: ${message(e)}`, isError: true };
-    } finally {
+    return this.settle(`tool ${name}`, () => tool.handler((args ?? {}) as never, ctx), (outcome) => {
       this.running.delete(id);
-    }
-    if (abort.signal.aborted) {
-      this.log(`zot-ext: tool call ${id} (${name}) was cancelled; its result is not sent`);
-      return;
-    }
-    this.send(toolFrame(id, result));
+      if (abort.signal.aborted) {
+        this.log(`zot-ext: tool call ${id} (${name}) was cancelled; its result is not sent`);
+        return;
+      }
+      if (outcome.ok) {
+        this.send(toolFrame(id, outcome.value));
+      } else {
+        this.log(`zot-ext: tool ${name} failed: ${describe(outcome.error)}`);
+        this.send(toolFrame(id, { content: `tool ${name} failed: ${message(outcome.error)}`, isError: true }));
+      }
+    });
   }
 
-  private async onIntercept(id: string, event: Event): Promise<void> {
+  private onIntercept(id: string, event: Event): void | Promise<void> {
     const handler = this.interceptors.get(event.event);
-    let verdict: Verdict = { kind: "allow" };
-    if (handler) {
-      try {
-        verdict = (await handler(event, this)) ?? verdict;
-      } catch (e) {
-        this.log(`zot-ext: interceptor of ${event.event} failed (allowed): ${describe(e)}`);
+    const answer = (verdict: Verdict) => {
+      const frame: Frame = { type: "event_intercept_response", id };
+      switch (verdict.kind) {
+        case "allow":
+          break;
+        case "block":
+          frame.block = true;
+          frame.reason = verdict.reason;
+          break;
+        case "modify_args":
+          frame.modified_args = verdict.args;
+          break;
+        case "replace_text":
+          frame.replace_text = verdict.text;
+          break;
       }
-    }
-    const frame: Frame = { type: "event_intercept_response", id };
-    switch (verdict.kind) {
-      case "allow":
-        break;
-      case "block":
-        frame.block = true;
-        frame.reason = verdict.reason;
-        break;
-      case "modify_args":
-        frame.modified_args = verdict.args;
-        break;
-      case "replace_text":
-        frame.replace_text = verdict.text;
-        break;
-    }
-    this.send(frame);
+      this.send(frame);
+    };
+    if (!handler) return answer({ kind: "allow" });
+    return this.settle(`the interceptor of ${event.event}`, () => handler(event, this), (outcome) => {
+      if (outcome.ok) return answer(outcome.value ?? { kind: "allow" });
+      this.log(`zot-ext: interceptor of ${event.event} failed (allowed): ${describe(outcome.error)}`);
+      answer({ kind: "allow" });
+    });
   }
 
   /** `onShutdown` hooks (bounded), then `shutdown_ack`, then exit. */
-  private async shutdown(): Promise<void> {
+  private shutdown(): void | Promise<void> {
     if (this.closing) return;
     this.closing = true;
     for (const abort of this.running.values()) abort.abort();
+    const finish = () => {
+      this.stopping = true;
+      this.send({ type: "shutdown_ack" });
+      this.transport?.exit(0);
+    };
+    const hooks = this.all(this.shutdowns.map((h) => () => h(this)), "onShutdown");
+    if (!(hooks instanceof Promise)) return finish();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const grace = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, SHUTDOWN_GRACE_MS);
     });
-    await Promise.race([this.all(this.shutdowns.map((h) => () => h(this)), "onShutdown"), grace]);
-    clearTimeout(timer);
-    this.stopping = true;
-    this.send({ type: "shutdown_ack" });
-    this.transport?.exit(0);
+    return Promise.race([hooks, grace]).then(() => {
+      clearTimeout(timer);
+      finish();
+    });
   }
 
-  /** Runs `hooks` concurrently; a failure is logged, never thrown. */
-  private async all(hooks: Array<() => Awaitable<void>>, what: string): Promise<void> {
-    await Promise.all(
-      hooks.map(async (hook) => {
-        try {
-          await hook();
-        } catch (e) {
-          this.log(`zot-ext: ${what} handler failed: ${describe(e)}`);
-        }
-      }),
+  /**
+   * Runs `hooks` (each may be async: those run concurrently); a failure is logged,
+   * never thrown. Done at once when no hook returned a promise.
+   */
+  private all(hooks: Array<() => Awaitable<void>>, what: string): void | Promise<void> {
+    const waits: Promise<void>[] = [];
+    for (const hook of hooks) {
+      const waiting = this.settle(`a ${what} handler`, hook, (outcome) => {
+        if (!outcome.ok) this.log(`zot-ext: ${what} handler failed: ${describe(outcome.error)}`);
+      });
+      if (waiting) waits.push(waiting);
+    }
+    if (waits.length > 0) return Promise.all(waits).then(() => undefined);
+  }
+
+  /**
+   * Calls `run` and gives its outcome to `done`: at once when it returned a value or
+   * threw, once it settles when it returned a promise (whose promise is returned). Where
+   * the transport runs nothing after a line is handled, a promise is a failure at once.
+   */
+  private settle<T>(what: string, run: () => Awaitable<T>, done: (outcome: Outcome<T>) => void): void | Promise<void> {
+    let value: Awaitable<T>;
+    try {
+      value = run();
+    } catch (error) {
+      return done({ ok: false, error });
+    }
+    if (!isThenable(value)) return done({ ok: true, value });
+    if (this.transport?.eventLoop === false) {
+      return done({
+        ok: false,
+        error: new Error(
+          `${what} returned a promise, and this build runs nothing after a frame is handled ` +
+            "(a QuickJS component has no event loop): make the handler synchronous",
+        ),
+      });
+    }
+    return Promise.resolve(value).then(
+      (v) => done({ ok: true, value: v }),
+      (error: unknown) => done({ ok: false, error }),
     );
   }
+}
+
+type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === "object" || typeof value === "function") &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === "function"
+  );
+}
+
+/** What aborts a tool call's signal. */
+interface Aborter {
+  readonly signal: AbortSignal;
+  abort(): void;
+}
+
+/**
+ * An `AbortController`, or where the runtime has none (a QuickJS component) a signal
+ * with what handlers use of one: `aborted`, `reason`, `onabort`, `throwIfAborted()` and
+ * `addEventListener`/`removeEventListener("abort")`.
+ */
+function aborter(): Aborter {
+  if (typeof AbortController === "function") return new AbortController();
+  const listeners = new Set<(event: unknown) => void>();
+  const signal = {
+    aborted: false,
+    reason: undefined as unknown,
+    onabort: null as ((event: unknown) => void) | null,
+    throwIfAborted() {
+      if (signal.aborted) throw signal.reason;
+    },
+    addEventListener(type: string, listener: (event: unknown) => void) {
+      if (type === "abort") listeners.add(listener);
+    },
+    removeEventListener(type: string, listener: (event: unknown) => void) {
+      if (type === "abort") listeners.delete(listener);
+    },
+  };
+  return {
+    signal: signal as unknown as AbortSignal,
+    abort() {
+      if (signal.aborted) return;
+      signal.aborted = true;
+      signal.reason = new Error("This operation was aborted");
+      const event = { type: "abort", target: signal };
+      signal.onabort?.(event);
+      for (const listener of listeners) listener(event);
+    },
+  };
+}
+
+/** The transport a component build installed, else Node's stdin and stdout. */
+function defaultTransport(): Transport {
+  const installed = (globalThis as Record<symbol, unknown>)[DEFAULT_TRANSPORT];
+  return (installed as Transport | undefined) ?? stdio();
 }
 
 /** An extension named `name` (the manifest's name) at `version`. */

@@ -36,18 +36,42 @@ pub(crate) struct NewArgs {
     /// The language of the scaffold.
     #[arg(long, value_enum)]
     lang: Lang,
-    /// Rust only: a manifest running the sandboxed WebAssembly component
-    /// (target/wasm32-wasip2/release/<name>.wasm) instead of the native build.
+    /// A sandboxed WebAssembly component instead of a native program: Rust builds it
+    /// with `cargo build --target wasm32-wasip2`; TypeScript and JavaScript (`node`) on
+    /// the @zot/ext SDK with `npm run build:wasm` (esbuild, then --engine's tool).
     #[arg(long)]
     wasm: bool,
+    /// TypeScript and JavaScript with --wasm: the JavaScript engine inside the component.
+    /// quickjs (componentize-qjs): about 1.8 MB, compiled in seconds, no event loop
+    /// (handlers synchronous); starlingmonkey (componentize-js): async handlers, timers
+    /// and Web APIs, about 12 MB, 15–20 s for its first compile.
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    engine: Option<Engine>,
     /// The folder to create the extension's folder <name> in.
     #[arg(long, value_name = "PARENT", default_value = ".", value_hint = clap::ValueHint::DirPath)]
     dir: PathBuf,
-    /// Rust only: the zot-ext SDK's folder (guest-sdk/ of the zot sources); default: the
-    /// one this zot was built from.
+    /// Rust, and TypeScript or JavaScript with --wasm: the SDKs' folder (guest-sdk/ of
+    /// the zot sources: zot-ext there, @zot/ext in its ts/); default: the one this zot
+    /// was built from.
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::DirPath)]
     sdk: Option<PathBuf>,
 }
+
+/// The JavaScript engine a TypeScript or JavaScript component embeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Engine {
+    Quickjs,
+    Starlingmonkey,
+}
+
+/// The build tools a component scaffold pins (examples/ts-hello pins the same; a test
+/// checks it), and StarlingMonkey's.
+const TYPESCRIPT_VERSION: &str = "5.9.3";
+const ESBUILD_VERSION: &str = "0.28.2";
+const COMPONENTIZE_QJS_VERSION: &str = "0.4.5";
+const COMPONENTIZE_JS_VERSION: &str = "0.23.0";
+/// componentize-js 0.23.0 imports it without declaring it: named, so an install has it.
+const PREVIEW2_SHIM_VERSION: &str = "0.25.0";
 
 /// One file of a scaffold: its path in the new folder and its template.
 type Template = (&'static str, &'static str);
@@ -79,6 +103,32 @@ const TYPESCRIPT: &[Template] = &[
     template!("README.md", "typescript/README.md"),
 ];
 
+/// The published WIT package a JavaScript component implements, written into its scaffold.
+const WIT: &str = include_str!("../../../../wit/zot-extension-0.1.0/extension.wit");
+
+/// A TypeScript component on the @zot/ext SDK (also a Node script: `npm run build`).
+const COMPONENT_TS: &[Template] = &[
+    template!("extension.json", "component/extension.json"),
+    template!("package.json", "component/package.json"),
+    template!("tsconfig.json", "component/tsconfig.json"),
+    template!("src/main.ts", "component/src/main.ts"),
+    template!("src/component.ts", "component/src/component.ts"),
+    ("wit/extension.wit", WIT),
+    template!(".gitignore", "component/gitignore"),
+    template!("README.md", "component/README.md"),
+];
+
+/// The same in JavaScript: the templates without their types.
+const COMPONENT_JS: &[Template] = &[
+    template!("extension.json", "component/extension.json"),
+    template!("package.json", "component/package.json"),
+    template!("src/main.js", "component/src/main.ts"),
+    template!("src/component.js", "component/src/component.ts"),
+    ("wit/extension.wit", WIT),
+    template!(".gitignore", "component/gitignore"),
+    template!("README.md", "component/README.md"),
+];
+
 /// Native or component: the manifest's `{{launch}}` field names the `{{artifact}}`.
 const RUST: &[Template] = &[
     template!("extension.json", "rust/extension.json"),
@@ -106,22 +156,21 @@ pub(crate) fn run(args: NewArgs) -> Result<(), CliError> {
 fn new(args: NewArgs) -> Result<(), String> {
     let name = args.name.as_str();
     validate_name(name).map_err(|e| format!("invalid extension name: {e}"))?;
-    if args.wasm && args.lang != Lang::Rust {
-        let why = match args.lang {
-            Lang::Python => {
-                "no Python component toolchain is bundled; for a Python component, start \
-                 from examples/hello-component-py (built with componentize-py)"
-            }
-            _ => "no JavaScript component toolchain is bundled",
-        };
-        return Err(format!(
-            "--wasm is supported with --lang rust only ({why}); without --wasm, --lang {} \
-             writes a classic extension",
-            args.lang.word()
-        ));
+    let javascript = matches!(args.lang, Lang::Node | Lang::Typescript);
+    if args.wasm && args.lang == Lang::Python {
+        return Err(
+            "--wasm is not supported with --lang python (no Python component \
+                    toolchain is bundled; for a Python component, start from \
+                    examples/hello-component-py, built with componentize-py); without \
+                    --wasm, --lang python writes a classic extension"
+                .into(),
+        );
     }
-    if args.sdk.is_some() && args.lang != Lang::Rust {
-        return Err("--sdk applies to --lang rust only".into());
+    if args.engine.is_some() && !(javascript && args.wasm) {
+        return Err("--engine applies to --lang typescript or node with --wasm".into());
+    }
+    if args.sdk.is_some() && !(args.lang == Lang::Rust || (javascript && args.wasm)) {
+        return Err("--sdk applies to --lang rust, and to typescript or node with --wasm".into());
     }
     let dir = args.dir.join(name);
     refuse_existing(&dir)?;
@@ -135,10 +184,30 @@ fn new(args: NewArgs) -> Result<(), String> {
     ];
     let (templates, next_build): (&[Template], Option<String>) = match args.lang {
         Lang::Python => (PYTHON, None),
+        Lang::Node | Lang::Typescript if args.wasm => {
+            let sdk = sdk_dir(args.sdk.as_deref(), Sdk::Ts)?;
+            let typescript = args.lang == Lang::Typescript;
+            component_vars(
+                &mut vars,
+                name,
+                typescript,
+                args.engine.unwrap_or(Engine::Quickjs),
+            );
+            vars.push((
+                "sdk_ts",
+                serde_json::Value::from(format!("file:{}", sdk.display())).to_string(),
+            ));
+            let templates = if typescript {
+                COMPONENT_TS
+            } else {
+                COMPONENT_JS
+            };
+            (templates, Some("npm install\nnpm run build:wasm".into()))
+        }
         Lang::Node => (NODE, None),
         Lang::Typescript => (TYPESCRIPT, None),
         Lang::Rust => {
-            let sdk = sdk_dir(args.sdk.as_deref())?;
+            let sdk = sdk_dir(args.sdk.as_deref(), Sdk::Rust)?;
             let sdk_display = sdk.display().to_string();
             vars.push(("sdk", toml_string(&sdk_display)));
             vars.push(("sdk_display", sdk_display));
@@ -190,9 +259,16 @@ fn new(args: NewArgs) -> Result<(), String> {
 
     let shown = zot_host::terminal_text::shell_word(&dir.display().to_string());
     let flavour = match (args.lang, args.wasm) {
-        (Lang::Rust, true) => "rust, sandboxed component",
-        (Lang::Rust, false) => "rust, native",
-        (lang, _) => lang.word(),
+        (Lang::Rust, true) => "rust, sandboxed component".to_string(),
+        (Lang::Rust, false) => "rust, native".to_string(),
+        (lang @ (Lang::Node | Lang::Typescript), true) => {
+            let engine = match args.engine.unwrap_or(Engine::Quickjs) {
+                Engine::Quickjs => "QuickJS",
+                Engine::Starlingmonkey => "StarlingMonkey",
+            };
+            format!("{}, sandboxed component ({engine})", lang.word())
+        }
+        (lang, _) => lang.word().to_string(),
     };
     say!("Created {name} ({flavour}) in {}:", dir.display());
     for (path, _) in templates {
@@ -257,8 +333,18 @@ fn refuse_existing(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// The SDK's folder: `--sdk`, or guest-sdk/ of the sources this binary was built from.
-fn sdk_dir(flag: Option<&Path>) -> Result<PathBuf, String> {
+/// Which SDK a scaffold depends on.
+#[derive(Clone, Copy)]
+enum Sdk {
+    /// zot-ext: guest-sdk/ itself (its Cargo.toml).
+    Rust,
+    /// @zot/ext: guest-sdk/ts (its package.json).
+    Ts,
+}
+
+/// The SDK's folder: `--sdk` (guest-sdk/), or guest-sdk/ of the sources this binary was
+/// built from; for `Sdk::Ts` its `ts/`.
+fn sdk_dir(flag: Option<&Path>, which: Sdk) -> Result<PathBuf, String> {
     let (dir, hint) = match flag {
         Some(dir) => (dir.to_path_buf(), "the folder given with --sdk"),
         None => (
@@ -267,18 +353,117 @@ fn sdk_dir(flag: Option<&Path>) -> Result<PathBuf, String> {
              of the zot sources",
         ),
     };
+    let (dir, file, marker, what) = match which {
+        Sdk::Rust => (dir, "Cargo.toml", "name = \"zot-ext\"", "the zot-ext SDK"),
+        Sdk::Ts => (
+            dir.join("ts"),
+            "package.json",
+            "\"name\": \"@zot/ext\"",
+            "the @zot/ext SDK",
+        ),
+    };
     let canonical = std::fs::canonicalize(&dir)
-        .map_err(|e| format!("the zot-ext SDK is not at {} ({hint}): {e}", dir.display()))?;
-    let manifest = canonical.join("Cargo.toml");
+        .map_err(|e| format!("{what} is not at {} ({hint}): {e}", dir.display()))?;
     let is_sdk =
-        std::fs::read_to_string(&manifest).is_ok_and(|text| text.contains("name = \"zot-ext\""));
+        std::fs::read_to_string(canonical.join(file)).is_ok_and(|text| text.contains(marker));
     if !is_sdk {
         return Err(format!(
-            "{} is not the zot-ext SDK (no Cargo.toml of the package zot-ext there; {hint})",
+            "{} is not {what} (no {file} of it there; {hint})",
             canonical.display()
         ));
     }
     Ok(canonical)
+}
+
+/// The variables of a JavaScript component scaffold (`COMPONENT_TS`, `COMPONENT_JS`).
+fn component_vars(vars: &mut Vec<(&str, String)>, name: &str, typescript: bool, engine: Engine) {
+    let (language, word, ext) = if typescript {
+        ("typescript", "TypeScript", "ts")
+    } else {
+        ("node", "JavaScript", "js")
+    };
+    let mut tools = vec![("esbuild", ESBUILD_VERSION)];
+    let (engine_word, engine_flag, componentize, note, line) = match engine {
+        Engine::Quickjs => {
+            tools.push(("componentize-qjs", COMPONENTIZE_QJS_VERSION));
+            (
+                "componentize-qjs (QuickJS)",
+                "",
+                format!("componentize-qjs --sync --wit wit --js dist/component.js -o {name}.wasm"),
+                "QuickJS makes a small component (about 1.8 MB, compiled in seconds) but has no \
+                 event loop: nothing runs between two frames, so a handler must answer before \
+                 it returns (one that returns a promise fails at once, saying so), and there \
+                 are no timers. For async handlers, timers and the Web APIs (`TextEncoder`, \
+                 `URL`, `crypto`, `AbortController`), build with StarlingMonkey: \
+                 `zot ext new <name> --lang <lang> --wasm --engine starlingmonkey`.",
+                "In the component (QuickJS) nothing runs between frames: keep handlers synchronous.",
+            )
+        }
+        Engine::Starlingmonkey => {
+            tools.push(("@bytecodealliance/componentize-js", COMPONENTIZE_JS_VERSION));
+            tools.push(("@bytecodealliance/preview2-shim", PREVIEW2_SHIM_VERSION));
+            (
+                "componentize-js (StarlingMonkey)",
+                " --engine starlingmonkey",
+                format!(
+                    "componentize-js dist/component.js --wit wit --world-name extension \
+                     --disable http fetch-event -o {name}.wasm"
+                ),
+                "StarlingMonkey has an event loop and the Web APIs (timers, `TextEncoder`, `URL`, \
+                 `crypto`, `AbortController`): handlers may be async. Each frame runs to its \
+                 end inside the host's call, so a `tool_cancel` reaches a call only after it \
+                 returned. The component is about 12 MB, its first compile takes 15–20 s (then \
+                 zot caches it), and the tools take about 390 MB of `node_modules`.",
+                "In the component (StarlingMonkey) handlers may be async; each frame runs to its end.",
+            )
+        }
+    };
+    if typescript {
+        tools.push(("typescript", TYPESCRIPT_VERSION));
+    }
+    tools.sort();
+    let dev_dependencies = tools
+        .iter()
+        .map(|(package, version)| format!("\"{package}\": \"{version}\""))
+        .collect::<Vec<_>>()
+        .join(",\n    ");
+    let tool = if typescript { "type-check (tsc), " } else { "" };
+    let builder = componentize.split(' ').next().unwrap_or_default();
+    let typed = |ts: &str| {
+        if typescript {
+            ts.to_string()
+        } else {
+            String::new()
+        }
+    };
+    vars.extend([
+        ("language", language.to_string()),
+        ("language_word", word.to_string()),
+        ("ext", ext.to_string()),
+        ("check", typed("tsc -p . && ")),
+        ("string_type", typed(": string")),
+        ("args_type", typed(": { text?: unknown }")),
+        (
+            "tool_args_type",
+            typed(" as { command?: unknown } | undefined"),
+        ),
+        (
+            "tsconfig_row",
+            typed(
+                "\n| `tsconfig.json` | TypeScript's settings (the build checks the types first) |",
+            ),
+        ),
+        ("engine_word", engine_word.to_string()),
+        ("engine_flag", engine_flag.to_string()),
+        ("engine_note", note.to_string()),
+        ("engine_line", line.to_string()),
+        ("componentize", componentize.clone()),
+        ("dev_dependencies", dev_dependencies),
+        (
+            "build_steps",
+            format!("{tool}bundle (esbuild), then {name}.wasm ({builder})"),
+        ),
+    ]);
 }
 
 /// A cargo package name for `name`: `.` is not allowed there, nor a leading digit.
@@ -357,6 +542,65 @@ mod tests {
                     if *path == MANIFEST_FILE {
                         assert_eq!(v["name"], "demo", "{path}");
                     }
+                }
+            }
+        }
+    }
+
+    /// Every variable of a JavaScript component scaffold is filled, its JSON files parse,
+    /// and it pins the tools the example (examples/ts-hello) pins.
+    #[test]
+    fn component_scaffolds_are_filled_and_pin_the_examples_tools() {
+        let example: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../examples/ts-hello/package.json"))
+                .unwrap();
+        for typescript in [true, false] {
+            for engine in [Engine::Quickjs, Engine::Starlingmonkey] {
+                let mut vars = vec![
+                    ("name", "demo".to_string()),
+                    ("pkg", "demo".to_string()),
+                    ("sdk_ts", "\"file:/sdk/ts\"".to_string()),
+                ];
+                component_vars(&mut vars, "demo", typescript, engine);
+                let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let templates = if typescript {
+                    COMPONENT_TS
+                } else {
+                    COMPONENT_JS
+                };
+                for (path, template) in templates {
+                    let out = render(template, &vars);
+                    let what = format!("{path} (typescript: {typescript}, {engine:?})");
+                    if *path != "wit/extension.wit" {
+                        assert!(!out.contains("{{"), "{what}:\n{out}");
+                    }
+                    if path.starts_with("src/main") {
+                        assert_eq!(out.contains(": string"), typescript, "{what}");
+                    }
+                    if !path.ends_with(".json") {
+                        continue;
+                    }
+                    let v: serde_json::Value =
+                        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{what}: {e}\n{out}"));
+                    if *path != "package.json" {
+                        continue;
+                    }
+                    assert_eq!(v["dependencies"]["@zot/ext"], "file:/sdk/ts", "{what}");
+                    let dev = v["devDependencies"].as_object().unwrap();
+                    for (tool, version) in dev {
+                        match example["devDependencies"].get(tool) {
+                            Some(pinned) => assert_eq!(pinned, version, "{what}: {tool}"),
+                            None => assert!(
+                                [
+                                    ("@bytecodealliance/componentize-js", COMPONENTIZE_JS_VERSION),
+                                    ("@bytecodealliance/preview2-shim", PREVIEW2_SHIM_VERSION),
+                                ]
+                                .contains(&(tool.as_str(), version.as_str().unwrap())),
+                                "{what}: {tool}"
+                            ),
+                        }
+                    }
+                    assert_eq!(dev.contains_key("typescript"), typescript, "{what}");
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! `zot ext dev <dir>`: a shell session (this module's parent) with the extension at
 //! `<dir>` loaded, plus a watcher: it polls the folder, rebuilds a Rust crate
-//! (`cargo build --release`), reloads the host after a change and shows the lines the
-//! extension writes to stderr (read from its log) as they come (docs/shell.md).
+//! (`cargo build --release`) or an npm package (`npm run build`, `build:wasm`), reloads
+//! the host after a change and shows the lines the extension writes to stderr (read from
+//! its log) as they come (docs/shell.md).
 
 use super::super::error::{self, CliError, Context as _};
 use super::{render, Extra, Level, ShellArgs, Watch};
@@ -21,31 +22,35 @@ use zot_host::Host;
 const POLL: Duration = Duration::from_millis(300);
 
 /// Folders not watched: build output, version control, dependencies, caches.
-const IGNORED_DIRS: &[&str] = &["target", ".git", "node_modules", "__pycache__"];
+const IGNORED_DIRS: &[&str] = &["target", ".git", "node_modules", "dist", "__pycache__"];
 
 const EXAMPLES: &str = "\
-After a change to a file of the folder (not target/, .git/, node_modules/, __pycache__/
-or editor swap files) and 300 ms of quiet: a folder with a Cargo.toml is rebuilt
-(`cargo build --release`, with --wasm `--target wasm32-wasip2`; the binary or component
-is put where the manifest runs it from, also when CARGO_TARGET_DIR builds it elsewhere;
-a failed build leaves the running extension as it was), then the host reloads and says
+After a change to a file of the folder (not target/, .git/, node_modules/, dist/,
+__pycache__/ or editor swap files) and 300 ms of quiet: a folder with a Cargo.toml is
+rebuilt (`cargo build --release`, with --wasm `--target wasm32-wasip2`; the binary or
+component is put where the manifest runs it from, also when CARGO_TARGET_DIR builds it
+elsewhere), a folder with a package.json runs its `build` script (with --wasm its
+`build:wasm`, as `zot ext new --lang typescript --wasm` writes it); a failed build
+leaves the running extension as it was. Then the host reloads and says
 `reloaded <name> after a change to <file>`. What the extension writes to stderr is
 shown as it comes. The verbs are the shell's (`help`); in a script, `sleep <ms>` waits.
 
 Examples:
   zot ext dev ./my-ext                      edit ./my-ext; every change reloads it
   zot ext dev ./my-rust-ext --wasm          rebuild the component on change, reload it
+  zot ext dev ./my-ts-ext --wasm            npm run build:wasm on change, reload it
   zot ext dev ./my-ext --script s.txt       the verbs of s.txt, with reloads in the transcript";
 
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct DevArgs {
     /// The extension's folder (with its extension.json; a Cargo.toml makes it a Rust
-    /// crate, built before it starts and after each change).
+    /// crate, a package.json with a `build` script an npm package, built before it
+    /// starts and after each change).
     #[arg(value_hint = clap::ValueHint::DirPath)]
     dir: PathBuf,
-    /// Build the Rust crate as a component: `cargo build --release --target
-    /// wasm32-wasip2`.
+    /// Build a component: `cargo build --release --target wasm32-wasip2` for a Rust
+    /// crate, `npm run build:wasm` for an npm package.
     #[arg(long)]
     wasm: bool,
     #[command(flatten)]
@@ -60,24 +65,34 @@ pub(crate) fn run(mut args: DevArgs) -> Result<ExitCode, CliError> {
     let name = manifest_name(&dir).context("dev")?;
     // A failed build is said, and what is there starts.
     let failed = |why: String| error::report(&CliError::new(why).within("dev".into()));
-    let wasm = args.wasm;
-    if dir.join("Cargo.toml").is_file() {
+    let builder = Builder::of(&dir, args.wasm).context("dev")?;
+    if let Some(builder) = builder {
         // Built before it starts, its output on stderr; a failure starts what is there.
-        esay!("building {name}: {}", cargo_line(wasm));
-        match cargo(&dir, wasm).output() {
-            Ok(out) if out.status.success() => {
-                let built = built_artifact(&String::from_utf8_lossy(&out.stdout));
-                match built.map(|a| place(&dir, &a)) {
-                    Some(Err(e)) => failed(e),
-                    Some(Ok(Some(to))) => esay!("built {}", to.display()),
-                    _ => {}
+        esay!("building {name}: {}", builder.line());
+        match builder.command(&dir).stderr(Stdio::inherit()).output() {
+            Ok(out) if out.status.success() => match builder {
+                Builder::Cargo { .. } => {
+                    let built = built_artifact(&String::from_utf8_lossy(&out.stdout));
+                    match built.map(|a| place(&dir, &a)) {
+                        Some(Err(e)) => failed(e),
+                        Some(Ok(Some(to))) => esay!("built {}", to.display()),
+                        _ => {}
+                    }
                 }
-            }
+                Builder::Npm { .. } => {
+                    for line in String::from_utf8_lossy(&out.stdout).lines() {
+                        esay!("  {}", render::clean(line));
+                    }
+                }
+            },
             Ok(out) => failed(format!(
                 "the build of {name} failed ({}): starting what is there",
                 out.status
             )),
-            Err(e) => failed(format!("cannot run cargo ({e}): starting what is there")),
+            Err(e) => failed(format!(
+                "cannot run {} ({e}): starting what is there",
+                builder.tool()
+            )),
         }
     }
     args.shell.host.ext_first(dir.clone());
@@ -87,7 +102,7 @@ pub(crate) fn run(mut args: DevArgs) -> Result<ExitCode, CliError> {
         let watcher = Watcher {
             dir: dir.clone(),
             name,
-            wasm,
+            builder,
             host,
             tx,
             log,
@@ -113,31 +128,86 @@ fn manifest_name(dir: &Path) -> Result<String, String> {
         .ok_or_else(|| format!("{}: no \"name\"", path.display()))
 }
 
-/// `cargo build --release [--target wasm32-wasip2]`, as shown.
-fn cargo_line(wasm: bool) -> &'static str {
-    if wasm {
-        "cargo build --release --target wasm32-wasip2"
-    } else {
-        "cargo build --release"
-    }
+/// How the folder is built before it starts and after each change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Builder {
+    /// A Rust crate: `cargo build --release [--target wasm32-wasip2]`.
+    Cargo { wasm: bool },
+    /// An npm package's script: `build`, or `build:wasm` with --wasm.
+    Npm { script: &'static str },
 }
 
-/// The build command of the crate at `dir`: its diagnostics rendered on stderr, the
-/// artifacts it built as JSON lines on stdout (read by [`built_artifact`]).
-fn cargo(dir: &Path, wasm: bool) -> std::process::Command {
-    let mut cmd = std::process::Command::new("cargo");
-    cmd.args([
-        "build",
-        "--release",
-        "--message-format=json-render-diagnostics",
-    ])
-    .current_dir(dir)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped());
-    if wasm {
-        cmd.args(["--target", "wasm32-wasip2"]);
+impl Builder {
+    /// The builder of `dir`: a Cargo.toml, else a package.json with the script; none for
+    /// a folder that needs no build. With --wasm a folder must have one.
+    fn of(dir: &Path, wasm: bool) -> Result<Option<Builder>, String> {
+        if dir.join("Cargo.toml").is_file() {
+            return Ok(Some(Builder::Cargo { wasm }));
+        }
+        let package = dir.join("package.json");
+        let script = if wasm { "build:wasm" } else { "build" };
+        let has_script = match std::fs::read_to_string(&package) {
+            Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+                .map_err(|e| format!("{}: {e}", package.display()))?
+                .get("scripts")
+                .and_then(|s| s.get(script))
+                .is_some_and(serde_json::Value::is_string),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(format!("{}: {e}", package.display())),
+        };
+        match (has_script, wasm) {
+            (true, _) => Ok(Some(Builder::Npm { script })),
+            (false, false) => Ok(None),
+            (false, true) => Err(format!(
+                "--wasm builds a component, and {} has no Cargo.toml nor a package.json with a \
+                 \"build:wasm\" script (`zot ext new <name> --lang typescript --wasm` writes one)",
+                dir.display()
+            )),
+        }
     }
-    cmd
+
+    /// The command as shown.
+    fn line(self) -> String {
+        match self {
+            Builder::Cargo { wasm: true } => "cargo build --release --target wasm32-wasip2".into(),
+            Builder::Cargo { wasm: false } => "cargo build --release".into(),
+            Builder::Npm { script } => format!("npm run {script}"),
+        }
+    }
+
+    /// The program it runs.
+    fn tool(self) -> &'static str {
+        match self {
+            Builder::Cargo { .. } => "cargo",
+            Builder::Npm { .. } => "npm",
+        }
+    }
+
+    /// The build command in `dir`, stdout piped: cargo's diagnostics rendered on stderr
+    /// and the artifacts it built as JSON lines on stdout (read by [`built_artifact`]);
+    /// npm's script output.
+    fn command(self, dir: &Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new(self.tool());
+        match self {
+            Builder::Cargo { wasm } => {
+                cmd.args([
+                    "build",
+                    "--release",
+                    "--message-format=json-render-diagnostics",
+                ]);
+                if wasm {
+                    cmd.args(["--target", "wasm32-wasip2"]);
+                }
+            }
+            Builder::Npm { script } => {
+                cmd.args(["run", script]);
+            }
+        }
+        cmd.current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
+        cmd
+    }
 }
 
 /// The last binary (or component) cargo's JSON messages say it built.
@@ -267,7 +337,7 @@ fn stderr_lines(text: &str) -> (Vec<&str>, &str) {
 struct Watcher {
     dir: PathBuf,
     name: String,
-    wasm: bool,
+    builder: Option<Builder>,
     host: Host,
     tx: UnboundedSender<Extra>,
     /// The extension's log, and how far it was read.
@@ -316,8 +386,8 @@ impl Watcher {
             }
             self.files = last;
             let file = file.display().to_string();
-            if self.dir.join("Cargo.toml").is_file() {
-                let built = self.build(&file).await;
+            if let Some(builder) = self.builder {
+                let built = self.build(builder, &file).await;
                 // The build may write files (Cargo.lock): not a change of the user's.
                 self.files = snapshot(&self.dir);
                 if !built {
@@ -371,17 +441,13 @@ impl Watcher {
         self.offset += (bytes.len() - rest.len()) as u64;
     }
 
-    /// Rebuilds the crate, its output shown as it comes; whether it succeeded.
-    async fn build(&self, file: &str) -> bool {
+    /// Rebuilds, its output shown as it comes; whether it succeeded.
+    async fn build(&self, builder: Builder, file: &str) -> bool {
         self.say(
             Level::Dim,
-            format!(
-                "{file} changed: building {}: {}",
-                self.name,
-                cargo_line(self.wasm)
-            ),
+            format!("{file} changed: building {}: {}", self.name, builder.line()),
         );
-        let mut cmd = tokio::process::Command::from(cargo(&self.dir, self.wasm));
+        let mut cmd = tokio::process::Command::from(builder.command(&self.dir));
         cmd.stderr(Stdio::piped()).kill_on_drop(true);
         let failed = |why: String| {
             self.say(
@@ -395,12 +461,25 @@ impl Watcher {
         };
         let mut child = match cmd.spawn() {
             Ok(child) => child,
-            Err(e) => return failed(format!("cannot run cargo: {e}")),
+            Err(e) => return failed(format!("cannot run {}: {e}", builder.tool())),
         };
-        let messages = child.stdout.take().map(|mut out| {
+        // cargo's stdout is its JSON messages, read whole; npm's is shown as it comes.
+        let tx = self.tx.clone();
+        let stdout = child.stdout.take().map(|out| {
             tokio::spawn(async move {
                 let mut text = String::new();
-                let _ = tokio::io::AsyncReadExt::read_to_string(&mut out, &mut text).await;
+                if let Builder::Npm { .. } = builder {
+                    let mut lines = BufReader::new(out).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        let _ = tx.send(Extra::Line(
+                            Level::Dim,
+                            format!("  {}", render::clean(&line)),
+                        ));
+                    }
+                } else {
+                    let mut out = out;
+                    let _ = tokio::io::AsyncReadExt::read_to_string(&mut out, &mut text).await;
+                }
                 text
             })
         });
@@ -410,14 +489,19 @@ impl Watcher {
                 self.say(Level::Dim, format!("  {}", render::clean(&line)));
             }
         }
-        let messages = match messages {
+        let messages = match stdout {
             Some(task) => task.await.unwrap_or_default(),
             None => String::new(),
         };
         match child.wait().await {
-            Ok(s) if s.success() => match built_artifact(&messages).map(|a| place(&self.dir, &a)) {
-                Some(Err(e)) => failed(e),
-                _ => true,
+            Ok(s) if s.success() => match builder {
+                Builder::Cargo { .. } => {
+                    match built_artifact(&messages).map(|a| place(&self.dir, &a)) {
+                        Some(Err(e)) => failed(e),
+                        _ => true,
+                    }
+                }
+                Builder::Npm { .. } => true,
             },
             Ok(s) => failed(s.to_string()),
             Err(e) => failed(e.to_string()),
@@ -457,6 +541,52 @@ mod tests {
         let after = snapshot(&dir);
         assert_eq!(changed(&edited, &after), Some(PathBuf::from("main.py")));
         assert_eq!(changed(&after, &after), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_builder_is_cargo_or_an_npm_script_and_wasm_needs_one() {
+        let dir = std::env::temp_dir().join(format!("zot-dev-builder-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(Builder::of(&dir, false), Ok(None));
+        let err = Builder::of(&dir, true).unwrap_err();
+        assert!(
+            err.contains("has no Cargo.toml nor a package.json"),
+            "{err}"
+        );
+        let package = dir.join("package.json");
+        std::fs::write(&package, r#"{"scripts": {"start": "node ."}}"#).unwrap();
+        assert_eq!(Builder::of(&dir, false), Ok(None));
+        assert!(Builder::of(&dir, true).is_err());
+        std::fs::write(
+            &package,
+            r#"{"scripts": {"build": "tsc", "build:wasm": "x"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            Builder::of(&dir, false),
+            Ok(Some(Builder::Npm { script: "build" }))
+        );
+        assert_eq!(
+            Builder::of(&dir, true),
+            Ok(Some(Builder::Npm {
+                script: "build:wasm"
+            }))
+        );
+        assert_eq!(
+            Builder::of(&dir, true).unwrap().unwrap().line(),
+            "npm run build:wasm"
+        );
+        std::fs::write(&package, "{not json").unwrap();
+        assert!(Builder::of(&dir, false)
+            .unwrap_err()
+            .contains("package.json"));
+        std::fs::write(dir.join("Cargo.toml"), "").unwrap();
+        assert_eq!(
+            Builder::of(&dir, true),
+            Ok(Some(Builder::Cargo { wasm: true }))
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
