@@ -6,10 +6,10 @@ use crate::common::{first_text, scaffold_build_env, serial, workspace, HostBuild
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-/// How long a first start may take: `npx -y tsx` downloads tsx the first time.
+/// How long a first start may take (a component compiles first).
 const SLOW_START: Duration = Duration::from_secs(120);
 
 fn zot(args: &[&str], cwd: &Path) -> Output {
@@ -171,60 +171,91 @@ fn the_node_scaffold_passes_check_and_works() {
     check_and_drive(&dir, "node-demo");
 }
 
-/// Runs `npx -y tsx --version` in `dir` for at most [`SLOW_START`]: the TypeScript
-/// scaffold is started with it, and its first run downloads tsx from the npm registry.
-fn require_tsx(dir: &Path) {
-    let mut child = Command::new("npx")
-        .args(["-y", "tsx", "--version"])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("the TypeScript scaffold runs `npx -y tsx`, and npx cannot start: {e}")
-        });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > SLOW_START {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "tsx could not be fetched within {SLOW_START:?}: `npx -y tsx --version` did \
-                 not finish. The TypeScript scaffold is started with `npx -y tsx`, which needs \
-                 the npm registry (or tsx in npm's cache); this test cannot run without it."
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        status.success(),
-        "tsx could not be fetched: `npx -y tsx --version` failed. The TypeScript scaffold is \
-         started with `npx -y tsx`, which needs the npm registry (or tsx in npm's cache); \
-         this test cannot run without it.\n{}",
-        text(&out)
-    );
-    println!("tsx: {}", String::from_utf8_lossy(&out.stdout).trim());
-}
-
+/// The TypeScript scaffold (no --wasm): the SDK, run by Node. `npm run build` bundles
+/// `dist/main.js`, and the manifest runs it; the same folder builds the component too.
 #[test]
 fn the_typescript_scaffold_passes_check_and_works() {
     let tmp = TempDir::new("new-ts");
     let dir = scaffold(tmp.path(), "ts-demo", "typescript", &[]);
-    for file in ["index.ts", "package.json", "tsconfig.json"] {
+    for file in [
+        "src/main.ts",
+        "src/component.ts",
+        "package.json",
+        "tsconfig.json",
+    ] {
         assert!(dir.join(file).is_file(), "{file}");
     }
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("extension.json")).unwrap())
             .unwrap();
-    assert_eq!(manifest["exec"], "npx");
-    assert_eq!(manifest["args"], json!(["-y", "tsx", "./index.ts"]));
-    require_tsx(&dir);
+    assert_eq!(manifest["exec"], "node");
+    assert_eq!(manifest["args"], json!(["dist/main.js"]));
+    installed_sdk(&dir);
+    let tools = crate::ts_sdk::ts_tools();
+    crate::ts_sdk::npm_run_with(&tools, &dir, "build");
+    assert!(dir.join("dist/main.js").is_file());
     check_and_drive(&dir, "ts-demo");
+    // Installed as the README says; node_modules is copied beside a program.
+    let (_home, installed) = install_and_call(&dir, "ts-demo");
+    assert!(installed
+        .join("node_modules/@zot/ext/src/index.ts")
+        .is_file());
+    crate::ts_sdk::npm_run_with(&tools, &dir, "build:wasm");
+    assert!(dir.join("ts-demo.wasm").is_file());
+}
+
+/// Puts the SDK that `dir`'s package.json names (checked to be this workspace's) into
+/// `node_modules/@zot/ext` as `npm install` does with the scaffold's `.npmrc`
+/// (`install-links=true`): a copy of its package, no link out of the folder.
+fn installed_sdk(dir: &Path) {
+    let npmrc = std::fs::read_to_string(dir.join(".npmrc")).unwrap();
+    assert!(npmrc.lines().any(|l| l == "install-links=true"), "{npmrc}");
+    let package: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).unwrap()).unwrap();
+    let sdk = package["dependencies"]["@zot/ext"]
+        .as_str()
+        .and_then(|d| d.strip_prefix("file:"))
+        .unwrap_or_else(|| panic!("the SDK by path: {package}"));
+    assert_eq!(
+        std::fs::canonicalize(sdk).unwrap(),
+        std::fs::canonicalize(workspace().join("guest-sdk/ts")).unwrap()
+    );
+    let copy = dir.join("node_modules/@zot/ext");
+    std::fs::create_dir_all(&copy).unwrap();
+    for file in ["package.json", "README.md"] {
+        std::fs::copy(Path::new(sdk).join(file), copy.join(file)).unwrap();
+    }
+    crate::common::copy_dir(&Path::new(sdk).join("src"), &copy.join("src"));
+}
+
+/// `zot ext install <dir> --yes` into a fresh home, then `zot ext call` of the installed
+/// copy's tool; returns the installed folder (and the home that holds it).
+fn install_and_call(dir: &Path, name: &str) -> (TempDir, PathBuf) {
+    let home = TempDir::new("new-install");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_zot"))
+            .args(args)
+            .env("ZOT_HOME", home.path())
+            .current_dir(home.path())
+            .output()
+            .expect("zot runs");
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&["ext", "install", dir.to_str().unwrap(), "--yes"]);
+    let tool = format!("{name}_echo");
+    let said = run(&[
+        "ext",
+        "call",
+        name,
+        &tool,
+        r#"{"text": "installed"}"#,
+        "--wait",
+        "120s",
+    ]);
+    assert_eq!(said.trim(), "echo: installed");
+    let installed = home.path().join("extensions").join(name);
+    (home, installed)
 }
 
 /// The cargo that runs this test, else `cargo` on PATH.
@@ -428,7 +459,7 @@ fn wasm_is_refused_for_python_and_engine_and_sdk_where_they_do_not_apply() {
     );
     refused(
         &["--lang", "node", "--sdk", "/nowhere"],
-        "--sdk applies to --lang rust, and to typescript or node with --wasm",
+        "--sdk applies to --lang rust and typescript, and to node with --wasm",
     );
     refused(
         &["--lang", "typescript", "--wasm", "--sdk", "/nowhere"],
@@ -438,7 +469,7 @@ fn wasm_is_refused_for_python_and_engine_and_sdk_where_they_do_not_apply() {
 
 /// `zot ext new <name> --lang <lang> --wasm [--engine …]`, its dependencies as `npm
 /// install` makes them (the SDK linked where package.json names it, the pinned tools on
-/// `PATH`), `npm run build:wasm`; then it passes check and works in a host.
+/// `PATH`), `npm run build`; then it passes check and works in a host.
 fn component_scaffold(lang: &str, name: &str, engine: &[&str]) {
     let tmp = TempDir::new("new-component");
     let mut extra = vec!["--wasm"];
@@ -460,14 +491,6 @@ fn component_scaffold(lang: &str, name: &str, engine: &[&str]) {
     assert_eq!(manifest["wasm"], format!("{name}.wasm"), "{manifest}");
     let package: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).unwrap()).unwrap();
-    let sdk = package["dependencies"]["@zot/ext"]
-        .as_str()
-        .and_then(|d| d.strip_prefix("file:"))
-        .unwrap_or_else(|| panic!("the SDK by path: {package}"));
-    assert_eq!(
-        std::fs::canonicalize(sdk).unwrap(),
-        std::fs::canonicalize(workspace().join("guest-sdk/ts")).unwrap()
-    );
     let wit = std::fs::read_to_string(dir.join("wit/extension.wit")).unwrap();
     assert_eq!(
         wit,
@@ -488,12 +511,15 @@ fn component_scaffold(lang: &str, name: &str, engine: &[&str]) {
             "{tool}: the test installs the scaffold's pin"
         );
     }
-    let scope = dir.join("node_modules/@zot");
-    std::fs::create_dir_all(&scope).unwrap();
-    std::os::unix::fs::symlink(sdk, scope.join("ext")).unwrap();
-    crate::ts_sdk::npm_run_with(&tools, &dir, "build:wasm");
+    installed_sdk(&dir);
+    // `npm run build` builds what the manifest runs: here the component.
+    crate::ts_sdk::npm_run_with(&tools, &dir, "build");
     assert!(dir.join(format!("{name}.wasm")).is_file());
     check_and_drive(&dir, name);
+    // Installed as the README says: the component without the build's node_modules.
+    let (_home, installed) = install_and_call(&dir, name);
+    assert!(installed.join(format!("{name}.wasm")).is_file());
+    assert!(!installed.join("node_modules").exists());
 }
 
 #[test]

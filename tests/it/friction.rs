@@ -365,6 +365,47 @@ fn install_of_a_cargo_crate_leaves_its_build_folder_but_the_program() {
     assert!(!installed.join("target/debug").exists());
 }
 
+/// Installing a component built by npm does not copy its `node_modules/` (the build's
+/// tools, and a link out of the folder to a path dependency): only the component.
+#[test]
+fn install_of_a_component_leaves_its_node_modules() {
+    let scratch = TempDir::new("friction-npm");
+    let b = HostBuilder::in_dir(scratch.path());
+    let (home, cwd) = (b.home(), b.cwd());
+    let src = cwd.join("comp");
+    write_manifest(&src, &json!({"name": "comp", "wasm": "comp.wasm"}));
+    std::fs::copy(zot_test_guests::REACTOR, src.join("comp.wasm")).unwrap();
+    std::fs::write(src.join("package.json"), "{}").unwrap();
+    std::fs::create_dir_all(src.join("node_modules/tool/bin")).unwrap();
+    std::fs::write(src.join("node_modules/tool/bin/big"), vec![0u8; 4096]).unwrap();
+    std::fs::create_dir_all(src.join("node_modules/@zot")).unwrap();
+    std::os::unix::fs::symlink("/nowhere/guest-sdk/ts", src.join("node_modules/@zot/ext")).unwrap();
+    let out = zot(&home, &cwd, &["install", src.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let installed = home.join("extensions/comp");
+    assert!(installed.join("comp.wasm").is_file());
+    assert!(installed.join("package.json").is_file());
+    assert!(!installed.join("node_modules").exists());
+
+    // Beside a program, node_modules is what it may run with: copied, and a link out of
+    // the folder refused as ever.
+    let prog = cwd.join("prog");
+    write_manifest(
+        &prog,
+        &json!({"name": "prog", "exec": "node", "args": ["index.js"]}),
+    );
+    std::fs::create_dir_all(prog.join("node_modules/@zot")).unwrap();
+    std::os::unix::fs::symlink("/nowhere/guest-sdk/ts", prog.join("node_modules/@zot/ext"))
+        .unwrap();
+    let out = zot(&home, &cwd, &["install", prog.to_str().unwrap(), "--yes"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("points outside the extension"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// From a folder inside a project, its extensions are found as from its root (as git
 /// finds `.git`), and `list` says which project.
 #[test]

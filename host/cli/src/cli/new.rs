@@ -94,39 +94,33 @@ const NODE: &[Template] = &[
     template!("README.md", "node/README.md"),
 ];
 
-const TYPESCRIPT: &[Template] = &[
-    template!("extension.json", "typescript/extension.json"),
-    template!("index.ts", "typescript/index.ts"),
-    template!("package.json", "typescript/package.json"),
-    template!("tsconfig.json", "typescript/tsconfig.json"),
-    template!(".gitignore", "typescript/gitignore"),
-    template!("README.md", "typescript/README.md"),
-];
-
 /// The published WIT package a JavaScript component implements, written into its scaffold.
 const WIT: &str = include_str!("../../../../wit/zot-extension-0.1.0/extension.wit");
 
-/// A TypeScript component on the @zot/ext SDK (also a Node script: `npm run build`).
-const COMPONENT_TS: &[Template] = &[
-    template!("extension.json", "component/extension.json"),
-    template!("package.json", "component/package.json"),
-    template!("tsconfig.json", "component/tsconfig.json"),
-    template!("src/main.ts", "component/src/main.ts"),
-    template!("src/component.ts", "component/src/component.ts"),
+/// TypeScript on the @zot/ext SDK: a Node script (`npm run build:node`) or a component
+/// (`npm run build:wasm`); the manifest runs one, `npm run build` builds it.
+const SDK_TS: &[Template] = &[
+    template!("extension.json", "sdk/extension.json"),
+    template!("package.json", "sdk/package.json"),
+    template!("tsconfig.json", "sdk/tsconfig.json"),
+    template!("src/main.ts", "sdk/src/main.ts"),
+    template!("src/component.ts", "sdk/src/component.ts"),
     ("wit/extension.wit", WIT),
-    template!(".gitignore", "component/gitignore"),
-    template!("README.md", "component/README.md"),
+    template!(".npmrc", "sdk/npmrc"),
+    template!(".gitignore", "sdk/gitignore"),
+    template!("README.md", "sdk/README.md"),
 ];
 
 /// The same in JavaScript: the templates without their types.
-const COMPONENT_JS: &[Template] = &[
-    template!("extension.json", "component/extension.json"),
-    template!("package.json", "component/package.json"),
-    template!("src/main.js", "component/src/main.ts"),
-    template!("src/component.js", "component/src/component.ts"),
+const SDK_JS: &[Template] = &[
+    template!("extension.json", "sdk/extension.json"),
+    template!("package.json", "sdk/package.json"),
+    template!("src/main.js", "sdk/src/main.ts"),
+    template!("src/component.js", "sdk/src/component.ts"),
     ("wit/extension.wit", WIT),
-    template!(".gitignore", "component/gitignore"),
-    template!("README.md", "component/README.md"),
+    template!(".npmrc", "sdk/npmrc"),
+    template!(".gitignore", "sdk/gitignore"),
+    template!("README.md", "sdk/README.md"),
 ];
 
 /// Native or component: the manifest's `{{launch}}` field names the `{{artifact}}`.
@@ -169,8 +163,17 @@ fn new(args: NewArgs) -> Result<(), String> {
     if args.engine.is_some() && !(javascript && args.wasm) {
         return Err("--engine applies to --lang typescript or node with --wasm".into());
     }
-    if args.sdk.is_some() && !(args.lang == Lang::Rust || (javascript && args.wasm)) {
-        return Err("--sdk applies to --lang rust, and to typescript or node with --wasm".into());
+    let on_sdk = match args.lang {
+        Lang::Rust | Lang::Typescript => true,
+        Lang::Node => args.wasm,
+        Lang::Python => false,
+    };
+    if args.sdk.is_some() && !on_sdk {
+        return Err(
+            "--sdk applies to --lang rust and typescript, and to node with --wasm: the other \
+             scaffolds use no SDK"
+                .into(),
+        );
     }
     let dir = args.dir.join(name);
     refuse_existing(&dir)?;
@@ -184,28 +187,19 @@ fn new(args: NewArgs) -> Result<(), String> {
     ];
     let (templates, next_build): (&[Template], Option<String>) = match args.lang {
         Lang::Python => (PYTHON, None),
-        Lang::Node | Lang::Typescript if args.wasm => {
+        Lang::Node if !args.wasm => (NODE, None),
+        Lang::Typescript | Lang::Node => {
             let sdk = sdk_dir(args.sdk.as_deref(), Sdk::Ts)?;
             let typescript = args.lang == Lang::Typescript;
-            component_vars(
-                &mut vars,
-                name,
-                typescript,
-                args.engine.unwrap_or(Engine::Quickjs),
-            );
+            let engine = args.engine.unwrap_or(Engine::Quickjs);
+            sdk_vars(&mut vars, name, typescript, args.wasm, engine);
             vars.push((
                 "sdk_ts",
                 serde_json::Value::from(format!("file:{}", sdk.display())).to_string(),
             ));
-            let templates = if typescript {
-                COMPONENT_TS
-            } else {
-                COMPONENT_JS
-            };
-            (templates, Some("npm install\nnpm run build:wasm".into()))
+            let templates = if typescript { SDK_TS } else { SDK_JS };
+            (templates, Some("npm install\nnpm run build".into()))
         }
-        Lang::Node => (NODE, None),
-        Lang::Typescript => (TYPESCRIPT, None),
         Lang::Rust => {
             let sdk = sdk_dir(args.sdk.as_deref(), Sdk::Rust)?;
             let sdk_display = sdk.display().to_string();
@@ -268,6 +262,7 @@ fn new(args: NewArgs) -> Result<(), String> {
             };
             format!("{}, sandboxed component ({engine})", lang.word())
         }
+        (Lang::Typescript, false) => "typescript, Node script".to_string(),
         (lang, _) => lang.word().to_string(),
     };
     say!("Created {name} ({flavour}) in {}:", dir.display());
@@ -284,12 +279,7 @@ fn new(args: NewArgs) -> Result<(), String> {
         say!("  zot ext check .");
         say!("  zot ext install .");
     } else {
-        let wait = if args.lang == Lang::Typescript {
-            " --wait 120s   # the first start downloads tsx"
-        } else {
-            ""
-        };
-        say!("  zot ext check {shown}{wait}");
+        say!("  zot ext check {shown}");
         say!("  zot ext install {shown}");
     }
     Ok(())
@@ -375,8 +365,15 @@ fn sdk_dir(flag: Option<&Path>, which: Sdk) -> Result<PathBuf, String> {
     Ok(canonical)
 }
 
-/// The variables of a JavaScript component scaffold (`COMPONENT_TS`, `COMPONENT_JS`).
-fn component_vars(vars: &mut Vec<(&str, String)>, name: &str, typescript: bool, engine: Engine) {
+/// The variables of a scaffold on @zot/ext (`SDK_TS`, `SDK_JS`): a Node script or, with
+/// `wasm`, a component built with `engine`.
+fn sdk_vars(
+    vars: &mut Vec<(&str, String)>,
+    name: &str,
+    typescript: bool,
+    wasm: bool,
+    engine: Engine,
+) {
     let (language, word, ext) = if typescript {
         ("typescript", "TypeScript", "ts")
     } else {
@@ -427,8 +424,27 @@ fn component_vars(vars: &mut Vec<(&str, String)>, name: &str, typescript: bool, 
         .map(|(package, version)| format!("\"{package}\": \"{version}\""))
         .collect::<Vec<_>>()
         .join(",\n    ");
-    let tool = if typescript { "type-check (tsc), " } else { "" };
+    let tool = if typescript { "type check (tsc), " } else { "" };
     let builder = componentize.split(' ').next().unwrap_or_default();
+    let (launch, kind, artifact, default_build, build_steps, dev_pad) = if wasm {
+        (
+            format!("\"wasm\": \"{name}.wasm\""),
+            "sandboxed component",
+            format!("{name}.wasm"),
+            "build:wasm",
+            format!("{tool}bundle (esbuild), then {name}.wasm ({builder})"),
+            "  ",
+        )
+    } else {
+        (
+            "\"exec\": \"node\",\n  \"args\": [\"dist/main.js\"]".to_string(),
+            "Node script",
+            "dist/main.js".to_string(),
+            "build:node",
+            format!("{tool}bundle (esbuild) into dist/main.js"),
+            "         ",
+        )
+    };
     let typed = |ts: &str| {
         if typescript {
             ts.to_string()
@@ -459,10 +475,13 @@ fn component_vars(vars: &mut Vec<(&str, String)>, name: &str, typescript: bool, 
         ("engine_line", line.to_string()),
         ("componentize", componentize.clone()),
         ("dev_dependencies", dev_dependencies),
-        (
-            "build_steps",
-            format!("{tool}bundle (esbuild), then {name}.wasm ({builder})"),
-        ),
+        ("build_steps", build_steps),
+        ("launch", launch),
+        ("kind", kind.to_string()),
+        ("artifact", artifact),
+        ("default_build", default_build.to_string()),
+        ("wasm_flag", if wasm { " --wasm" } else { "" }.to_string()),
+        ("dev_pad", dev_pad.to_string()),
     ]);
 }
 
@@ -506,7 +525,7 @@ mod tests {
     use super::*;
     use zot_host::manage::manifest::MANIFEST_FILE;
 
-    const ALL: &[&[Template]] = &[PYTHON, NODE, TYPESCRIPT, RUST];
+    const ALL: &[&[Template]] = &[PYTHON, NODE, RUST];
 
     #[test]
     fn render_replaces_only_known_keys() {
@@ -554,23 +573,20 @@ mod tests {
         let example: serde_json::Value =
             serde_json::from_str(include_str!("../../../../examples/ts-hello/package.json"))
                 .unwrap();
-        for typescript in [true, false] {
+        for (typescript, wasm) in [(true, true), (true, false), (false, true)] {
             for engine in [Engine::Quickjs, Engine::Starlingmonkey] {
                 let mut vars = vec![
                     ("name", "demo".to_string()),
                     ("pkg", "demo".to_string()),
                     ("sdk_ts", "\"file:/sdk/ts\"".to_string()),
                 ];
-                component_vars(&mut vars, "demo", typescript, engine);
+                sdk_vars(&mut vars, "demo", typescript, wasm, engine);
                 let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                let templates = if typescript {
-                    COMPONENT_TS
-                } else {
-                    COMPONENT_JS
-                };
+                let templates = if typescript { SDK_TS } else { SDK_JS };
                 for (path, template) in templates {
                     let out = render(template, &vars);
-                    let what = format!("{path} (typescript: {typescript}, {engine:?})");
+                    let what =
+                        format!("{path} (typescript: {typescript}, wasm: {wasm}, {engine:?})");
                     if *path != "wit/extension.wit" {
                         assert!(!out.contains("{{"), "{what}:\n{out}");
                     }
@@ -582,9 +598,25 @@ mod tests {
                     }
                     let v: serde_json::Value =
                         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{what}: {e}\n{out}"));
+                    if *path == MANIFEST_FILE {
+                        match wasm {
+                            true => assert_eq!(v["wasm"], "demo.wasm", "{what}"),
+                            false => assert_eq!(
+                                (&v["exec"], &v["args"]),
+                                (&"node".into(), &serde_json::json!(["dist/main.js"])),
+                                "{what}"
+                            ),
+                        }
+                    }
                     if *path != "package.json" {
                         continue;
                     }
+                    let build = if wasm {
+                        "npm run build:wasm"
+                    } else {
+                        "npm run build:node"
+                    };
+                    assert_eq!(v["scripts"]["build"], build, "{what}");
                     assert_eq!(v["dependencies"]["@zot/ext"], "file:/sdk/ts", "{what}");
                     let dev = v["devDependencies"].as_object().unwrap();
                     for (tool, version) in dev {

@@ -105,33 +105,39 @@ fn copy_into(
 }
 
 /// What is not copied besides `.git`: the build folder `target/` of a Cargo crate (a
-/// `Cargo.toml` at the top), except the files the manifest names there (the built
-/// program or component), so an install does not carry a whole build.
+/// `Cargo.toml` at the top), and `node_modules/` of a component's folder (a manifest
+/// running `wasm`: a component sees nothing of its folder, its build tools are no use to
+/// it), except the files the manifest names there (the built program or component), so
+/// an install does not carry a whole build.
 struct Skip {
-    /// With a Cargo build folder: the paths in it to keep.
-    build_keeps: Option<Vec<PathBuf>>,
+    /// The build folders left out, each with the paths in it to keep.
+    builds: Vec<(&'static str, Vec<PathBuf>)>,
 }
 
 impl Skip {
     fn of(from: &Dir) -> Skip {
-        let cargo = from.is_file("Cargo.toml") && from.is_dir("target");
-        Skip {
-            build_keeps: cargo.then(|| named_files(from)),
+        let (named, component) = named_files(from);
+        let mut builds = Vec::new();
+        if from.is_file("Cargo.toml") && from.is_dir("target") {
+            builds.push(("target", named.clone()));
         }
+        if component && from.is_dir("node_modules") {
+            builds.push(("node_modules", named));
+        }
+        Skip { builds }
     }
 
     /// Whether `rel` (a path in the source) is left out.
     fn skips(&self, rel: &Path) -> bool {
-        match &self.build_keeps {
-            Some(keep) if rel.starts_with("target") => !keep.iter().any(|k| k.starts_with(rel)),
-            Some(_) | None => false,
-        }
+        self.builds.iter().any(|(folder, keep)| {
+            rel.starts_with(folder) && !keep.iter().any(|k| k.starts_with(rel))
+        })
     }
 }
 
 /// The relative paths the manifest in `from` names (`exec`, `wasm`, `args`), without
-/// `./`; none when it cannot be read.
-fn named_files(from: &Dir) -> Vec<PathBuf> {
+/// `./`, and whether it runs a component (`wasm`); none and false when it cannot be read.
+fn named_files(from: &Dir) -> (Vec<PathBuf>, bool) {
     use std::io::Read;
     let mut text = Vec::new();
     let read = from.open(super::MANIFEST_FILE).and_then(|f| {
@@ -145,16 +151,17 @@ fn named_files(from: &Dir) -> Vec<PathBuf> {
         .map_err(drop)
         .and_then(|_| serde_json::from_slice::<serde_json::Value>(&text).map_err(drop))
     else {
-        return Vec::new();
+        return (Vec::new(), false);
     };
     let args = manifest["args"].as_array().cloned().unwrap_or_default();
-    [&manifest["exec"], &manifest["wasm"]]
+    let named = [&manifest["exec"], &manifest["wasm"]]
         .into_iter()
         .chain(args.iter())
         .filter_map(serde_json::Value::as_str)
         .map(|p| PathBuf::from(p.strip_prefix("./").unwrap_or(p)))
         .filter(|p| p.is_relative())
-        .collect()
+        .collect();
+    (named, manifest["wasm"].is_string())
 }
 
 /// `permissions` without the setuid, setgid and sticky bits.
