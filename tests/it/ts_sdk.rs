@@ -319,7 +319,10 @@ fn the_example_registers_its_command_tools_and_interceptor() {
         commands.sort();
         assert_eq!(commands, ["count", "hello"], "{entry}");
         assert_eq!(str_list(&entry["tools"]), ["shout", "slow"], "{entry}");
-        assert_eq!(str_list(&entry["intercept"]), ["tool_call"], "{entry}");
+        let mut intercept = str_list(&entry["intercept"]);
+        intercept.sort();
+        assert_eq!(intercept, ["assistant_message", "tool_call"], "{entry}");
+        assert_eq!(str_list(&entry["events"]), ["session_start"], "{entry}");
 
         let tools = host.ok("tools", json!({}));
         let shout = tools["tools"]
@@ -496,15 +499,23 @@ fn a_panel_opens_redraws_on_a_key_and_closes() {
     }
 }
 
-/// The session both builds must answer alike: the command (its note), the tool (text,
-/// structured content, an error), the interceptor (block, rewrite, allow) and the panel.
+/// The session every build must answer alike: an event (its note), the command (its
+/// note), the tool (text, structured content, an error), the interceptors (block,
+/// rewrite, allow; a replaced text) and the panel.
 fn script() -> Vec<Step> {
     let bash = |id: &str, command: &str| {
         json!({"event": "tool_call", "tool_id": id, "tool_name": "bash",
                "tool_args": {"command": command}})
     };
     let key = |k: &str| json!({"extension": NAME, "panel_id": "count", "key": k, "text": k});
+    let said = |text: &str| json!({"event": "assistant_message", "text": text});
     vec![
+        step(
+            "emit",
+            json!({"event": {"event": "session_start"}}),
+            1,
+            json!({"delivered": 1}),
+        ),
         step(
             "invoke_command",
             json!({"name": "hello", "args": "Ada"}),
@@ -542,6 +553,13 @@ fn script() -> Vec<Step> {
             json!({"block": false}),
         ),
         step(
+            "intercept",
+            said("Done.\nThe password is hunter2.\nBye"),
+            0,
+            json!({"block": false, "replace_text": "Done.\n[redacted by ts-hello]\nBye"}),
+        ),
+        step("intercept", said("All good"), 0, json!({"block": false})),
+        step(
             "invoke_command",
             json!({"name": "count", "args": ""}),
             0,
@@ -560,7 +578,14 @@ fn the_component_build_answers_as_the_node_build_does() {
     for build in BUILDS {
         let run = start(build);
         let label = format!("{NAME} {build:?}");
-        let transcript = run_steps(&run.0, &label, script(), |_, _, _| {});
+        let transcript = run_steps(&run.0, &label, script(), |what, s, events| {
+            if s.ty == "emit" {
+                assert!(
+                    is_notify(&events[0], NAME, "ts-hello is ready (data dir: yes)"),
+                    "{what}: {events:?}"
+                );
+            }
+        });
         println!("{}", transcript.join("\n"));
         transcripts.push(transcript);
         shut_down(run);

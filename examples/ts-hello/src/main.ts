@@ -6,8 +6,10 @@
 //   (its signal aborts on tool_cancel) and says so with a note;
 // - /count: a panel with a number; "+" adds one (panel_render), "q" closes it;
 // - an interceptor of tool_call: a bash `rm -rf /` is blocked, a bash command starting
-//   with `sudo ` runs without it, everything else is allowed unchanged.
-import { allow, block, extension, modifyArgs, panel, prompt } from "@zot/ext";
+//   with `sudo ` runs without it, everything else is allowed unchanged;
+// - an interceptor of assistant_message: a line naming a password is redacted;
+// - on session_start, a note saying it is ready and whether it has a data dir.
+import { allow, block, extension, modifyArgs, panel, prompt, replaceText } from "@zot/ext";
 import type { Panel } from "@zot/ext";
 
 const shoutSchema = {
@@ -81,5 +83,14 @@ extension({ name: "ts-hello", version: "0.1.0" })
       return modifyArgs({ ...(ev.tool_args as object), command: command.slice("sudo ".length) });
     }
     return allow();
+  })
+  .intercept("assistant_message", (ev) => {
+    const text = typeof ev.text === "string" ? ev.text : "";
+    if (!/password/i.test(text)) return allow();
+    const lines = text.split("\n").map((line) => (/password/i.test(line) ? "[redacted by ts-hello]" : line));
+    return replaceText(lines.join("\n"));
+  })
+  .on("session_start", (_ev, ctx) => {
+    ctx.notify("info", `ts-hello is ready (data dir: ${ctx.dataDir ? "yes" : "no"})`);
   })
   .run();
