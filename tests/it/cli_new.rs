@@ -200,8 +200,17 @@ fn the_typescript_scaffold_passes_check_and_works() {
     assert!(installed
         .join("node_modules/@zot/ext/src/index.ts")
         .is_file());
+    // The same folder builds the component, and with the manifest's launch switched to
+    // it, the same checks pass.
     crate::ts_sdk::npm_run_with(&tools, &dir, "build:wasm");
     assert!(dir.join("ts-demo.wasm").is_file());
+    let mut manifest = manifest;
+    let launch = manifest.as_object_mut().unwrap();
+    launch.remove("exec");
+    launch.remove("args");
+    launch.insert("wasm".into(), json!("ts-demo.wasm"));
+    std::fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
+    check_and_drive(&dir, "ts-demo");
 }
 
 /// Puts the SDK that `dir`'s package.json names (checked to be this workspace's) into
