@@ -333,7 +333,9 @@ Examples:
 Examples:
   zot ext new notes --lang python
   zot ext new lint --lang rust --wasm --dir ~/src
-  zot ext new greet --lang typescript";
+  zot ext new greet --lang typescript
+  zot ext new greet --lang typescript --wasm      a component (QuickJS), same source
+  zot ext new clock --lang node --wasm --engine starlingmonkey";
     pub(super) const LIST: &str = "\
 Examples:
   zot ext list

@@ -38,7 +38,7 @@ pub(crate) struct NewArgs {
     lang: Lang,
     /// A sandboxed WebAssembly component instead of a native program: Rust builds it
     /// with `cargo build --target wasm32-wasip2`; TypeScript and JavaScript (`node`) on
-    /// the @zot/ext SDK with `npm run build:wasm` (esbuild, then --engine's tool).
+    /// the @zot/ext SDK with `npm run build` (esbuild, then --engine's tool).
     #[arg(long)]
     wasm: bool,
     /// TypeScript and JavaScript with --wasm: the JavaScript engine inside the component.
@@ -50,9 +50,9 @@ pub(crate) struct NewArgs {
     /// The folder to create the extension's folder <name> in.
     #[arg(long, value_name = "PARENT", default_value = ".", value_hint = clap::ValueHint::DirPath)]
     dir: PathBuf,
-    /// Rust, and TypeScript or JavaScript with --wasm: the SDKs' folder (guest-sdk/ of
-    /// the zot sources: zot-ext there, @zot/ext in its ts/); default: the one this zot
-    /// was built from.
+    /// Rust, TypeScript, and JavaScript with --wasm: the SDKs' folder (guest-sdk/ of the
+    /// zot sources: zot-ext there, @zot/ext in its ts/); default: the one this zot was
+    /// built from.
     #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::DirPath)]
     sdk: Option<PathBuf>,
 }
