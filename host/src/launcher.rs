@@ -104,6 +104,9 @@ pub enum StartError {
     },
     /// An MCP server's component is a zot reactor, not a command speaking MCP on stdio.
     NotMcp { wasm: PathBuf },
+    /// The user confined this classic extension, and it cannot be confined as granted:
+    /// it does not start unconfined.
+    Confine(String),
     /// The start task itself failed: a bug in the host or a launcher, not the
     /// extension's doing.
     Aborted(String),
@@ -126,6 +129,7 @@ impl fmt::Display for StartError {
             StartError::Component { wasm, error } => {
                 write!(f, "cannot start {}: {error}", wasm.display())
             }
+            StartError::Confine(why) => write!(f, "not started unconfined: {why}"),
             StartError::NotMcp { wasm } => write!(
                 f,
                 "cannot start {}: it is a zot component, not an MCP server (a command \
@@ -142,7 +146,7 @@ impl std::error::Error for StartError {
         match self {
             StartError::Spawn { cause, .. } => Some(cause),
             StartError::Component { error, .. } => Some(error),
-            StartError::NotMcp { .. } | StartError::Aborted(_) => None,
+            StartError::NotMcp { .. } | StartError::Confine(_) | StartError::Aborted(_) => None,
         }
     }
 }
@@ -280,6 +284,8 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
             data_dir.display()
         ));
     }
+    #[cfg(target_os = "linux")]
+    let confine = confinement(request, &program, &data_dir)?;
     let spec = StdioSpec {
         program: program.clone(),
         args: m.program_args().to_vec(),
@@ -287,6 +293,8 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         dir: dir.to_path_buf(),
         stderr: Some((*log).clone()),
         max_frame: context.max_frame,
+        #[cfg(target_os = "linux")]
+        confine,
     };
     let connection = stdio::spawn(spec).map_err(|cause| StartError::Spawn {
         hint: spawn_hint(m, dir, &program, &cause),
@@ -304,6 +312,85 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
             data_dir: data_dir.display().to_string(),
         },
     })
+}
+
+/// The confinement of a classic extension the user confined (its grant says so), for
+/// this very code (the grant's hash is its files' fingerprint): `None` when it is not
+/// confined; an error — it does not start — when its grant cannot be read, is stale, or
+/// names a rule this kernel cannot enforce under `require`.
+#[cfg(target_os = "linux")]
+fn confinement(
+    request: &Request<'_>,
+    program: &Path,
+    data_dir: &Path,
+) -> Result<Option<crate::confine::Confined>, StartError> {
+    let Request {
+        manifest: m,
+        dir,
+        identity,
+        context,
+        log,
+        run_grant,
+    } = request;
+    let home = context.home;
+    match sandbox::grants::load(home, identity) {
+        Ok(Some(grant)) if grant.confine => {}
+        Ok(Some(_) | None) => return Ok(None),
+        Err(e) => {
+            return Err(StartError::Confine(format!(
+                "its grant cannot be read: {e}"
+            )))
+        }
+    }
+    let digest = crate::trust::digest(dir, Some(m))
+        .map_err(|e| StartError::Confine(format!("its files cannot be read: {e}")))?;
+    let (decision, state) =
+        sandbox::policy::for_manifest(home, identity, m, context.cwd, &digest, *run_grant, log);
+    match state {
+        sandbox::GrantState::Applied(_) => {}
+        sandbox::GrantState::Stale(_) | sandbox::GrantState::None => {
+            return Err(StartError::Confine(format!(
+                "it changed since it was confined: `zot ext confine {}` to review",
+                m.name
+            )))
+        }
+    }
+    // The rules are bound to what a path resolves to: a data dir an unconfined run
+    // replaced by a link (to the home folder, say) would be granted where it leads.
+    let data_root = crate::paths::real(&home.root().join("data"));
+    let is_link = data_dir
+        .symlink_metadata()
+        .map_or(true, |meta| !meta.is_dir());
+    if is_link || !crate::paths::real(data_dir).starts_with(&data_root) {
+        return Err(StartError::Confine(format!(
+            "its data dir {} is not a folder of {} (a link?): remove it, or the \
+             extension with its data (`zot ext remove --purge`)",
+            data_dir.display(),
+            data_root.display()
+        )));
+    }
+    let tmp = data_dir.join(".tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)
+        .map_err(|e| StartError::Confine(format!("cannot make its temp dir: {e}")))?;
+    let (policy, env) = crate::confine::policy_for(
+        &decision.policy,
+        dir,
+        program,
+        data_dir,
+        &tmp,
+        false,
+        |name| std::env::var(name).ok(),
+    );
+    let prepared =
+        crate::confine::Prepared::build(&policy).map_err(|e| StartError::Confine(e.to_string()))?;
+    for rule in prepared.report() {
+        match &rule.not_enforced {
+            None => log.info(&format!("confined: {}", rule.what)),
+            Some(why) => log.warn(&format!("not enforced: {} ({why})", rule.what)),
+        }
+    }
+    Ok(Some(crate::confine::Confined { env, prepared }))
 }
 
 /// A component in the sandbox, with what the manifest asks and the user granted for

@@ -107,6 +107,8 @@ pub use trust::Untrusted;
 pub mod compile {
     pub use crate::component::compile::{child_if_asked, CompileLimits, CompileMode, Compiler};
 }
+#[cfg(target_os = "linux")]
+pub mod confine;
 pub mod launcher;
 pub mod manage;
 pub mod terminal_text;

@@ -176,6 +176,20 @@ pub fn fingerprint(
     Ok(files)
 }
 
+/// One SHA-256 of the [`fingerprint`] of the extension in `dir`: what a confined classic
+/// extension's grant is bound to.
+pub fn digest(dir: &Path, manifest: Option<&Manifest>) -> Result<String, TreeError> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (file, sha) in fingerprint(dir, manifest)? {
+        hasher.update(file.as_bytes());
+        hasher.update([0]);
+        hasher.update(sha.as_bytes());
+        hasher.update([b'\n']);
+    }
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
 /// Whether the extension in `dir` (folder `dir_name` of `project`'s `.zot/extensions`)
 /// is trusted as it is now.
 pub fn check(home: &ZotHome, project: &Path, ext: &ProjectExtension<'_>) -> Result<(), Untrusted> {

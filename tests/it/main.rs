@@ -15,6 +15,8 @@ mod cli_check;
 mod cli_ext;
 mod cli_new;
 mod completion;
+#[cfg(target_os = "linux")]
+mod confine;
 mod containment;
 mod dev;
 mod example_component;

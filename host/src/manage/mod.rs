@@ -14,7 +14,7 @@ pub mod install;
 /// Project trust: what the user reviewed and trusted, checked before a project's
 /// extension starts.
 pub mod trust {
-    pub use crate::trust::{check, trust, untrust, ProjectExtension, Untrusted};
+    pub use crate::trust::{check, digest, trust, untrust, ProjectExtension, Untrusted};
 }
 
 /// Who an extension is, for its grant, data and trust: the place it is installed.

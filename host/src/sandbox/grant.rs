@@ -16,6 +16,10 @@ pub struct Grant {
     /// of the grant file itself).
     #[serde(flatten)]
     pub caps: Caps,
+    /// A classic extension the user confined (`zot ext confine`): it runs confined, with
+    /// these permissions, or not at all. Absent (false) in older grant files.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confine: bool,
 }
 
 /// The grant in force when none is recorded: the data dir and the default memory.
@@ -25,6 +29,7 @@ impl Default for Grant {
             sha256: String::new(),
             permissions: data_dir_only(),
             caps: Caps::default(),
+            confine: false,
         }
     }
 }

@@ -25,11 +25,23 @@ pub struct StdioSpec {
     pub stderr: Option<ExtLog>,
     /// The longest line accepted.
     pub max_frame: usize,
+    /// Confined (Linux): the environment it gets instead of the host's (`env` is set
+    /// over it), and the confinement applied between fork and exec.
+    #[cfg(target_os = "linux")]
+    pub confine: Option<crate::confine::Confined>,
 }
 
 /// Spawns the subprocess and its pump tasks. Must be called inside a tokio runtime.
 pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
     let mut command = Command::new(&spec.program);
+    #[cfg(target_os = "linux")]
+    if let Some(crate::confine::Confined { env, mut prepared }) = spec.confine {
+        command.env_clear().envs(env);
+        // SAFETY: `apply_in_child` only makes system calls (no allocation, no lock).
+        unsafe {
+            command.pre_exec(move || prepared.apply_in_child());
+        }
+    }
     command
         .args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))

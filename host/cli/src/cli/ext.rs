@@ -56,6 +56,8 @@ pub(crate) fn run(cmd: ExtCommand) -> Result<(), CliError> {
         | ExtCommand::Run(_)
         | ExtCommand::Grant(_)
         | ExtCommand::Revoke(_)
+        | ExtCommand::Confine(_)
+        | ExtCommand::Unconfine(_)
         | ExtCommand::Shell(_)
         | ExtCommand::Dev(_) => {
             unreachable!("dispatched by cli::main")

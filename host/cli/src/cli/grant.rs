@@ -120,7 +120,7 @@ fn locate(
         Launch::Wasm(wasm) => Ok((m, dir, wasm, copy)),
         Launch::Exec(_) => Err(format!(
             "{} is a classic extension (\"exec\"): it runs with your full user permissions, \
-             so there is nothing to grant",
+             so there is nothing to grant (`zot ext confine` confines it, on Linux)",
             m.name
         )),
     }

@@ -30,6 +30,8 @@ macro_rules! esay {
 mod call;
 mod check;
 mod complete;
+#[cfg(target_os = "linux")]
+mod confine;
 mod error;
 mod ext;
 mod grant;
@@ -201,6 +203,15 @@ pub(crate) enum ExtCommand {
     /// Forget every permission granted to an extension.
     #[command(after_help = examples::REVOKE)]
     Revoke(grant::RevokeArgs),
+    /// Run a classic extension confined (Linux: Landlock and seccomp), as it is now:
+    /// only the system, its folder and its data dir, no network; what `grant` adds.
+    #[cfg(target_os = "linux")]
+    #[command(after_help = examples::CONFINE)]
+    Confine(confine::ConfineArgs),
+    /// Run a confined classic extension with your full user permissions again.
+    #[cfg(target_os = "linux")]
+    #[command(after_help = examples::UNCONFINE)]
+    Unconfine(confine::ConfineArgs),
     /// Show a project's own extensions (./.zot/extensions) and trust them to run there,
     /// as they are now; any change to their files needs trust again.
     #[command(after_help = examples::TRUST)]
@@ -243,6 +254,10 @@ pub fn main() -> ExitCode {
         Command::Ext(ExtCommand::Run(args)) => run::run(args).finish(),
         Command::Ext(ExtCommand::Grant(args)) => grant::grant(args).finish(),
         Command::Ext(ExtCommand::Revoke(args)) => grant::revoke(args).finish(),
+        #[cfg(target_os = "linux")]
+        Command::Ext(ExtCommand::Confine(args)) => confine::confine(args).finish(),
+        #[cfg(target_os = "linux")]
+        Command::Ext(ExtCommand::Unconfine(args)) => confine::unconfine(args).finish(),
         Command::Ext(ExtCommand::Shell(args)) => shell::run(args).finish(),
         Command::Ext(ExtCommand::Dev(args)) => shell::dev(args).finish(),
         Command::Ext(cmd) => ext::run(cmd).finish(),
@@ -404,6 +419,14 @@ Examples:
 Examples:
   zot ext revoke weather
   zot ext revoke ./weather";
+    pub(super) const CONFINE: &str = "\
+Examples:
+  zot ext confine notes          confine the installed extension notes, as it is now
+  zot ext confine ./my-ext       a folder (bound to its files: a change needs confine again)";
+    pub(super) const UNCONFINE: &str = "\
+Examples:
+  zot ext unconfine notes        run the installed extension notes unconfined again
+  zot ext unconfine ./my-ext     a folder";
     pub(super) const TRUST: &str = "\
 Examples:
   zot ext trust

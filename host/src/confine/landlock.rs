@@ -1,0 +1,107 @@
+//! The Landlock half: the kernel's ABI, what it can enforce, and the ruleset.
+
+use super::{ConfineError, Network, Policy, Rule};
+use landlock::{
+    path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+};
+
+/// The Landlock ABI whose rights are asked: files (with `refer`, `truncate`, device
+/// `ioctl`), TCP ports (4), abstract UNIX sockets and signals (6).
+const TARGET: ABI = ABI::V6;
+
+/// The Landlock ABI of this kernel: 0 when it has none (not built in, or disabled).
+pub(super) fn kernel_abi() -> i64 {
+    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
+    // returns the ABI version.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    version.max(0)
+}
+
+/// Each rule, and whether a kernel of Landlock ABI `abi` enforces it.
+pub(super) fn report(abi: i64, network: &Network) -> Vec<Rule> {
+    let needs = |what: &'static str, min: i64| Rule {
+        what,
+        not_enforced: (abi < min).then(|| {
+            if abi == 0 {
+                "this kernel has no Landlock".to_string()
+            } else {
+                format!("needs Landlock ABI {min}, this kernel has {abi}")
+            }
+        }),
+    };
+    let mut rules = vec![
+        needs(
+            "files: read only the system and its folder, write only its data and temp dirs",
+            1,
+        ),
+        needs("files: no link or rename out of its folders", 2),
+        needs("files: no truncation outside its folders", 3),
+    ];
+    rules.push(match network {
+        Network::Off => Rule {
+            what: "network: no IP sockets (seccomp)",
+            not_enforced: None,
+        },
+        Network::TcpPorts(_) => needs("network: TCP connections to the granted ports only", 4),
+    });
+    rules.extend([
+        needs("devices: no ioctl", 5),
+        needs(
+            "no connection to abstract UNIX sockets outside, no signal to other processes",
+            6,
+        ),
+        needs("no connection to UNIX socket files outside its folders", 9),
+    ]);
+    rules
+}
+
+/// The ruleset for `policy`, created and filled (its descriptor is kept for the child).
+pub(super) fn ruleset(policy: &Policy) -> Result<RulesetCreated, ConfineError> {
+    let fail = |e: &dyn std::fmt::Display| ConfineError(format!("Landlock: {e}"));
+    let level = if policy.require {
+        CompatLevel::HardRequirement
+    } else {
+        CompatLevel::BestEffort
+    };
+    let ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(AccessFs::from_all(TARGET))
+        .and_then(|r| r.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp))
+        .and_then(|r| r.scope(Scope::from_all(TARGET)))
+        .and_then(|r| r.create())
+        .map_err(|e| fail(&e))?;
+    let mut ruleset = ruleset
+        .add_rules(path_beneath_rules(
+            &policy.read_only,
+            AccessFs::from_read(TARGET),
+        ))
+        .and_then(|r| {
+            r.add_rules(path_beneath_rules(
+                &policy.read_write,
+                AccessFs::from_all(TARGET),
+            ))
+        })
+        .and_then(|r| {
+            r.add_rules(path_beneath_rules(
+                &policy.devices,
+                AccessFs::ReadFile | AccessFs::WriteFile,
+            ))
+        })
+        .map_err(|e| fail(&e))?;
+    if let Network::TcpPorts(ports) = &policy.network {
+        for &port in ports {
+            ruleset = ruleset
+                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+                .map_err(|e| fail(&e))?;
+        }
+    }
+    Ok(ruleset)
+}

@@ -1,0 +1,292 @@
+//! Confinement of a classic extension (a subprocess) on Linux, without root: a Landlock
+//! ruleset (files, TCP ports, abstract sockets and signals) and a seccomp filter (what
+//! Landlock cannot filter: other socket families and types, `ptrace`, `io_uring`, TTY
+//! input injection), with `no_new_privs`. Its children inherit all of it.
+//!
+//! Everything that allocates or opens a path is done by [`Prepared::build`] in the host,
+//! before the fork; [`Prepared::apply_in_child`] only makes system calls, between fork and
+//! exec (`pre_exec`). What this kernel cannot enforce is in [`Prepared::report`], never
+//! pretended; with `require`, it is an error instead.
+
+mod env;
+mod from_grant;
+mod landlock;
+mod seccomp;
+
+pub use env::environment;
+pub use from_grant::policy_for;
+
+use std::path::PathBuf;
+
+/// What a confined extension may reach.
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    /// Read and execute: the system, the extension's own folder, a granted project dir.
+    pub read_only: Vec<PathBuf>,
+    /// Everything: its data dir and its private temp dir.
+    pub read_write: Vec<PathBuf>,
+    /// Device files it may read and write (no ioctl): `/dev/null`, `/dev/urandom`, …
+    pub devices: Vec<PathBuf>,
+    /// The network it may use.
+    pub network: Network,
+    /// Fail instead of reporting a rule this kernel cannot enforce.
+    pub require: bool,
+}
+
+/// The network of a confined extension.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Network {
+    /// No IP sockets at all.
+    #[default]
+    Off,
+    /// TCP connections to these ports only (Landlock ABI 4); no UDP, no raw sockets.
+    TcpPorts(Vec<u16>),
+}
+
+/// One rule and whether this kernel enforces it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub what: &'static str,
+    /// `None`: enforced; `Some(why)`: not enforced here.
+    pub not_enforced: Option<String>,
+}
+
+/// Why confinement could not be prepared or applied.
+#[derive(Debug)]
+pub struct ConfineError(pub String);
+
+impl std::fmt::Display for ConfineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfineError {}
+
+/// What every confined extension may read: the system (programs, libraries, `/etc`).
+/// Landlock only allows: `/etc` is whole, its secrets left to their file modes
+/// (`/etc/shadow` is not readable by a user).
+pub const SYSTEM: &[&str] = &[
+    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt",
+];
+
+/// The devices a program needs, read and write, no ioctl.
+pub const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/tty",
+];
+
+/// A confined start: the environment the extension gets instead of the host's, and the
+/// confinement applied between fork and exec.
+#[derive(Debug)]
+pub struct Confined {
+    pub env: Vec<(String, String)>,
+    pub prepared: Prepared,
+}
+
+/// What this kernel enforces of a confinement with `network`, and its Landlock ABI.
+pub fn kernel_report(network: &Network) -> (i64, Vec<Rule>) {
+    let abi = landlock::kernel_abi();
+    (abi, landlock::report(abi, network))
+}
+
+/// A confinement ready to be applied in a child: the Landlock ruleset's descriptor and
+/// the compiled seccomp program.
+pub struct Prepared {
+    ruleset: Option<::landlock::RulesetCreated>,
+    filter: seccompiler::BpfProgram,
+    require: bool,
+    report: Vec<Rule>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("filter_len", &self.filter.len())
+            .field("require", &self.require)
+            .field("report", &self.report)
+            .finish()
+    }
+}
+
+impl Prepared {
+    /// Builds the ruleset and the filter for `policy` (in the host, before the fork).
+    pub fn build(policy: &Policy) -> Result<Prepared, ConfineError> {
+        let abi = landlock::kernel_abi();
+        let report = landlock::report(abi, &policy.network);
+        if policy.require {
+            if let Some(rule) = report.iter().find(|r| r.not_enforced.is_some()) {
+                return Err(ConfineError(format!(
+                    "confinement is required, and this kernel cannot enforce: {} ({})",
+                    rule.what,
+                    rule.not_enforced.as_deref().unwrap_or_default()
+                )));
+            }
+        }
+        let ruleset = landlock::ruleset(policy)?;
+        let filter = seccomp::filter(&policy.network)?;
+        Ok(Prepared {
+            ruleset: Some(ruleset),
+            filter,
+            require: policy.require,
+            report,
+        })
+    }
+
+    /// The rules, each enforced or not on this kernel.
+    pub fn report(&self) -> &[Rule] {
+        &self.report
+    }
+
+    /// Confines the calling process: `no_new_privs`, the Landlock ruleset, the seccomp
+    /// filter. Called between fork and exec, it allocates nothing and takes no lock; an
+    /// error is a raw OS error, which makes the spawn fail.
+    pub fn apply_in_child(&mut self) -> std::io::Result<()> {
+        // SAFETY: prctl with constant arguments.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(ruleset) = self.ruleset.take() {
+            let status = ruleset
+                .restrict_self()
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+            if self.require && status.ruleset != ::landlock::RulesetStatus::FullyEnforced {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOTSUP));
+            }
+        }
+        seccompiler::apply_filter(&self.filter)
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EACCES))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    /// A scratch folder with a planted secret, a data dir and a folder outside both.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Scratch {
+            let dir =
+                std::env::temp_dir().join(format!("zot-confine-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            for sub in ["home/.ssh", "data", "outside", "tmp"] {
+                std::fs::create_dir_all(dir.join(sub)).unwrap();
+            }
+            std::fs::write(dir.join("home/.ssh/id_rsa"), "SECRET").unwrap();
+            std::os::unix::fs::symlink(dir.join("outside"), dir.join("data/out")).unwrap();
+            Scratch(dir)
+        }
+        fn policy(&self, network: Network) -> Policy {
+            Policy {
+                read_only: ["/usr", "/lib", "/lib64", "/bin", "/etc"]
+                    .into_iter()
+                    .map(PathBuf::from)
+                    .collect(),
+                read_write: vec![self.0.join("data"), self.0.join("tmp")],
+                devices: vec!["/dev/null".into(), "/dev/urandom".into()],
+                network,
+                require: false,
+            }
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Runs `python3 -c script` confined by `policy` (or not); its stdout.
+    fn python(policy: Option<&Policy>, script: &str) -> String {
+        let mut command = Command::new("python3");
+        command.arg("-c").arg(script);
+        if let Some(policy) = policy {
+            let mut prepared = Prepared::build(policy).expect("prepared");
+            // SAFETY: apply_in_child only makes system calls.
+            unsafe {
+                command.pre_exec(move || prepared.apply_in_child());
+            }
+        }
+        let out = command.output().expect("python3 runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    const PROBE: &str = r#"
+import os, socket, sys, ctypes
+root = sys.argv[1] if len(sys.argv) > 1 else os.environ["ROOT"]
+def tried(name, f):
+    try:
+        f(); print(name, "ok")
+    except Exception as e:
+        print(name, "denied", type(e).__name__)
+tried("read-usr", lambda: open("/usr/lib/os-release").read())
+tried("read-secret", lambda: open(root + "/home/.ssh/id_rsa").read())
+tried("write-data", lambda: open(root + "/data/x", "w").write("x"))
+tried("write-outside", lambda: open(root + "/outside/x", "w").write("x"))
+tried("write-dotdot", lambda: open(root + "/data/../outside/y", "w").write("x"))
+tried("write-symlink", lambda: open(root + "/data/out/z", "w").write("x"))
+tried("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+import subprocess
+sibling = subprocess.Popen(["sleep", "30"])
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.ptrace(16, sibling.pid, 0, 0)  # PTRACE_ATTACH a process outside the fence
+print("ptrace", "ok" if r == 0 else "denied")
+if r == 0:
+    libc.ptrace(17, sibling.pid, 0, 0)  # PTRACE_DETACH
+sibling.kill()
+"#;
+
+    fn lines(out: &str) -> Vec<&str> {
+        out.lines().collect()
+    }
+
+    #[test]
+    fn a_confined_child_reaches_only_what_its_policy_allows() {
+        if landlock::kernel_abi() < 6 {
+            panic!(
+                "this test needs Landlock ABI 6; the kernel has {}",
+                landlock::kernel_abi()
+            );
+        }
+        let scratch = Scratch::new("fence");
+        let root = scratch.0.display().to_string();
+        let script = PROBE.replace("os.environ[\"ROOT\"]", &format!("{root:?}"));
+        let free = python(None, &script);
+        let fenced = python(Some(&scratch.policy(Network::Off)), &script);
+        assert_eq!(
+            lines(&free),
+            [
+                "read-usr ok",
+                "read-secret ok",
+                "write-data ok",
+                "write-outside ok",
+                "write-dotdot ok",
+                "write-symlink ok",
+                "udp ok",
+                "ptrace ok",
+            ],
+            "unconfined, everything is reachable"
+        );
+        assert_eq!(
+            lines(&fenced),
+            [
+                "read-usr ok",
+                "read-secret denied PermissionError",
+                "write-data ok",
+                "write-outside denied PermissionError",
+                "write-dotdot denied PermissionError",
+                "write-symlink denied PermissionError",
+                "udp denied PermissionError",
+                "ptrace denied",
+            ]
+        );
+    }
+}
