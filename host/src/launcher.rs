@@ -324,14 +324,13 @@ fn confinement(
     program: &Path,
     data_dir: &Path,
 ) -> Result<Option<crate::confine::Confined>, StartError> {
-    let Request {
-        manifest: m,
-        dir,
-        identity,
-        context,
-        log,
-        run_grant,
-    } = request;
+    let (m, dir, identity, context, log) = (
+        request.manifest,
+        request.dir,
+        request.identity,
+        request.context,
+        request.log,
+    );
     let home = context.home;
     match sandbox::grants::load(home, identity) {
         Ok(Some(grant)) if grant.confine => {}
@@ -344,8 +343,15 @@ fn confinement(
     }
     let digest = crate::trust::digest(dir, Some(m))
         .map_err(|e| StartError::Confine(format!("its files cannot be read: {e}")))?;
-    let (decision, state) =
-        sandbox::policy::for_manifest(home, identity, m, context.cwd, &digest, *run_grant, log);
+    let (decision, state) = sandbox::policy::for_manifest(
+        home,
+        identity,
+        m,
+        context.cwd,
+        &digest,
+        request.run_grant,
+        log,
+    );
     match state {
         sandbox::GrantState::Applied(_) => {}
         sandbox::GrantState::Stale(_) | sandbox::GrantState::None => {

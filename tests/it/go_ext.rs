@@ -142,17 +142,9 @@ pub(crate) fn go_hello_wasm() -> PathBuf {
 /// interceptor (a call with "rm -rf" in its arguments blocked, another allowed).
 pub(crate) fn go_hello_script() -> Vec<Step> {
     let echoed = json!({"text": "héllo ✓ \"quoted\" <tag> & \\ back", "n": [1, 2.5, null]});
-    let bash = |id: &str, command: &str| {
-        json!({"event": "tool_call", "tool_id": id, "tool_name": "bash",
-               "tool_args": {"command": command}})
-    };
+    let bash = bash_call;
     vec![
-        step(
-            "emit",
-            json!({"event": {"event": "session_start"}}),
-            1,
-            json!({"delivered": 1}),
-        ),
+        session_start_step(),
         step(
             "invoke_command",
             json!({"name": "go-hello", "args": "Ada"}),

@@ -503,19 +503,11 @@ fn a_panel_opens_redraws_on_a_key_and_closes() {
 /// note), the tool (text, structured content, an error), the interceptors (block,
 /// rewrite, allow; a replaced text) and the panel.
 fn script() -> Vec<Step> {
-    let bash = |id: &str, command: &str| {
-        json!({"event": "tool_call", "tool_id": id, "tool_name": "bash",
-               "tool_args": {"command": command}})
-    };
+    let bash = bash_call;
     let key = |k: &str| json!({"extension": NAME, "panel_id": "count", "key": k, "text": k});
     let said = |text: &str| json!({"event": "assistant_message", "text": text});
     vec![
-        step(
-            "emit",
-            json!({"event": {"event": "session_start"}}),
-            1,
-            json!({"delivered": 1}),
-        ),
+        session_start_step(),
         step(
             "invoke_command",
             json!({"name": "hello", "args": "Ada"}),

@@ -1159,6 +1159,22 @@ pub struct Step {
     pub expect: Value,
 }
 
+/// The `intercept` request of a bash tool call `id` running `command`.
+pub fn bash_call(id: &str, command: &str) -> Value {
+    json!({"event": "tool_call", "tool_id": id, "tool_name": "bash",
+           "tool_args": {"command": command}})
+}
+
+/// `session_start` emitted, delivered to one extension, which answers with one event.
+pub fn session_start_step() -> Step {
+    step(
+        "emit",
+        json!({"event": {"event": "session_start"}}),
+        1,
+        json!({"delivered": 1}),
+    )
+}
+
 pub fn step(ty: &'static str, fields: Value, events: usize, expect: Value) -> Step {
     Step {
         ty,

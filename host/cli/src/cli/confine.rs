@@ -3,9 +3,10 @@
 //! its files; it runs confined, with what is granted in the grant's words, or not at all.
 
 use super::error::{CliError, Context as _};
-use super::resolve::{copy_at, resolve, ScopeArgs};
+use super::grant::locate_dir;
+use super::resolve::ScopeArgs;
 use super::terminal::cwd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use zot_host::manage::grants;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::{Launch, Manifest};
@@ -74,20 +75,4 @@ fn set(home: &ZotHome, cwd: &Path, args: &ConfineArgs, on: bool) -> Result<(), S
         }
     }
     Ok(())
-}
-
-/// The folder `target` names: a directory, or an installed name (then also which copy).
-fn locate_dir(
-    home: &ZotHome,
-    cwd: &Path,
-    target: &str,
-    scope: ScopeArgs,
-) -> Result<(PathBuf, Option<String>), String> {
-    let path = cwd.join(target);
-    if path.join("extension.json").is_file() {
-        return Ok((path, None));
-    }
-    let (dir, scope) = resolve(home, cwd, target, scope.scope())?;
-    let copy = copy_at(&dir, scope);
-    Ok((dir, Some(copy)))
 }

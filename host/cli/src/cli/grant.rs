@@ -93,7 +93,7 @@ pub(crate) fn revoke_in(
 
 /// The folder `target` names: a directory, or an installed name (then also which copy,
 /// in words).
-fn locate_dir(
+pub(crate) fn locate_dir(
     home: &ZotHome,
     cwd: &Path,
     target: &str,
