@@ -1,14 +1,45 @@
-//! Confined classic extensions (`zot ext confine`): a hostile Python extension tries to
-//! read a planted secret and `$ZOT_HOME/grants`, to write outside its data dir, to open
-//! UDP and TCP sockets, to trace a process, and a child of it reads the secret. Unconfined
-//! it can do all of it (the test proves the fence, not the absence of the files);
-//! confined, none, and its environment is the documented base. A change to its files
-//! stops it from starting until it is confined again; `unconfine` lifts it.
+//! Confined classic extensions (`zot ext confine`): a hostile extension, in Python and
+//! as a static Go binary (no libc, raw system calls), tries to read a planted secret,
+//! `/etc/shadow`, `$ZOT_HOME/grants` and the host's environment; to write outside its
+//! data dir directly, through `..`, `/proc/self/root`, a hard link to an outside file and
+//! a symlink it makes, and by renaming a file out; to open UDP, TCP and `io_uring`; to
+//! signal and trace the host and trace a sibling; and a child of it reads the secret.
+//! Unconfined it can do all of it (the test proves the fence, not the absence of the
+//! files); confined, none, and its environment is the documented base. A change to its
+//! files stops it from starting until it is confined again, also at a `reload` of a
+//! `zot host` session, after which a confined one is still confined; `unconfine` lifts it.
 
 use crate::common::*;
 use serde_json::{json, Value};
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// What a hostile probe tries, each denied when it is confined and "ok" when not.
+const ATTACKS: &[&str] = &[
+    "read secret",
+    "read shadow",
+    "read grants",
+    "read host environ",
+    "write outside",
+    "write via ..",
+    "write via /proc/self/root",
+    "hard link in",
+    "symlink out",
+    "rename out",
+    "udp socket",
+    "tcp connect",
+    "io_uring",
+    "signal parent",
+    "ptrace parent",
+    "ptrace sibling",
+    "child reads secret",
+];
+
+/// What a confined probe may do.
+const ALLOWED: &[&str] = &["write data dir", "write temp dir"];
+
+/// What a planted file outside holds, and must still hold after a confined probe.
+const PLANTED: &str = "planted outside\n";
 
 /// `zot ext call <dir> probe` with the planted paths; the probe's answers.
 fn probe(home: &Path, cwd: &Path, dir: &Path, args: &Value) -> Result<Value, String> {
@@ -31,41 +62,183 @@ fn probe(home: &Path, cwd: &Path, dir: &Path, args: &Value) -> Result<Value, Str
     Ok(serde_json::from_str(first_text(&result).as_str()).unwrap())
 }
 
-#[test]
-fn a_confined_classic_extension_cannot_get_out_and_an_unconfined_one_can() {
+/// A scratch world for a hostile extension: a `ZOT_HOME` (`home`) with a grants folder, a
+/// project (`cwd`), a secret in `user/.ssh`, a folder `outside` with a planted file, a
+/// TCP listener, and the extension (copied from `tests/extensions/<source>`) in
+/// `hostile/`.
+struct World {
+    _scratch: TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    cwd: PathBuf,
+    ext: PathBuf,
+    _listener: TcpListener,
+    args: Value,
+}
+
+impl World {
+    fn new(tag: &str, source: &str) -> World {
+        let scratch = TempDir::new(tag);
+        let root = scratch.path().to_path_buf();
+        // `home` and `cwd` as a `HostBuilder::in_dir(root)` lays them out.
+        let (home, cwd) = (root.join("home"), root.join("cwd"));
+        for dir in [&home, &cwd, &root.join("user/.ssh"), &root.join("outside")] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let secret = root.join("user/.ssh/id_rsa");
+        std::fs::write(&secret, "PRIVATE KEY").unwrap();
+        std::fs::create_dir_all(home.join("grants")).unwrap();
+        let ext = root.join("hostile");
+        copy_dir(&workspace().join("tests/extensions").join(source), &ext);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let args = json!({
+            "secret": secret, "grants": home.join("grants"), "outside": root.join("outside"),
+            "planted": root.join("outside/planted"),
+            "port": listener.local_addr().unwrap().port(),
+        });
+        let world = World {
+            _scratch: scratch,
+            root,
+            home,
+            cwd,
+            ext,
+            _listener: listener,
+            args,
+        };
+        world.reset_outside();
+        world
+    }
+
+    fn probe(&self) -> Result<Value, String> {
+        probe(&self.home, &self.cwd, &self.ext, &self.args)
+    }
+
+    fn zot(&self, args: &[&str]) -> std::process::Output {
+        zot(&self.home, &self.cwd, args)
+    }
+
+    fn confine(&self) -> String {
+        let out = self.zot(&["confine", self.ext.to_str().unwrap()]);
+        assert_ok(&out);
+        stdout(&out)
+    }
+
+    /// `outside` holds only the planted file, as planted; nothing escaped the data dirs'
+    /// folder (`write via ..`).
+    fn reset_outside(&self) {
+        let outside = self.root.join("outside");
+        std::fs::remove_dir_all(&outside).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("planted"), PLANTED).unwrap();
+        let _ = std::fs::remove_file(self.home.join("data/@path/escaped"));
+    }
+
+    /// Nothing was written outside since [`World::reset_outside`].
+    fn assert_outside_untouched(&self) {
+        let outside = self.root.join("outside");
+        let mut names: Vec<String> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort_unstable();
+        assert_eq!(names, ["planted"], "written in {}", outside.display());
+        assert_eq!(
+            std::fs::read_to_string(outside.join("planted")).unwrap(),
+            PLANTED,
+            "the planted file was written"
+        );
+        assert!(
+            !self.home.join("data/@path/escaped").exists(),
+            "written beside its data dir"
+        );
+    }
+}
+
+/// Unconfined, every attack works (so that a denial, confined, is the fence's).
+#[track_caller]
+fn assert_free(free: &Value) {
+    let refused: Vec<String> = ATTACKS
+        .iter()
+        .chain(ALLOWED)
+        .filter(|what| free[**what] != "ok")
+        .map(|what| format!("{what}: {}", free[*what]))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "unconfined, these do not work: {refused:#?}\n{free}"
+    );
+}
+
+/// The attacks that were not denied, confined: each probe's are added (and printed) as
+/// it comes, so that the rest of a test still runs, and the test fails at its end with
+/// all of them ([`GotOut::assert_none`]).
+#[derive(Default)]
+struct GotOut(Vec<String>);
+
+impl GotOut {
+    /// Confined (`when`), every attack is denied and its own folders are writable.
+    #[track_caller]
+    fn check(&mut self, when: &str, fenced: &Value) {
+        for what in ATTACKS {
+            if !fenced[*what].as_str().unwrap_or("").starts_with("denied") {
+                let got_out = format!("{when}, {what}: {}", fenced[*what]);
+                println!("NOT DENIED: {got_out}");
+                self.0.push(got_out);
+            }
+        }
+        for what in ALLOWED {
+            assert_eq!(fenced[*what], "ok", "{when}, {what}: {fenced}");
+        }
+    }
+
+    #[track_caller]
+    fn assert_none(self) {
+        assert!(
+            self.0.is_empty(),
+            "confined, these were not denied: {:#?}",
+            self.0
+        );
+    }
+}
+
+/// The documented base: PATH, HOME, TMPDIR, and the locale and terminal the host has
+/// (`LC_CTYPE` but for Python, which sets it itself).
+fn base_env(with_lc_ctype: bool) -> Value {
+    let mut base = vec!["HOME", "PATH", "TMPDIR"];
+    let mut passed = vec!["LANG", "LC_ALL", "LC_MESSAGES", "TERM", "TZ"];
+    if with_lc_ctype {
+        passed.push("LC_CTYPE");
+    }
+    for name in passed {
+        if std::env::var_os(name).is_some() {
+            base.push(name);
+        }
+    }
+    base.sort_unstable();
+    json!(base)
+}
+
+/// The Landlock ABI of this kernel, printed; the tests need 6.
+fn landlock_abi() -> i64 {
     let abi = zot_host::confine::kernel_report(&Default::default()).0;
     println!("Landlock ABI of this kernel: {abi}");
     assert!(
         abi >= 6,
         "this test needs Landlock ABI 6 (this kernel: {abi})"
     );
-    let scratch = TempDir::new("confine");
-    let root = scratch.path();
-    let (home, cwd) = (root.join("zot-home"), root.join("project"));
-    for dir in [&home, &cwd, &root.join("user/.ssh"), &root.join("outside")] {
-        std::fs::create_dir_all(dir).unwrap();
-    }
-    let secret = root.join("user/.ssh/id_rsa");
-    std::fs::write(&secret, "PRIVATE KEY").unwrap();
-    std::fs::create_dir_all(home.join("grants")).unwrap();
-    let ext = root.join("hostile");
-    copy_dir(&workspace().join("tests/extensions/hostile-py"), &ext);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let args = json!({
-        "secret": secret, "grants": home.join("grants"), "outside": root.join("outside"),
-        "port": listener.local_addr().unwrap().port(),
-    });
+    abi
+}
 
-    let free = probe(&home, &cwd, &ext, &args).unwrap();
-    for (what, answer) in free.as_object().unwrap() {
-        if what != "env" {
-            assert_eq!(answer, "ok", "unconfined, {what} works: {free}");
-        }
-    }
+#[test]
+fn a_confined_classic_extension_cannot_get_out_and_an_unconfined_one_can() {
+    landlock_abi();
+    let world = World::new("confine", "hostile-py");
 
-    let out = zot(&home, &cwd, &["confine", ext.to_str().unwrap()]);
-    assert_ok(&out);
-    let said = stdout(&out);
+    let free = world.probe().unwrap();
+    assert_free(&free);
+    world.reset_outside();
+
+    let said = world.confine();
     println!("{said}");
     assert!(said.contains("hostile is confined"), "{said}");
     assert!(
@@ -73,59 +246,164 @@ fn a_confined_classic_extension_cannot_get_out_and_an_unconfined_one_can() {
         "{said}"
     );
 
-    let fenced = probe(&home, &cwd, &ext, &args).unwrap();
-    for what in [
-        "read secret",
-        "read grants",
-        "write outside",
-        "write via ..",
-        "udp socket",
-        "tcp connect",
-        "ptrace",
-        "child reads secret",
-    ] {
-        let answer = fenced[what].as_str().unwrap_or_default();
-        assert!(answer.starts_with("denied"), "confined, {what}: {fenced}");
-    }
-    for what in ["write data dir", "write temp dir"] {
-        assert_eq!(fenced[what], "ok", "confined, {what}: {fenced}");
-    }
-    // The documented base: PATH, HOME, TMPDIR, and the locale and terminal the host has.
-    let mut base = vec!["HOME", "PATH", "TMPDIR"];
-    for name in ["LANG", "LC_ALL", "LC_MESSAGES", "TERM", "TZ"] {
-        if std::env::var_os(name).is_some() {
-            base.push(name);
-        }
-    }
-    base.sort_unstable();
-    assert_eq!(fenced["env"], json!(base), "{fenced}");
+    let mut got_out = GotOut::default();
+    let fenced = world.probe().unwrap();
+    println!("confined: {fenced}");
+    got_out.check("confined", &fenced);
+    world.assert_outside_untouched();
+    assert_eq!(fenced["env"], base_env(false), "{fenced}");
 
     // A change to its files: it does not start, confined or not, until confined again.
-    let main = ext.join("main.py");
+    let main = world.ext.join("main.py");
     let mut code = std::fs::read_to_string(&main).unwrap();
     code.push_str("\n# changed\n");
     std::fs::write(&main, code).unwrap();
-    let refused = probe(&home, &cwd, &ext, &args).unwrap_err();
+    let refused = world.probe().unwrap_err();
     assert!(
         refused.contains("not started unconfined: it changed since it was confined"),
         "{refused}"
     );
-    assert_ok(&zot(&home, &cwd, &["confine", ext.to_str().unwrap()]));
-    let again = probe(&home, &cwd, &ext, &args).unwrap();
+    world.confine();
+    let again = world.probe().unwrap();
     assert!(
         again["read secret"].as_str().unwrap().starts_with("denied"),
         "{again}"
     );
 
-    let out = zot(&home, &cwd, &["unconfine", ext.to_str().unwrap()]);
+    let out = world.zot(&["unconfine", world.ext.to_str().unwrap()]);
     assert_ok(&out);
     assert!(
         stdout(&out).contains("no longer confined"),
         "{}",
         text(&out)
     );
-    let free = probe(&home, &cwd, &ext, &args).unwrap();
+    let free = world.probe().unwrap();
     assert_eq!(free["read secret"], "ok", "{free}");
+    got_out.assert_none();
+}
+
+/// `tests/extensions/hostile-go` built with the pinned Go into `dir` (a copy of the
+/// folder): `dir/hostile`, a static executable (`CGO_ENABLED=0`: no libc, no loader). Its
+/// source is kept `gofmt`-clean.
+fn build_hostile_go(dir: &Path) {
+    let started = std::time::Instant::now();
+    let out = crate::go_ext::go_command(crate::go_ext::go())
+        .args(["build", "-trimpath", "-o", "hostile", "."])
+        .current_dir(dir)
+        .output()
+        .expect("go runs");
+    assert!(
+        out.status.success(),
+        "go build of hostile-go failed ({}):\n{}",
+        out.status,
+        text(&out)
+    );
+    println!("built hostile-go in {:.1?}", started.elapsed());
+    let gofmt = crate::go_ext::go().with_file_name("gofmt");
+    let out = crate::go_ext::go_command(&gofmt)
+        .args(["-l", "."])
+        .current_dir(dir)
+        .output()
+        .expect("gofmt runs");
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "gofmt -l: {}",
+        text(&out)
+    );
+    let binary = std::fs::read(dir.join("hostile")).unwrap();
+    assert!(binary.starts_with(b"\x7fELF"), "not an ELF executable");
+    assert!(
+        !binary.windows(8).any(|w| w == b"ld-linux"),
+        "hostile-go is not static: it names a dynamic loader"
+    );
+}
+
+/// The same attacks from a static binary that needs no libc and makes its system calls
+/// itself (`syscall.RawSyscall6(SYS_PTRACE, PTRACE_SEIZE, …)`, `io_uring_setup`, …).
+#[test]
+fn a_confined_static_go_binary_cannot_get_out_and_an_unconfined_one_can() {
+    landlock_abi();
+    let world = World::new("confine-go", "hostile-go");
+    build_hostile_go(&world.ext);
+
+    let free = world.probe().unwrap();
+    assert_free(&free);
+    world.reset_outside();
+
+    let said = world.confine();
+    assert!(said.contains("hostile is confined"), "{said}");
+    let mut got_out = GotOut::default();
+    let fenced = world.probe().unwrap();
+    println!("confined: {fenced}");
+    got_out.check("confined", &fenced);
+    world.assert_outside_untouched();
+    assert_eq!(fenced["env"], base_env(true), "{fenced}");
+
+    // The binary is part of what was confined: a new build does not start.
+    let binary = world.ext.join("hostile");
+    let mut bytes = std::fs::read(&binary).unwrap();
+    bytes.extend_from_slice(b"\0changed");
+    std::fs::write(&binary, bytes).unwrap();
+    let refused = world.probe().unwrap_err();
+    assert!(
+        refused.contains("not started unconfined: it changed since it was confined"),
+        "{refused}"
+    );
+    got_out.assert_none();
+}
+
+/// In a `zot host` session: a confined extension is started confined again by `reload`
+/// (a new process, still fenced), and one changed on disk since it was confined is not
+/// started by it.
+#[test]
+fn a_reload_starts_a_confined_extension_confined_and_a_changed_one_not_at_all() {
+    landlock_abi();
+    let world = World::new("confine-reload", "hostile-py");
+    let said = world.confine();
+    assert!(said.contains("hostile is confined"), "{said}");
+    // The session's ZOT_HOME is the world's: the grant made by `confine` is the one read.
+    let mut b = HostBuilder::in_dir(&world.root);
+    b.ext_path(&world.ext);
+    let host = b.start();
+    let ready = host.ready_event();
+    assert_eq!(ready["extensions"], json!(["hostile"]), "{ready}");
+
+    let call = |host: &Host| -> Value {
+        let data = host.call_tool("probe", world.args.clone());
+        serde_json::from_str(&first_text(&data)).unwrap()
+    };
+    let mut got_out = GotOut::default();
+    let first = call(&host);
+    got_out.check("confined, in a session", &first);
+    world.assert_outside_untouched();
+
+    let report = host.ok("reload", json!({}));
+    println!("reload: {report}");
+    assert_eq!(report["errors"], json!([]), "{report}");
+    assert_eq!(report["ready"], json!(["hostile"]), "{report}");
+    let second = call(&host);
+    assert_ne!(first["pid"], second["pid"], "reload started it again");
+    got_out.check("confined, after a reload", &second);
+    world.assert_outside_untouched();
+
+    let main = world.ext.join("main.py");
+    let mut code = std::fs::read_to_string(&main).unwrap();
+    code.push_str("\n# changed\n");
+    std::fs::write(&main, code).unwrap();
+    let report = host.ok("reload", json!({}));
+    println!("reload after a change: {report}");
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{report}");
+    assert_eq!(errors[0]["extension"], "hostile", "{report}");
+    let error = errors[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("not started unconfined: it changed since it was confined"),
+        "{report}"
+    );
+    let refused = host.fails("call_tool", json!({"name": "probe", "args": world.args}));
+    println!("probe after it: {refused}");
+    host.shutdown();
+    got_out.assert_none();
 }
 
 /// An unconfined run may have replaced its data dir by a link (to the home folder):

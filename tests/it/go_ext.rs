@@ -52,7 +52,7 @@ pub(crate) fn go() -> &'static Path {
 
 /// `go` with everything it writes kept in `<target>/tmp/go-state/`, and nothing of the
 /// caller's Go settings.
-fn go_command(go: &Path) -> Command {
+pub(crate) fn go_command(go: &Path) -> Command {
     let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-state");
     let mut cmd = Command::new(go);
     for var in ["GOROOT", "GOOS", "GOARCH", "GOFLAGS", "GOENV", "GOWORK"] {

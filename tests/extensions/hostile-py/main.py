@@ -1,6 +1,8 @@
 """A hostile classic extension: its tool `probe` tries what a confined extension must not
 do and says, for each, "ok" or "denied <error>". The paths come in the tool's arguments
-(the test plants them); a forked child tries the secret too."""
+(the test plants them); a child process tries the secret too. (tests/extensions/hostile-go
+tries the same from a static binary, with raw system calls.)"""
+import ctypes
 import json
 import os
 import socket
@@ -26,27 +28,84 @@ def write(path):
         f.write("x")
 
 
+def hard_link(planted, home):
+    """Links the planted file outside into the data dir, then writes through it."""
+    link = home + "/link"
+    if os.path.lexists(link):
+        os.remove(link)
+    os.link(planted, link)
+    with open(link, "a") as f:
+        f.write("written through a hard link\n")
+
+
+def symlink_out(outside, home):
+    """Makes a link in the data dir to the folder outside and writes through it."""
+    link = home + "/out"
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink(outside, link)
+    write(link + "/via-symlink")
+
+
+def rename_out(outside, home):
+    write(home + "/moving")
+    os.rename(home + "/moving", outside + "/moved")
+
+
+def io_uring(libc):
+    params = ctypes.create_string_buffer(120)
+    fd = libc.syscall(425, 1, params)  # io_uring_setup
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "io_uring_setup")
+    os.close(fd)
+
+
+def trace_once(libc, pid):
+    """PTRACE_SEIZE `pid` (which does not stop it) in a forked child that then exits: a
+    tracer's exit detaches its tracees, so `pid` is never left stopped."""
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if libc.ptrace(0x4206, pid, None, None) == 0 else 1)
+    return "ok" if os.waitpid(child, 0)[1] == 0 else "denied"
+
+
 def probe(a):
-    child = subprocess.run(["cat", a["secret"]], capture_output=True)
+    home, parent = os.environ["HOME"], os.getppid()
+    outside = a["outside"]
+    planted = a.get("planted", outside + "/planted")
+    # The child reads /etc/passwd, then the secret: "denied" only when it ran.
+    child = subprocess.run(["cat", "/etc/passwd", a["secret"]], capture_output=True)
+    child_reads = "ok" if child.returncode == 0 else (
+        "denied" if b"root:" in child.stdout else "not run " + repr(child.stderr))
     sibling = subprocess.Popen(["sleep", "30"])
-    import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     traced = libc.ptrace(16, sibling.pid, 0, 0)  # PTRACE_ATTACH
     if traced == 0:
         libc.ptrace(17, sibling.pid, 0, 0)  # PTRACE_DETACH
     sibling.kill()
+    sibling.wait()
     return {
         "read secret": tried(lambda: open(a["secret"]).read()),
+        "read shadow": tried(lambda: open("/etc/shadow").read()),
         "read grants": tried(lambda: os.listdir(a["grants"])),
-        "write outside": tried(lambda: write(a["outside"] + "/x")),
-        "write via ..": tried(lambda: write(os.environ["HOME"] + "/../escaped")),
-        "write data dir": tried(lambda: write(os.environ["HOME"] + "/mine")),
+        "read host environ": tried(lambda: open("/proc/%d/environ" % parent, "rb").read()),
+        "write outside": tried(lambda: write(outside + "/x")),
+        "write via ..": tried(lambda: write(home + "/../escaped")),
+        "write via /proc/self/root": tried(lambda: write("/proc/self/root" + outside + "/procroot")),
+        "hard link in": tried(lambda: hard_link(planted, home)),
+        "symlink out": tried(lambda: symlink_out(outside, home)),
+        "rename out": tried(lambda: rename_out(outside, home)),
+        "write data dir": tried(lambda: write(home + "/mine")),
         "write temp dir": tried(lambda: write(os.environ.get("TMPDIR", "/tmp") + "/t")),
-        "udp socket": tried(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)),
+        "udp socket": tried(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()),
         "tcp connect": tried(lambda: socket.create_connection(("127.0.0.1", a["port"]), 5).close()),
-        "ptrace": "ok" if traced == 0 else "denied",
-        "child reads secret": "ok" if child.returncode == 0 else "denied",
+        "io_uring": tried(lambda: io_uring(libc)),
+        "signal parent": tried(lambda: os.kill(parent, 0)),
+        "ptrace parent": trace_once(libc, parent),
+        "ptrace sibling": "ok" if traced == 0 else "denied",
+        "child reads secret": child_reads,
         "env": sorted(k for k in os.environ if k not in ("LC_CTYPE",)),
+        "pid": os.getpid(),
     }
 
 
