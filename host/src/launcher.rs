@@ -352,15 +352,15 @@ fn confinement(
         request.run_grant,
         log,
     );
-    match state {
-        sandbox::GrantState::Applied(_) => {}
+    let granted = match state {
+        sandbox::GrantState::Applied(grant) => grant.caps,
         sandbox::GrantState::Stale(_) | sandbox::GrantState::None => {
             return Err(StartError::Confine(format!(
                 "it changed since it was confined: `zot ext confine {}` to review",
                 m.name
             )))
         }
-    }
+    };
     // The rules are bound to what a path resolves to: a data dir an unconfined run
     // replaced by a link (to the home folder, say) would be granted where it leads.
     let data_root = crate::paths::real(&home.root().join("data"));
@@ -379,12 +379,18 @@ fn confinement(
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)
         .map_err(|e| StartError::Confine(format!("cannot make its temp dir: {e}")))?;
-    let (policy, env) = crate::confine::policy_for(
-        &decision.policy,
-        dir,
+    let place = crate::confine::Place {
+        ext_dir: dir,
         program,
         data_dir,
-        &tmp,
+        tmp_dir: &tmp,
+    };
+    let in_force = |limit: sandbox::Limit| limit.in_force_confined(&m.limits.caps, &granted);
+    let disk_mb = in_force(sandbox::Limit::Disk);
+    let (policy, env) = crate::confine::policy_for(
+        &decision.policy,
+        &place,
+        (in_force(sandbox::Limit::Memory), disk_mb),
         false,
         |name| std::env::var(name).ok(),
     );
@@ -396,7 +402,14 @@ fn confinement(
             Some(why) => log.warn(&format!("not enforced: {} ({why})", rule.what)),
         }
     }
-    Ok(Some(crate::confine::Confined { env, prepared }))
+    Ok(Some(crate::confine::Confined {
+        env,
+        prepared,
+        disk: Some(crate::confine::DiskQuota {
+            dir: data_dir.to_path_buf(),
+            mb: disk_mb,
+        }),
+    }))
 }
 
 /// A component in the sandbox, with what the manifest asks and the user granted for

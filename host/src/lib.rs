@@ -87,6 +87,7 @@
 
 // What an embedding agent uses: the host, its configuration, what it reports.
 pub use budget::Timeouts;
+pub use confine_view::{ConfineView, RuleView};
 pub use discovery::Source;
 pub use events::HostEvent;
 pub use extension::{CallError, Phase, ReadyBy, Status, EVENT_QUEUE};
@@ -120,6 +121,7 @@ mod architecture_doc;
 mod budget;
 mod caps;
 mod component;
+mod confine_view;
 mod discovery;
 mod events;
 mod extension;

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 /// The largest memory limit a manifest may ask for.
 pub const MAX_MEMORY_MB: u64 = 4096;
 
+/// The memory of a confined classic extension that asks for none, MiB.
+pub const CONFINED_MEMORY_MB: u64 = 1024;
+
 /// One kind of host-side cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Limit {
@@ -121,6 +124,26 @@ impl Limit {
     /// In force: what is asked, but no more than what is granted.
     pub fn in_force(self, asked: &Caps, granted: &Caps) -> u64 {
         self.asked(asked).min(self.granted(granted))
+    }
+
+    /// Its default for a confined classic extension: memory is the process's data
+    /// (`RLIMIT_DATA`), [`CONFINED_MEMORY_MB`], since a native runtime needs more than a
+    /// component's linear memory; the others as for a component.
+    pub const fn confined_default(self) -> u64 {
+        match self {
+            Limit::Memory => CONFINED_MEMORY_MB,
+            Limit::Disk | Limit::Resources | Limit::HttpRequests | Limit::FieldKib => {
+                self.spec().default
+            }
+        }
+    }
+
+    /// In force for a confined classic extension: as [`Limit::in_force`], from
+    /// [`Limit::confined_default`].
+    pub fn in_force_confined(self, asked: &Caps, granted: &Caps) -> u64 {
+        let default = self.confined_default();
+        let granted = granted.get(self).unwrap_or(default).max(default);
+        asked.get(self).unwrap_or(default).min(granted)
     }
 
     /// Parses a value the user grants: 1 to the limit's max.

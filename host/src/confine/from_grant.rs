@@ -2,25 +2,38 @@
 //! words: the decision of `sandbox::policy` (data dir, `read:cwd`, `env:NAME`, `http`
 //! entries) becomes Landlock paths, TCP ports and the environment.
 
-use super::{Network, Policy, DEVICES, SYSTEM};
+use super::{Network, Policy, DEVICES};
 use crate::sandbox::Policy as Decided;
 use std::path::{Path, PathBuf};
 
-/// The confinement of an extension in `ext_dir` running `program`, with `decided` (its
-/// grant as for a component), `data_dir` (its own, always writable and its `HOME`, as a
-/// classic extension's data dir is always given) and `tmp_dir` (its private temp dir,
-/// made by the caller); and the environment it gets. A granted `http://host:port` is
-/// only its port: Landlock filters TCP by port, not by name.
+/// Where a confined extension lives: its folder, its program, its data dir (always
+/// writable and its `HOME`, as a classic extension's data dir is always given) and its
+/// private temp dir (made by the caller).
+pub struct Place<'a> {
+    pub ext_dir: &'a Path,
+    pub program: &'a Path,
+    pub data_dir: &'a Path,
+    pub tmp_dir: &'a Path,
+}
+
+/// The confinement of an extension at `place`, with `decided` (its grant as for a
+/// component) and `memory_mb` and `disk_mb` in force for it; and the environment it
+/// gets. A granted `http://host:port` is only its port: Landlock filters TCP by port,
+/// not by name.
 pub fn policy_for(
     decided: &Decided,
-    ext_dir: &Path,
-    program: &Path,
-    data_dir: &Path,
-    tmp_dir: &Path,
+    place: &Place<'_>,
+    (memory_mb, disk_mb): (u64, u64),
     require: bool,
     host_env: impl Fn(&str) -> Option<String>,
 ) -> (Policy, Vec<(String, String)>) {
-    let mut read_only: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+    let Place {
+        ext_dir,
+        program,
+        data_dir,
+        tmp_dir,
+    } = *place;
+    let mut read_only = super::system::paths();
     read_only.push(ext_dir.to_path_buf());
     // A program outside the system folders (a venv, ~/.local/bin): its folder, read-only.
     if let Some(folder) = program.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -33,7 +46,7 @@ pub fn policy_for(
     let mut ports: Vec<u16> = decided
         .http
         .iter()
-        .map(|h| h.port.unwrap_or(if h.scheme == "https" { 443 } else { 80 }))
+        .map(crate::caps::HostPattern::port_or_default)
         .collect();
     ports.sort_unstable();
     ports.dedup();
@@ -49,6 +62,8 @@ pub fn policy_for(
             read_write,
             devices: DEVICES.iter().map(PathBuf::from).collect(),
             network,
+            memory_mb: Some(memory_mb),
+            file_mb: Some(disk_mb),
             require,
         },
         env,

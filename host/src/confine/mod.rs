@@ -12,9 +12,11 @@ mod env;
 mod from_grant;
 mod landlock;
 mod seccomp;
+mod system;
 
 pub use env::environment;
-pub use from_grant::policy_for;
+pub use from_grant::{policy_for, Place};
+pub use system::ETC_SECRETS;
 
 use std::path::PathBuf;
 
@@ -29,6 +31,11 @@ pub struct Policy {
     pub devices: Vec<PathBuf>,
     /// The network it may use.
     pub network: Network,
+    /// Its data memory (`RLIMIT_DATA`: heap and private writable mappings), MiB.
+    pub memory_mb: Option<u64>,
+    /// The largest file it may write (`RLIMIT_FSIZE`), MiB: its disk quota, which one
+    /// file cannot outgrow even between two measurements of its data dir.
+    pub file_mb: Option<u64>,
     /// Fail instead of reporting a rule this kernel cannot enforce.
     pub require: bool,
 }
@@ -63,13 +70,6 @@ impl std::fmt::Display for ConfineError {
 
 impl std::error::Error for ConfineError {}
 
-/// What every confined extension may read: the system (programs, libraries, `/etc`).
-/// Landlock only allows: `/etc` is whole, its secrets left to their file modes
-/// (`/etc/shadow` is not readable by a user).
-pub const SYSTEM: &[&str] = &[
-    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt",
-];
-
 /// The devices a program needs, read and write, no ioctl.
 pub const DEVICES: &[&str] = &[
     "/dev/null",
@@ -79,13 +79,25 @@ pub const DEVICES: &[&str] = &[
     "/dev/tty",
 ];
 
-/// A confined start: the environment the extension gets instead of the host's, and the
-/// confinement applied between fork and exec.
+/// A confined start: the environment the extension gets instead of the host's, the
+/// confinement applied between fork and exec, and the quota of its data dir.
 #[derive(Debug)]
 pub struct Confined {
     pub env: Vec<(String, String)>,
     pub prepared: Prepared,
+    pub disk: Option<DiskQuota>,
 }
+
+/// A data dir measured every second (`transport::disk_walk`): the extension is stopped
+/// once it holds more than `mb` MiB (and a slack of 1 MiB).
+#[derive(Debug, Clone)]
+pub struct DiskQuota {
+    pub dir: PathBuf,
+    pub mb: u64,
+}
+
+/// The most descriptors a confined extension may hold open (`RLIMIT_NOFILE`).
+pub const MAX_FILES: u64 = 4096;
 
 /// What this kernel enforces of a confinement with `network`, and its Landlock ABI.
 pub fn kernel_report(network: &Network) -> (i64, Vec<Rule>) {
@@ -98,6 +110,8 @@ pub fn kernel_report(network: &Network) -> (i64, Vec<Rule>) {
 pub struct Prepared {
     ruleset: Option<::landlock::RulesetCreated>,
     filter: seccompiler::BpfProgram,
+    /// `setrlimit` calls: (resource, soft and hard limit).
+    rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
     require: bool,
     report: Vec<Rule>,
 }
@@ -128,9 +142,17 @@ impl Prepared {
         }
         let ruleset = landlock::ruleset(policy)?;
         let filter = seccomp::filter(&policy.network)?;
+        let mut rlimits = vec![(libc::RLIMIT_CORE, 0), (libc::RLIMIT_NOFILE, MAX_FILES)];
+        if let Some(mb) = policy.memory_mb {
+            rlimits.push((libc::RLIMIT_DATA, mb << 20));
+        }
+        if let Some(mb) = policy.file_mb {
+            rlimits.push((libc::RLIMIT_FSIZE, mb << 20));
+        }
         Ok(Prepared {
             ruleset: Some(ruleset),
             filter,
+            rlimits,
             require: policy.require,
             report,
         })
@@ -141,10 +163,30 @@ impl Prepared {
         &self.report
     }
 
-    /// Confines the calling process: `no_new_privs`, the Landlock ruleset, the seccomp
-    /// filter. Called between fork and exec, it allocates nothing and takes no lock; an
-    /// error is a raw OS error, which makes the spawn fail.
+    /// Confines the calling process: its resource limits (no core file, descriptors,
+    /// memory, file size), `no_new_privs`, the Landlock ruleset, the seccomp filter.
+    /// Called between fork and exec, it allocates nothing and takes no lock; an error is
+    /// a raw OS error, which makes the spawn fail.
     pub fn apply_in_child(&mut self) -> std::io::Result<()> {
+        for &(resource, value) in &self.rlimits {
+            // A limit is only lowered: one the host already has below it stays.
+            let mut old = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit/setrlimit with a valid pointer to a local.
+            if unsafe { libc::getrlimit(resource, &mut old) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let new = libc::rlimit {
+                rlim_cur: old.rlim_cur.min(value),
+                rlim_max: old.rlim_max.min(value),
+            };
+            // SAFETY: as above.
+            if unsafe { libc::setrlimit(resource, &new) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
         // SAFETY: prctl with constant arguments.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
             return Err(std::io::Error::last_os_error());
@@ -192,6 +234,8 @@ mod tests {
                 read_write: vec![self.0.join("data"), self.0.join("tmp")],
                 devices: vec!["/dev/null".into(), "/dev/urandom".into()],
                 network,
+                memory_mb: Some(256),
+                file_mb: Some(1),
                 require: false,
             }
         }
@@ -234,6 +278,9 @@ tried("write-outside", lambda: open(root + "/outside/x", "w").write("x"))
 tried("write-dotdot", lambda: open(root + "/data/../outside/y", "w").write("x"))
 tried("write-symlink", lambda: open(root + "/data/out/z", "w").write("x"))
 tried("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+tried("big-file", lambda: open(root + "/data/big", "wb").write(b"x" * (2 << 20)))
+tried("big-memory", lambda: bytearray(512 << 20))
+tried("setsid", lambda: os.setsid())
 import subprocess
 sibling = subprocess.Popen(["sleep", "30"])
 libc = ctypes.CDLL(None, use_errno=True)
@@ -271,6 +318,9 @@ sibling.kill()
                 "write-dotdot ok",
                 "write-symlink ok",
                 "udp ok",
+                "big-file ok",
+                "big-memory ok",
+                "setsid ok",
                 "ptrace ok",
             ],
             "unconfined, everything is reachable"
@@ -285,6 +335,9 @@ sibling.kill()
                 "write-dotdot denied PermissionError",
                 "write-symlink denied PermissionError",
                 "udp denied PermissionError",
+                "big-file denied OSError",
+                "big-memory denied MemoryError",
+                "setsid denied PermissionError",
                 "ptrace denied",
             ]
         );

@@ -28,6 +28,10 @@ pub(super) fn filter(network: &Network) -> Result<BpfProgram, ConfineError> {
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
+        // A new session or process group: its children end with it (the host stops its
+        // process group).
+        libc::SYS_setsid,
+        libc::SYS_setpgid,
     ] {
         rules.insert(call, Vec::new());
     }

@@ -47,7 +47,8 @@ pub mod paths {
 /// What the sandbox asks and gives, in the words the CLI shows and takes.
 pub mod sandbox {
     pub use crate::sandbox::{
-        asked_words, granted_words, grown_since, stale_warning, Permission, RunGrant, SandboxError,
+        asked_words, granted_words, grown_since, stale_warning, Grant, Permission, RunGrant,
+        SandboxError,
     };
 }
 

@@ -1,23 +1,63 @@
 //! Permissions in plain words, for people deciding what to grant.
 
-use super::{Grant, Limit};
+use super::{Caps, Grant, HostPattern, Limit};
 use crate::manifest::{Manifest, Permissions};
 use crate::terminal_text::one_line;
 
-/// What `m` asks for, in plain words: its memory, and the other limits it asks above
-/// their defaults.
+/// What `m` asks for, in plain words: for a component, its memory and the other limits
+/// it asks above their defaults; for a classic extension, what it gets once confined.
 pub fn asked_words(m: &Manifest) -> Vec<String> {
+    if !m.is_component() {
+        return confined_words(&m.permissions, &m.limits.caps, &Default::default());
+    }
     in_words(&m.permissions, &raised(|l| l.asked(&m.limits.caps)))
 }
 
-/// What `grant` allows the component of manifest `m`, in plain words: the memory it
-/// runs with, and the other limits in force above their defaults (what it asks, at most
-/// what is granted: a component asking 32 MiB runs with 32, whatever the grant).
+/// What `grant` allows the extension of manifest `m`, in plain words: for a component,
+/// the memory it runs with, and the other limits in force above their defaults (what it
+/// asks, at most what is granted: a component asking 32 MiB runs with 32, whatever the
+/// grant); for a classic extension, what it gets while confined.
 pub fn granted_words(m: &Manifest, grant: &Grant) -> Vec<String> {
+    if !m.is_component() {
+        return confined_words(&grant.permissions, &m.limits.caps, &grant.caps);
+    }
     in_words(
         &grant.permissions,
         &raised(|l| l.in_force(&m.limits.caps, &grant.caps)),
     )
+}
+
+/// What a confined classic extension gets of `p`, with the memory and disk of `asked`
+/// and `granted` caps. An HTTP entry is its port: the kernel filters TCP by port, not
+/// by host name, and the words say so.
+fn confined_words(p: &Permissions, asked: &Caps, granted: &Caps) -> Vec<String> {
+    let mut out = Vec::new();
+    if p.data_dir {
+        out.push("read and write its own data directory (its HOME)".into());
+    }
+    if p.cwd.is_some() {
+        out.push("read (not write) the project directory".into());
+    }
+    out.extend(
+        p.env
+            .iter()
+            .map(|name| format!("read the environment variable {}", one_line(name))),
+    );
+    out.extend(p.http.iter().map(|entry| match HostPattern::parse(entry) {
+        Ok(pattern) => format!(
+            "open TCP connections to port {} (asked for {}: the kernel enforces the \
+             port, not the host name)",
+            pattern.port_or_default(),
+            one_line(entry)
+        ),
+        Err(e) => format!("nothing for {} ({e})", one_line(entry)),
+    }));
+    let memory = Limit::Memory.in_force_confined(asked, granted);
+    out.push(format!(
+        "use up to {memory} MiB of data memory (RLIMIT_DATA)"
+    ));
+    out.push(Limit::Disk.words(Limit::Disk.in_force_confined(asked, granted)));
+    out
 }
 
 /// Memory, and each other limit whose value is above its default.

@@ -3,6 +3,7 @@
 //! The protocol core (`crate::extension`) cannot tell transports apart; `mcp` stands
 //! between it and another transport, to run an MCP server as an extension.
 
+pub(crate) mod disk_walk;
 mod exit;
 pub(crate) mod mcp;
 #[cfg(any(test, feature = "test-support"))]

@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -35,7 +35,15 @@ pub struct StdioSpec {
 pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
     let mut command = Command::new(&spec.program);
     #[cfg(target_os = "linux")]
-    if let Some(crate::confine::Confined { env, mut prepared }) = spec.confine {
+    let mut disk = None;
+    #[cfg(target_os = "linux")]
+    if let Some(crate::confine::Confined {
+        env,
+        mut prepared,
+        disk: quota,
+    }) = spec.confine
+    {
+        disk = quota;
         command.env_clear().envs(env);
         // SAFETY: `apply_in_child` only makes system calls (no allocation, no lock).
         unsafe {
@@ -61,7 +69,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         .ok_or_else(|| std::io::Error::other("its process id could not be read"))?;
     let stdin = child.stdin.take().expect("stdin was set to piped above");
     let stdout = child.stdout.take().expect("stdout was set to piped above");
-    if let (Some(log), Some(stderr)) = (spec.stderr, child.stderr.take()) {
+    if let (Some(log), Some(stderr)) = (spec.stderr.clone(), child.stderr.take()) {
         tokio::spawn(log.copy_stderr(stderr));
     }
 
@@ -73,7 +81,12 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         reaped: AtomicBool::new(false),
         close_input: Arc::new(Notify::new()),
         exited: Arc::new(Notify::new()),
+        stopped_for: Mutex::new(None),
     });
+    #[cfg(target_os = "linux")]
+    if let Some(quota) = disk {
+        tokio::spawn(watch_disk(quota, control.clone(), spec.stderr));
+    }
 
     tokio::spawn(pipe::write_frames(
         stdin,
@@ -94,9 +107,11 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         // Whatever the leader left behind in its group goes with it.
         signal_group(group.pgid, libc::SIGKILL);
         group.exited.notify_one();
-        let _ = exit_tx.send(match status {
-            Ok(status) => describe(status),
-            Err(e) => ExitReason::LostTrack(e.to_string()),
+        let stopped_for = group.stopped_for.lock().unwrap().take();
+        let _ = exit_tx.send(match (stopped_for, status) {
+            (Some(reason), _) => reason,
+            (None, Ok(status)) => describe(status),
+            (None, Err(e)) => ExitReason::LostTrack(e.to_string()),
         });
     });
 
@@ -114,6 +129,62 @@ struct Group {
     reaped: AtomicBool,
     close_input: Arc<Notify>,
     exited: Arc<Notify>,
+    /// Why the host stopped it, when it did (its disk quota).
+    stopped_for: Mutex<Option<ExitReason>>,
+}
+
+/// Measures the data dir of a confined extension every second (or ten times as long as
+/// the last walk took) and stops its process group once it holds more than its quota
+/// and the slack: a write cannot be refused as a component's is, so it is stopped
+/// instead (`RLIMIT_FSIZE` keeps any one file within the quota meanwhile).
+#[cfg(target_os = "linux")]
+async fn watch_disk(quota: crate::confine::DiskQuota, group: Arc<Group>, log: Option<ExtLog>) {
+    use super::disk_walk::{measure, INTERVAL, SLACK};
+    use crate::caps::Limit;
+    let root = match cap_std::fs::Dir::open_ambient_dir(&quota.dir, cap_std::ambient_authority()) {
+        Ok(root) => Arc::new(root),
+        Err(e) => {
+            // Not measured is not unbounded: it does not run.
+            if let Some(log) = &log {
+                log.warn(&format!(
+                    "stopped: its data dir {} cannot be measured for its disk quota: {e}",
+                    quota.dir.display()
+                ));
+            }
+            stop(
+                &group,
+                ExitReason::LimitExceeded(Limit::Disk.named(quota.mb)),
+            );
+            return;
+        }
+    };
+    let limit = (quota.mb << 20).saturating_add(SLACK);
+    let mut interval = INTERVAL;
+    while !group.reaped.load(Ordering::SeqCst) {
+        tokio::time::sleep(interval).await;
+        let started = std::time::Instant::now();
+        let dir = root.clone();
+        let over = tokio::task::spawn_blocking(move || measure(&dir, limit).bytes > limit)
+            .await
+            .unwrap_or(false);
+        interval = INTERVAL.max(started.elapsed() * 10);
+        if over {
+            stop(
+                &group,
+                ExitReason::LimitExceeded(Limit::Disk.named(quota.mb)),
+            );
+            return;
+        }
+    }
+}
+
+/// Stops the group, `reason` being what its exit is reported as.
+#[cfg(target_os = "linux")]
+fn stop(group: &Group, reason: ExitReason) {
+    if !group.reaped.load(Ordering::SeqCst) {
+        *group.stopped_for.lock().unwrap() = Some(reason);
+        signal_group(group.pgid, libc::SIGKILL);
+    }
 }
 
 struct ControlHandle(Arc<Group>);

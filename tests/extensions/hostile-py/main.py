@@ -109,14 +109,44 @@ def probe(a):
     }
 
 
+def write_mb(path, mb):
+    with open(path, "wb") as f:
+        for _ in range(mb):
+            f.write(b"x" * (1 << 20))
+
+
+def reach(a):
+    """What a grant opens: each `connect` port, `read` path, `env` name, a file of
+    `write_mb` MiB in its data dir (in files of `file_mb` MiB), `alloc_mb` MiB of memory."""
+    out = {}
+    for port in a.get("connect", []):
+        out["connect %d" % port] = tried(
+            lambda: socket.create_connection(("127.0.0.1", port), 5).close())
+    for path in a.get("read", []):
+        out["read " + path] = tried(lambda: os.listdir(path) if os.path.isdir(path)
+                                    else open(path).read())
+    for name in a.get("env", []):
+        out["env " + name] = os.environ.get(name, "unset")
+    if "write_mb" in a:
+        size = a.get("file_mb", a["write_mb"])
+        out["write"] = tried(lambda: [write_mb(os.environ["HOME"] + "/fill%d" % i, size)
+                                      for i in range(a["write_mb"] // size)])
+    if "alloc_mb" in a:
+        out["alloc"] = tried(lambda: len(bytearray(a["alloc_mb"] << 20)))
+    return out
+
+
+TOOLS = {"probe": probe, "reach": reach}
 send({"type": "hello", "name": "hostile", "version": "0.1.0", "capabilities": ["tools"]})
 send({"type": "register_tool", "name": "probe", "description": "Try to get out.",
+      "schema": {"type": "object"}})
+send({"type": "register_tool", "name": "reach", "description": "Use what was granted.",
       "schema": {"type": "object"}})
 send({"type": "ready"})
 for line in sys.stdin:
     msg = json.loads(line)
     if msg.get("type") == "tool_call":
-        text = json.dumps(probe(msg.get("args") or {}))
+        text = json.dumps(TOOLS[msg["name"]](msg.get("args") or {}))
         send({"type": "tool_result", "id": msg["id"], "content": [{"type": "text", "text": text}]})
     elif msg.get("type") == "shutdown":
         send({"type": "shutdown_ack"})

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use zot_host::compile::Compiler;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::install::{provenance, Progress};
-use zot_host::manage::manifest::TransportKind;
+use zot_host::manage::manifest::{Manifest, TransportKind};
 use zot_host::manage::trust::Untrusted;
 use zot_host::terminal_text::{multi_line, one_line};
 use zot_host::ReadyBy;
-use zot_host::SandboxView;
 use zot_host::ZotHome;
+use zot_host::{ConfineView, SandboxView};
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
 use zot_protocol::Hello;
 
@@ -76,6 +76,9 @@ struct Found {
     shutdown_ms: f64,
     exit: Option<String>,
     sandbox: Option<SandboxView>,
+    /// A classic extension: whether it is confined, and the rules this kernel enforces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confinement: Option<ConfineView>,
 }
 
 /// A command (no schema) or a tool.
@@ -190,6 +193,9 @@ fn prepare_and_check(
         if let Target::Wasm(file) = target {
             found.dir = std::path::absolute(file).unwrap_or_else(|_| file.clone());
         }
+        found.confinement = Manifest::read(&found.dir).ok().and_then(|m| {
+            ConfineView::on_disk(&home, &Identity::of(&found.dir, &home), &m, &found.dir)
+        });
         report.compile = Some(CompileStep {
             compile_ms: ms(compiled.map(|(took, _)| took)),
             compile_by: compiled.map(|(_, by)| by),
@@ -359,6 +365,7 @@ async fn check(config: HostConfig, renamed: Option<String>) -> CheckReport {
             shutdown_ms: shutdown.as_secs_f64() * 1000.0,
             exit,
             sandbox: info.sandbox,
+            confinement: None,
         }),
         violations,
         warnings,
@@ -467,6 +474,11 @@ fn print_text(r: &CheckReport) {
                 );
                 for w in &run.withheld {
                     let _ = writeln!(out, "             withheld: {w}");
+                }
+            }
+            if let Some(view) = &f.confinement {
+                for (k, v) in super::install::confinement_rows(&f.name, view) {
+                    let _ = writeln!(out, "  {k:<10} {}", one_line(&v));
                 }
             }
             let list = |v: &[String]| serde_json::to_string(v).unwrap_or_default();

@@ -1,7 +1,9 @@
-//! `zot ext grant` / `zot ext revoke`: what the user allows a component. The grant is
-//! recorded in `$ZOT_HOME/grants/` under the extension's identity (where it is
-//! installed, not its name) with the component's hash; at run time a permission is in
-//! force only if the manifest asks for it and it is granted here for that very component.
+//! `zot ext grant` / `zot ext revoke`: what the user allows a component, or a classic
+//! extension while it is confined. The grant is recorded in `$ZOT_HOME/grants/` under
+//! the extension's identity (where it is installed, not its name) with the component's
+//! hash (a classic extension's: the fingerprint of its files); at run time a permission
+//! is in force only if the manifest asks for it and it is granted here for that very
+//! code.
 
 use super::error::{CliError, Context as _};
 use super::resolve::{copy_at, resolve, ScopeArgs};
@@ -82,7 +84,25 @@ pub(crate) fn revoke_in(
     let what = format!("revoke {}", args.target);
     let (dir, copy) = locate_dir(home, cwd, &args.target, args.scope).context(&what)?;
     let shown = copy.map_or(args.target.clone(), |c| format!("{} ({c})", args.target));
-    match grants::revoke(home, &Identity::of(&dir, home)).context(&what)? {
+    let id = Identity::of(&dir, home);
+    // Revoking what it may reach never lifts its confinement.
+    if let Some(old) = grants::load(home, &id)
+        .context(&what)?
+        .filter(|g| g.confine)
+    {
+        let kept = zot_host::manage::sandbox::Grant {
+            sha256: old.sha256,
+            confine: true,
+            ..Default::default()
+        };
+        grants::save(home, &id, &kept).context(&what)?;
+        prompt.say(&format!(
+            "revoked every permission granted to {shown}: it keeps only its data dir, \
+             and stays confined"
+        ));
+        return Ok(());
+    }
+    match grants::revoke(home, &id).context(&what)? {
         true => prompt.say(&format!(
             "revoked every permission granted to {shown}: it keeps only its data dir"
         )),
@@ -108,22 +128,33 @@ pub(crate) fn locate_dir(
     Ok((dir, Some(copy)))
 }
 
-/// The manifest, folder and component of `args.target` (and which copy, in words).
+/// What a grant is pinned to: a component's SHA-256, or for a classic extension (whose
+/// grant applies while it is confined) the fingerprint of all its files.
+enum Pinned {
+    Component,
+    Classic,
+}
+
+/// The manifest and folder of `args.target`, what its grant is pinned to and its hash
+/// (and which copy, in words).
 fn locate(
     home: &ZotHome,
     cwd: &Path,
     args: &GrantArgs,
-) -> Result<(Manifest, PathBuf, PathBuf, Option<String>), String> {
+) -> Result<(Manifest, PathBuf, Pinned, String, Option<String>), String> {
     let (dir, copy) = locate_dir(home, cwd, &args.target, args.scope)?;
     let m = Manifest::read(&dir).map_err(|e| e.to_string())?;
-    match m.launch(&dir) {
-        Launch::Wasm(wasm) => Ok((m, dir, wasm, copy)),
-        Launch::Exec(_) => Err(format!(
-            "{} is a classic extension (\"exec\"): it runs with your full user permissions, \
-             so there is nothing to grant (`zot ext confine` confines it, on Linux)",
-            m.name
-        )),
-    }
+    let (pinned, sha256) = match m.launch(&dir) {
+        Launch::Wasm(wasm) => (
+            Pinned::Component,
+            grants::sha256_of(&wasm).map_err(|e| e.to_string())?,
+        ),
+        Launch::Exec(_) => (
+            Pinned::Classic,
+            zot_host::manage::trust::digest(&dir, Some(&m)).map_err(|e| e.to_string())?,
+        ),
+    };
+    Ok((m, dir, pinned, sha256, copy))
 }
 
 fn run_grant(
@@ -132,10 +163,13 @@ fn run_grant(
     args: GrantArgs,
     prompt: &mut dyn Prompt,
 ) -> Result<(), String> {
-    let (m, dir, wasm, copy) = locate(home, cwd, &args)?;
+    let (m, dir, pinned, sha256, copy) = locate(home, cwd, &args)?;
     let id = Identity::of(&dir, home);
-    let sha256 = grants::sha256_of(&wasm).map_err(|e| e.to_string())?;
     let old = grants::load(home, &id).map_err(|e| e.to_string())?;
+    let other_build = match pinned {
+        Pinned::Component => "another build of the component",
+        Pinned::Classic => "other files of the extension",
+    };
     match &copy {
         Some(copy) => prompt.say(&format!("{} ({copy}) asks for:", m.name)),
         None => prompt.say(&format!("{} asks for:", m.name)),
@@ -144,10 +178,10 @@ fn run_grant(
     if !args.all && args.permissions.is_empty() {
         match &old {
             Some(g) if g.sha256 != sha256 => {
-                prompt.say(
-                    "granted to another build of the component (not applied; granting again \
-                     gives it to this one):",
-                );
+                prompt.say(&format!(
+                    "granted to {other_build} (not applied; granting again gives it to \
+                     these):"
+                ));
                 prompt.list(&granted_words(&m, g));
             }
             Some(g) => {
@@ -161,10 +195,13 @@ fn run_grant(
     // A grant given to another build is not carried over: what is granted now is for
     // this component only.
     if old.as_ref().is_some_and(|g| g.sha256 != sha256) {
-        prompt.say("(the grant given to another build of the component is replaced)");
+        prompt.say(&format!("(the grant given to {other_build} is replaced)"));
     }
+    // Confinement is the user's decision about the extension, kept whatever is granted.
+    let confined = old.as_ref().is_some_and(|g| g.confine);
     let mut grant = old.filter(|g| g.sha256 == sha256).unwrap_or_default();
     grant.sha256 = sha256;
+    grant.confine = confined;
     if args.all {
         grant.add_asked(&m);
     }
@@ -174,5 +211,13 @@ fn run_grant(
     grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
     prompt.say("granted:");
     prompt.list(&granted_words(&m, &grant));
+    match (pinned, confined) {
+        (Pinned::Component, _) | (Pinned::Classic, true) => {}
+        (Pinned::Classic, false) => prompt.say(&format!(
+            "{} is not confined: it runs with your full user permissions, and this grant \
+             applies once you confine it (`zot ext confine {}`, on Linux)",
+            m.name, args.target
+        )),
+    }
     Ok(())
 }

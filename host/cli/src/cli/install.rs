@@ -15,7 +15,7 @@ use zot_host::manage::paths::{project_extensions_dir, ZotHome};
 use zot_host::manage::sandbox::{asked_words, granted_words, grown_since};
 use zot_host::manage::trust::{self, ProjectExtension};
 use zot_host::terminal_text::{self, one_line};
-use zot_host::SandboxView;
+use zot_host::{ConfineView, SandboxView};
 
 #[derive(clap::Args)]
 pub(crate) struct InstallArgs {
@@ -528,6 +528,7 @@ pub(crate) fn info(
     let view = SandboxView::on_disk(home, &id, &m, &dir);
     let grant = view.as_ref().and_then(SandboxView::recorded_grant);
     let grant_stale = view.as_ref().is_some_and(|v| v.grant_stale);
+    let confinement = ConfineView::on_disk(home, &id, &m, &dir);
     let program = program_file(&m, &dir);
     let sha256 = program.as_ref().and_then(|p| {
         let hash = record.as_ref()?.files.get(p)?;
@@ -544,6 +545,7 @@ pub(crate) fn info(
             "enabled": m.enabled, "provenance": record, "asks": asks, "grant": grant,
             "grant_stale": grant_stale,
             "program": program.as_ref().map(|p| serde_json::json!({"path": p, "sha256": sha256})),
+            "confinement": confinement,
         });
         terminal::print_line(&serde_json::to_string_pretty(&value).expect("JSON serialises"));
         return Ok(());
@@ -605,16 +607,26 @@ pub(crate) fn info(
             ),
         ),
     }
-    if m.is_component() {
+    if let Some(view) = &confinement {
+        for (k, v) in confinement_rows(name, view) {
+            row(k, &v);
+        }
+    }
+    if confinement.as_ref().is_none_or(|v| v.confined) {
         rows("asks", &asked_words(&m));
     }
-    match grant {
-        _ if !m.is_component() => row(
+    let classic_grant = grants::load(home, &id).ok().flatten();
+    match (&confinement, grant) {
+        (Some(view), _) if !view.confined => row(
             "granted",
             "everything you can: a classic extension runs with your full user permissions",
         ),
-        Some(g) => rows("granted", &granted_words(&m, g)),
-        None => row("granted", "nothing beyond its data dir (no grant recorded)"),
+        (Some(_), _) => match &classic_grant {
+            Some(g) => rows("granted", &granted_words(&m, g)),
+            None => row("granted", "nothing beyond its data dir (no grant recorded)"),
+        },
+        (None, Some(g)) => rows("granted", &granted_words(&m, g)),
+        (None, None) => row("granted", "nothing beyond its data dir (no grant recorded)"),
     }
     if grant_stale {
         row(
@@ -626,6 +638,33 @@ pub(crate) fn info(
         );
     }
     Ok(())
+}
+
+/// The `confined` and `rules` rows of `info` (and `check`): whether it is confined, for
+/// these files, and each rule with whether this kernel enforces it.
+pub(crate) fn confinement_rows(name: &str, view: &ConfineView) -> Vec<(&'static str, String)> {
+    let abi = match view.landlock_abi {
+        Some(abi) => format!("Landlock ABI {abi} here"),
+        None => "confinement needs Linux".to_string(),
+    };
+    let confined = match (view.confined, view.stale) {
+        (false, _) => {
+            format!("no: it runs with your full user permissions (`zot ext confine {name}`; {abi})")
+        }
+        (true, true) => format!(
+            "yes, but for other files: it does not start until `zot ext confine {name}` ({abi})"
+        ),
+        (true, false) => format!("yes ({abi})"),
+    };
+    let mut rows = vec![("confined", confined)];
+    for (i, rule) in view.rules.iter().enumerate() {
+        let k = if i == 0 { "rules" } else { "" };
+        rows.push(match &rule.why {
+            None => (k, format!("enforced      {}", rule.rule)),
+            Some(why) => (k, format!("NOT enforced  {} ({why})", rule.rule)),
+        });
+    }
+    rows
 }
 
 fn kind_label(kind: install::SourceKind) -> &'static str {

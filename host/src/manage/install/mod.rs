@@ -582,6 +582,10 @@ pub struct Listed {
     /// the same as `sandbox.granted`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grant: Option<Option<crate::sandbox::Grant>>,
+    /// Classic extensions only: whether the user confined it, and which of its rules this
+    /// kernel enforces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<crate::confine_view::ConfineView>,
     /// Where it was installed from (`null` when there is no install record).
     pub installed_from: Option<Origin>,
     /// State `untrusted` only: why, and the command that trusts it.
@@ -645,6 +649,7 @@ impl Listed {
             state,
             error: found.manifest.as_ref().err().map(ToString::to_string),
             sandbox: None,
+            confinement: None,
             grant: None,
             untrusted: None,
             warning: None,
@@ -699,6 +704,16 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
             }
             row.grant = Some(view.recorded_grant().cloned());
             row.sandbox = Some(view);
+        }
+        if let Ok(m) = &f.manifest {
+            row.confinement =
+                crate::confine_view::ConfineView::on_disk(home, &f.identity, m, &f.dir);
+            if row.confinement.as_ref().is_some_and(|c| c.stale) {
+                row.warning = Some(format!(
+                    "confined for other files: it does not start until `zot ext confine {}`",
+                    crate::terminal_text::one_line(&m.name)
+                ));
+            }
         }
         row
     };

@@ -28,27 +28,15 @@
 use super::{ExitReason, Stop};
 use crate::log::ExtLog;
 use crate::sandbox::Limit;
-use cap_std::fs::{Dir, MetadataExt};
+pub(super) use crate::transport::disk_walk::{blocks_of, measure, BLOCK, INTERVAL, SLACK};
+use cap_std::fs::Dir;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// The shortest time between two measurements by the watcher.
-const INTERVAL: Duration = Duration::from_secs(1);
-/// What each entry counts at least, and the unit sizes are rounded up to.
-pub(super) const BLOCK: u64 = 4096;
 /// What a new name costs in its directory, beyond its own bytes (a generous directory
 /// entry header).
 const NAME_OVERHEAD: u64 = 32;
-/// How far over the quota a measurement may find the directory before the component is
-/// stopped.
-pub(super) const SLACK: u64 = 1 << 20;
-/// The most directories a walk keeps open at once; a tree that needs more is not
-/// measured (it counts as before).
-const MAX_OPEN_DIRS: usize = 256;
-/// The most directories a walk keeps waiting; more and it is not measured.
-const MAX_PENDING: usize = 100_000;
-
 /// One component's use of its data directory, shared by its filesystem calls, its output
 /// streams and the watcher.
 pub(super) struct Usage {
@@ -87,15 +75,6 @@ struct State {
 /// Why a charge was refused: the quota is reached.
 #[derive(Debug)]
 pub(super) struct QuotaFull;
-
-/// A measurement of the data directory.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct Measure {
-    /// The bytes counted (a little over the limit at most, once over).
-    pub bytes: u64,
-    /// Whether every entry was counted (a walk over the limit counts as complete).
-    pub complete: bool,
-}
 
 impl Usage {
     /// The usage of `dir` under a quota of `mb` MiB: full until [`Usage::measure_first`]
@@ -318,98 +297,6 @@ fn unlinked_in(dir: &std::path::Path) -> u64 {
     total
 }
 
-/// The bytes `size` counts as: whole blocks, at least one.
-pub(super) fn blocks_of(size: u64) -> u64 {
-    size.div_ceil(BLOCK).max(1).saturating_mul(BLOCK)
-}
-
-/// What one entry counts: its length or its blocks, whichever is larger, in whole
-/// blocks, at least one.
-fn cost(meta: &cap_std::fs::Metadata) -> u64 {
-    blocks_of(meta.len().max(meta.blocks().saturating_mul(512)))
-}
-
-/// Measures the tree under `root` as the quota counts it, stopping once it is over
-/// `limit`. Directories are opened from their parent's handle, never through a path,
-/// and only if they are the directory that was listed (a link swapped in is not
-/// followed). Entries that vanish while it counts are skipped.
-pub(super) fn measure(root: &Dir, limit: u64) -> Measure {
-    // Directories to list: (parent, name); a parent stays open while it has some.
-    let mut pending: Vec<(Arc<Dir>, std::ffi::OsString, u64, u64)> = Vec::new();
-    let mut bytes = 0u64;
-    let mut open_parents = 0usize;
-    let Ok(root) = root.open_dir(".") else {
-        return Measure {
-            bytes: 0,
-            complete: true,
-        };
-    };
-    let mut next = Some(Arc::new(root));
-    loop {
-        let dir = match next.take() {
-            Some(dir) => dir,
-            None => match pending.pop() {
-                None => break,
-                Some((parent, name, dev, ino)) => {
-                    let opened = parent.open_dir(&name);
-                    if Arc::strong_count(&parent) == 1 {
-                        open_parents -= 1;
-                    }
-                    drop(parent);
-                    match opened {
-                        Ok(d)
-                            if d.dir_metadata()
-                                .is_ok_and(|m| m.dev() == dev && m.ino() == ino) =>
-                        {
-                            Arc::new(d)
-                        }
-                        _ => continue,
-                    }
-                }
-            },
-        };
-        let Ok(entries) = dir.entries() else {
-            continue;
-        };
-        let mut has_children = false;
-        for entry in entries.flatten() {
-            let Ok(meta) = entry.metadata() else {
-                continue;
-            };
-            bytes = bytes.saturating_add(cost(&meta));
-            if bytes > limit {
-                return Measure {
-                    bytes,
-                    complete: true,
-                };
-            }
-            if meta.is_dir() {
-                if pending.len() >= MAX_PENDING {
-                    return Measure {
-                        bytes,
-                        complete: false,
-                    };
-                }
-                has_children = true;
-                pending.push((dir.clone(), entry.file_name(), meta.dev(), meta.ino()));
-            }
-        }
-        if has_children {
-            open_parents += 1;
-            if open_parents > MAX_OPEN_DIRS {
-                return Measure {
-                    bytes,
-                    complete: false,
-                };
-            }
-        }
-    }
-    Measure {
-        bytes,
-        complete: true,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,7 +309,7 @@ mod tests {
         TempDir(root)
     }
 
-    fn measured(path: &Path, limit: u64) -> Measure {
+    fn measured(path: &Path, limit: u64) -> crate::transport::disk_walk::Measure {
         let root = Dir::open_ambient_dir(path, cap_std::ambient_authority()).unwrap();
         measure(&root, limit)
     }
