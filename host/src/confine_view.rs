@@ -3,10 +3,11 @@
 //! confined it, whether that decision is for the files on disk, and each rule with
 //! whether this kernel enforces it (read from the kernel, not assumed).
 
+use crate::confine_decision::{decide, Confinement};
 use crate::identity::Identity;
 use crate::manifest::{Launch, Manifest};
 use crate::paths::ZotHome;
-use crate::sandbox::{grants, Grant};
+use crate::sandbox::Grant;
 use serde::Serialize;
 use std::path::Path;
 
@@ -15,9 +16,11 @@ use std::path::Path;
 pub struct ConfineView {
     /// The user confined it (`zot ext confine`).
     pub confined: bool,
-    /// Confined for other files than those on disk: it does not start until confined
-    /// again.
+    /// It does not start: confined for other files than those on disk (until confined
+    /// again), or its grant or the settings cannot be read.
     pub stale: bool,
+    /// Confined by the host-wide setting (`settings.json`), not by its own grant.
+    pub by_default: bool,
     /// The Landlock ABI of this kernel (0: none); `null` where confinement does not exist
     /// (not Linux).
     pub landlock_abi: Option<i64>,
@@ -43,20 +46,28 @@ impl ConfineView {
         let Launch::Exec(_) = m.launch(dir) else {
             return None;
         };
-        let grant = match grants::load(home, identity) {
-            Ok(Some(grant)) if grant.confine => grant,
-            Ok(Some(_) | None) => return Some(Self::of(false, false, None)),
-            Err(_) => return Some(Self::of(true, true, None)),
-        };
-        let current = crate::trust::digest(dir, Some(m)).is_ok_and(|d| d == grant.sha256);
-        Some(Self::of(true, !current, Some((m, &grant))))
+        Some(match decide(home, identity, m, dir) {
+            Confinement::Unconfined { .. } => Self::of(false, false, false, None),
+            Confinement::Refused(_) => Self::of(true, true, false, None),
+            Confinement::Confined {
+                grant, by_default, ..
+            } => Self::of(true, false, by_default, Some((m, grant.as_ref()))),
+        })
     }
 
     /// Confined or not, with the rules of `confined` (its manifest and grant) when known.
-    fn of(confined: bool, stale: bool, rules_of: Option<(&Manifest, &Grant)>) -> Self {
+    fn of(
+        confined: bool,
+        stale: bool,
+        by_default: bool,
+        rules_of: Option<(&Manifest, Option<&Grant>)>,
+    ) -> Self {
         #[cfg(target_os = "linux")]
         {
-            let network = rules_of.map(|(m, g)| network(m, g)).unwrap_or_default();
+            let network = match rules_of {
+                Some((m, Some(grant))) => network(m, grant),
+                Some((_, None)) | None => Default::default(),
+            };
             let (abi, rules) = crate::confine::kernel_report(&network);
             let rules = match confined {
                 true => rules
@@ -72,6 +83,7 @@ impl ConfineView {
             ConfineView {
                 confined,
                 stale,
+                by_default,
                 landlock_abi: Some(abi),
                 rules,
             }
@@ -82,6 +94,7 @@ impl ConfineView {
             ConfineView {
                 confined,
                 stale,
+                by_default,
                 landlock_abi: None,
                 rules: Vec::new(),
             }
@@ -106,5 +119,38 @@ fn network(m: &Manifest, grant: &Grant) -> crate::confine::Network {
     match ports.is_empty() {
         true => crate::confine::Network::Off,
         false => crate::confine::Network::TcpPorts(ports),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shape docs/cli.md (`list --json`'s `confinement`) documents, in order.
+    #[test]
+    fn the_view_has_its_documented_shape() {
+        let view = ConfineView {
+            confined: true,
+            stale: false,
+            by_default: false,
+            landlock_abi: Some(7),
+            rules: vec![
+                RuleView {
+                    rule: "files: read only the system and its folder".into(),
+                    enforced: true,
+                    why: None,
+                },
+                RuleView {
+                    rule: "no connection to UNIX socket files outside its data and temp dirs"
+                        .into(),
+                    enforced: false,
+                    why: Some("needs Landlock ABI 9, this kernel has 7".into()),
+                },
+            ],
+        };
+        assert_eq!(
+            serde_json::to_string(&view).unwrap(),
+            r#"{"confined":true,"stale":false,"by_default":false,"landlock_abi":7,"rules":[{"rule":"files: read only the system and its folder","enforced":true},{"rule":"no connection to UNIX socket files outside its data and temp dirs","enforced":false,"why":"needs Landlock ABI 9, this kernel has 7"}]}"#
+        );
     }
 }

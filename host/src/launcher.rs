@@ -6,6 +6,7 @@ use crate::budget::Budget;
 use crate::budget::Timeouts;
 use crate::component::compile::Compiler;
 use crate::component::Kind;
+use crate::confine_decision::Confinement;
 use crate::identity::Identity;
 use crate::log::ExtLog;
 use crate::manifest::{Launch, Manifest, McpServer, TransportKind};
@@ -286,6 +287,16 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
     }
     #[cfg(target_os = "linux")]
     let confine = confinement(request, &program, &data_dir)?;
+    #[cfg(not(target_os = "linux"))]
+    match crate::confine_decision::decide(context.home, identity, m, dir) {
+        Confinement::Unconfined { .. } => {}
+        Confinement::Refused(why) => return Err(StartError::Confine(why)),
+        Confinement::Confined { .. } => {
+            return Err(StartError::Confine(
+                "it is confined, and confinement needs Linux".into(),
+            ))
+        }
+    }
     let spec = StdioSpec {
         program: program.clone(),
         args: m.program_args().to_vec(),
@@ -314,10 +325,10 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
     })
 }
 
-/// The confinement of a classic extension the user confined (its grant says so), for
-/// this very code (the grant's hash is its files' fingerprint): `None` when it is not
-/// confined; an error — it does not start — when its grant cannot be read, is stale, or
-/// names a rule this kernel cannot enforce under `require`.
+/// The confinement of a classic extension that runs confined
+/// ([`crate::confine_decision::decide`]): `None` when it is not; an error — it does not
+/// start — when it cannot be decided, was confined for other files, its data dir is a
+/// link, or a rule this kernel cannot enforce is required.
 #[cfg(target_os = "linux")]
 fn confinement(
     request: &Request<'_>,
@@ -332,18 +343,25 @@ fn confinement(
         request.log,
     );
     let home = context.home;
-    match sandbox::grants::load(home, identity) {
-        Ok(Some(grant)) if grant.confine => {}
-        Ok(Some(_) | None) => return Ok(None),
-        Err(e) => {
-            return Err(StartError::Confine(format!(
-                "its grant cannot be read: {e}"
-            )))
+    let (granted, require, digest) = match crate::confine_decision::decide(home, identity, m, dir) {
+        Confinement::Unconfined { .. } => return Ok(None),
+        Confinement::Refused(why) => return Err(StartError::Confine(why)),
+        Confinement::Confined {
+            grant,
+            require,
+            digest,
+            by_default,
+        } => {
+            log.info(match by_default {
+                true => "confined by default (settings.json)",
+                false => "confined (its grant)",
+            });
+            (grant.map(|g| g.caps).unwrap_or_default(), require, digest)
         }
-    }
-    let digest = crate::trust::digest(dir, Some(m))
-        .map_err(|e| StartError::Confine(format!("its files cannot be read: {e}")))?;
-    let (decision, state) = sandbox::policy::for_manifest(
+    };
+    // What it may reach: what its manifest asks and the grant for these files gives (a
+    // grant for other files is not applied).
+    let (decision, _) = sandbox::policy::for_manifest(
         home,
         identity,
         m,
@@ -352,15 +370,6 @@ fn confinement(
         request.run_grant,
         log,
     );
-    let granted = match state {
-        sandbox::GrantState::Applied(grant) => grant.caps,
-        sandbox::GrantState::Stale(_) | sandbox::GrantState::None => {
-            return Err(StartError::Confine(format!(
-                "it changed since it was confined: `zot ext confine {}` to review",
-                m.name
-            )))
-        }
-    };
     // The rules are bound to what a path resolves to: a data dir an unconfined run
     // replaced by a link (to the home folder, say) would be granted where it leads.
     let data_root = crate::paths::real(&home.root().join("data"));
@@ -391,7 +400,7 @@ fn confinement(
         &decision.policy,
         &place,
         (in_force(sandbox::Limit::Memory), disk_mb),
-        false,
+        require,
         |name| std::env::var(name).ok(),
     );
     let prepared =

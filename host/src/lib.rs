@@ -87,6 +87,7 @@
 
 // What an embedding agent uses: the host, its configuration, what it reports.
 pub use budget::Timeouts;
+pub use confine_decision::{decide as confinement_of, Confinement};
 pub use confine_view::{ConfineView, RuleView};
 pub use discovery::Source;
 pub use events::HostEvent;
@@ -100,6 +101,7 @@ pub use paths::ZotHome;
 pub use registry::Owned;
 pub use sandbox::{Permission, RunGrant};
 pub use sandbox_view::SandboxView;
+pub use settings::{Settings, SettingsError};
 pub use trust::Untrusted;
 
 /// How components are compiled: in a child of this program under limits (call
@@ -121,6 +123,7 @@ mod architecture_doc;
 mod budget;
 mod caps;
 mod component;
+mod confine_decision;
 mod confine_view;
 mod discovery;
 mod events;
@@ -137,5 +140,6 @@ mod registry;
 mod safe_write;
 mod sandbox;
 mod sandbox_view;
+mod settings;
 mod tree;
 mod trust;

@@ -56,6 +56,11 @@ impl ZotHome {
     pub fn trust_dir(&self) -> PathBuf {
         self.root.join("trust")
     }
+
+    /// The user's host-wide settings: `$ZOT_HOME/settings.json`.
+    pub fn settings_path(&self) -> PathBuf {
+        self.root.join("settings.json")
+    }
 }
 
 /// Serializes a path as text, any bytes that are not UTF-8 replaced by U+FFFD (a folder

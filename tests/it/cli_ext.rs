@@ -1112,8 +1112,11 @@ granted      read and write its own data directory (seen as /data)
     assert!(
         shown.ends_with(&format!(
             "program      main.py, sha256 {sha} (as installed)\n\
+             confined     no: it runs with your full user permissions (`zot ext confine py`; \
+             Landlock ABI {} here)\n\
              granted      everything you can: a classic extension runs with your full user \
-             permissions\n"
+             permissions\n",
+            zot_host::confine::kernel_report(&Default::default()).0
         )),
         "{shown}"
     );

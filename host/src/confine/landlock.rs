@@ -7,8 +7,9 @@ use landlock::{
 };
 
 /// The Landlock ABI whose rights are asked: files (with `refer`, `truncate`, device
-/// `ioctl`), TCP ports (4), abstract UNIX sockets and signals (6).
-const TARGET: ABI = ABI::V6;
+/// `ioctl`), TCP ports (4), abstract UNIX sockets and signals (6), UNIX socket files (9).
+/// A kernel with less enforces what it has (best effort), and the report says what not.
+const TARGET: ABI = ABI::V9;
 
 /// The Landlock ABI of this kernel: 0 when it has none (not built in, or disabled).
 pub(super) fn kernel_abi() -> i64 {
@@ -58,7 +59,10 @@ pub(super) fn report(abi: i64, network: &Network) -> Vec<Rule> {
             "no connection to abstract UNIX sockets outside, no signal to other processes",
             6,
         ),
-        needs("no connection to UNIX socket files outside its folders", 9),
+        needs(
+            "no connection to UNIX socket files outside its data and temp dirs",
+            9,
+        ),
     ]);
     rules
 }

@@ -20,6 +20,14 @@ pub struct Grant {
     /// these permissions, or not at all. Absent (false) in older grant files.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub confine: bool,
+    /// The user unconfined this classic extension (`zot ext unconfine`) as its files are
+    /// (`sha256`): confining by default (`settings.json`) does not apply to them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unconfined: bool,
+    /// Confined, it does not start where this kernel cannot enforce one of its rules
+    /// (`zot ext confine --require-confinement`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_confinement: bool,
 }
 
 /// The grant in force when none is recorded: the data dir and the default memory.
@@ -30,6 +38,8 @@ impl Default for Grant {
             permissions: data_dir_only(),
             caps: Caps::default(),
             confine: false,
+            unconfined: false,
+            require_confinement: false,
         }
     }
 }

@@ -259,7 +259,7 @@ mod tests {
                 memory_mb: Some(256),
                 ..Caps::default()
             },
-            confine: false,
+            ..Grant::default()
         };
         let d = decide(
             &asks(true, &["SET", "UNSET"], &[]),

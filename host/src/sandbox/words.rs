@@ -1,6 +1,6 @@
 //! Permissions in plain words, for people deciding what to grant.
 
-use super::{Caps, Grant, HostPattern, Limit};
+use super::{Grant, HostPattern, Limit};
 use crate::manifest::{Manifest, Permissions};
 use crate::terminal_text::one_line;
 
@@ -8,7 +8,8 @@ use crate::terminal_text::one_line;
 /// it asks above their defaults; for a classic extension, what it gets once confined.
 pub fn asked_words(m: &Manifest) -> Vec<String> {
     if !m.is_component() {
-        return confined_words(&m.permissions, &m.limits.caps, &Default::default());
+        let asked = |l: Limit| m.limits.caps.get(l).unwrap_or(l.confined_default());
+        return confined_words(&m.permissions, asked(Limit::Memory), asked(Limit::Disk));
     }
     in_words(&m.permissions, &raised(|l| l.asked(&m.limits.caps)))
 }
@@ -19,7 +20,12 @@ pub fn asked_words(m: &Manifest) -> Vec<String> {
 /// grant); for a classic extension, what it gets while confined.
 pub fn granted_words(m: &Manifest, grant: &Grant) -> Vec<String> {
     if !m.is_component() {
-        return confined_words(&grant.permissions, &m.limits.caps, &grant.caps);
+        let in_force = |l: Limit| l.in_force_confined(&m.limits.caps, &grant.caps);
+        return confined_words(
+            &grant.permissions,
+            in_force(Limit::Memory),
+            in_force(Limit::Disk),
+        );
     }
     in_words(
         &grant.permissions,
@@ -27,10 +33,10 @@ pub fn granted_words(m: &Manifest, grant: &Grant) -> Vec<String> {
     )
 }
 
-/// What a confined classic extension gets of `p`, with the memory and disk of `asked`
-/// and `granted` caps. An HTTP entry is its port: the kernel filters TCP by port, not
-/// by host name, and the words say so.
-fn confined_words(p: &Permissions, asked: &Caps, granted: &Caps) -> Vec<String> {
+/// What a confined classic extension gets of `p`, with `memory_mb` and `disk_mb`. An
+/// HTTP entry is its port: the kernel filters TCP by port, not by host name, and the
+/// words say so.
+fn confined_words(p: &Permissions, memory_mb: u64, disk_mb: u64) -> Vec<String> {
     let mut out = Vec::new();
     if p.data_dir {
         out.push("read and write its own data directory (its HOME)".into());
@@ -52,11 +58,10 @@ fn confined_words(p: &Permissions, asked: &Caps, granted: &Caps) -> Vec<String> 
         ),
         Err(e) => format!("nothing for {} ({e})", one_line(entry)),
     }));
-    let memory = Limit::Memory.in_force_confined(asked, granted);
     out.push(format!(
-        "use up to {memory} MiB of data memory (RLIMIT_DATA)"
+        "use up to {memory_mb} MiB of data memory (RLIMIT_DATA)"
     ));
-    out.push(Limit::Disk.words(Limit::Disk.in_force_confined(asked, granted)));
+    out.push(Limit::Disk.words(disk_mb));
     out
 }
 
@@ -91,4 +96,41 @@ pub(super) fn in_words(p: &Permissions, limits: &[(Limit, u64)]) -> Vec<String> 
     );
     out.extend(limits.iter().map(|(l, v)| l.words(*v)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_classic_extension_is_told_what_it_gets_confined() {
+        let m: Manifest = serde_json::from_str(
+            r#"{"name":"c","exec":"./c","permissions":{"cwd":"read","env":["TOKEN"],
+                "http":["api.example.com","http://127.0.0.1:8766"]},"limits":{"disk_mb":512}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            asked_words(&m),
+            [
+                "read and write its own data directory (its HOME)",
+                "read (not write) the project directory",
+                "read the environment variable TOKEN",
+                "open TCP connections to port 443 (asked for api.example.com: the kernel \
+                 enforces the port, not the host name)",
+                "open TCP connections to port 8766 (asked for http://127.0.0.1:8766: the \
+                 kernel enforces the port, not the host name)",
+                "use up to 1024 MiB of data memory (RLIMIT_DATA)",
+                "store up to 512 MiB in its data directory",
+            ]
+        );
+        // Nothing granted: its data dir, the default memory, the default disk quota.
+        assert_eq!(
+            granted_words(&m, &Grant::default()),
+            [
+                "read and write its own data directory (its HOME)",
+                "use up to 1024 MiB of data memory (RLIMIT_DATA)",
+                "store up to 256 MiB in its data directory",
+            ]
+        );
+    }
 }

@@ -1,6 +1,8 @@
 //! `zot ext confine` / `zot ext unconfine`: the user's decision to run a classic extension
 //! confined (Linux: Landlock and seccomp), recorded in its grant with the fingerprint of
 //! its files; it runs confined, with what is granted in the grant's words, or not at all.
+//! With `--default`, the host-wide choice (`settings.json`): every classic extension the
+//! user did not unconfine runs confined.
 
 use super::error::{CliError, Context as _};
 use super::grant::locate_dir;
@@ -10,33 +12,104 @@ use std::path::Path;
 use zot_host::manage::grants;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::{Launch, Manifest};
-use zot_host::ZotHome;
+use zot_host::{Settings, ZotHome};
 
 #[derive(clap::Args)]
 pub(crate) struct ConfineArgs {
     /// An installed extension's name, or an extension directory.
-    #[arg(add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
-    target: String,
+    #[arg(
+        add = clap_complete::ArgValueCompleter::new(super::complete::targets),
+        required_unless_present = "default"
+    )]
+    target: Option<String>,
+    /// Every classic extension, by default: recorded in `$ZOT_HOME/settings.json`
+    /// (`unconfine NAME` exempts one as its files are).
+    #[arg(long, conflicts_with = "target")]
+    default: bool,
+    /// Confine: do not start where this kernel cannot enforce one of the rules.
+    #[arg(long)]
+    require_confinement: bool,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct UnconfineArgs {
+    /// An installed extension's name, or an extension directory.
+    #[arg(
+        add = clap_complete::ArgValueCompleter::new(super::complete::targets),
+        required_unless_present = "default"
+    )]
+    target: Option<String>,
+    /// No longer confine every classic extension by default (`$ZOT_HOME/settings.json`).
+    #[arg(long, conflicts_with = "target")]
+    default: bool,
     #[command(flatten)]
     scope: ScopeArgs,
 }
 
 /// `zot ext confine`.
 pub(crate) fn confine(args: ConfineArgs) -> Result<(), CliError> {
-    let what = format!("confine {}", args.target);
-    let home = super::zot_home(None).context(&what)?;
-    set(&home, &cwd().context(&what)?, &args, true).context(what)
+    run("confine", args, true)
 }
 
 /// `zot ext unconfine`.
-pub(crate) fn unconfine(args: ConfineArgs) -> Result<(), CliError> {
-    let what = format!("unconfine {}", args.target);
-    let home = super::zot_home(None).context(&what)?;
-    set(&home, &cwd().context(&what)?, &args, false).context(what)
+pub(crate) fn unconfine(args: UnconfineArgs) -> Result<(), CliError> {
+    let args = ConfineArgs {
+        target: args.target,
+        default: args.default,
+        require_confinement: false,
+        scope: args.scope,
+    };
+    run("unconfine", args, false)
 }
 
-fn set(home: &ZotHome, cwd: &Path, args: &ConfineArgs, on: bool) -> Result<(), String> {
-    let (dir, copy) = locate_dir(home, cwd, &args.target, args.scope)?;
+fn run(verb: &str, args: ConfineArgs, on: bool) -> Result<(), CliError> {
+    let what = match &args.target {
+        Some(target) => format!("{verb} {target}"),
+        None => format!("{verb} --default"),
+    };
+    let home = super::zot_home(None).context(&what)?;
+    match &args.target {
+        None => set_default(&home, on, args.require_confinement).context(what),
+        Some(target) => set(&home, &cwd().context(&what)?, target, &args, on).context(what),
+    }
+}
+
+/// Confines every classic extension by default, or no longer.
+fn set_default(home: &ZotHome, on: bool, require: bool) -> Result<(), String> {
+    let mut settings = Settings::load(home).map_err(|e| e.to_string())?;
+    settings.confine_classic = on;
+    settings.require_confinement = on && (require || settings.require_confinement);
+    settings.save(home).map_err(|e| e.to_string())?;
+    if on {
+        say!(
+            "Every classic extension runs confined from its next start, except those you \
+             unconfine (`zot ext unconfine NAME`){}:",
+            if settings.require_confinement {
+                ", and none starts where a rule cannot be enforced"
+            } else {
+                ""
+            }
+        );
+        say_rules();
+    } else {
+        say!(
+            "Classic extensions are no longer confined by default: only those you confine \
+             (`zot ext confine NAME`) are"
+        );
+    }
+    Ok(())
+}
+
+fn set(
+    home: &ZotHome,
+    cwd: &Path,
+    target: &str,
+    args: &ConfineArgs,
+    on: bool,
+) -> Result<(), String> {
+    let (dir, copy) = locate_dir(home, cwd, target, args.scope)?;
     let m = Manifest::read(&dir).map_err(|e| e.to_string())?;
     let shown = copy.map_or(m.name.clone(), |c| format!("{} ({c})", m.name));
     match m.launch(&dir) {
@@ -48,31 +121,59 @@ fn set(home: &ZotHome, cwd: &Path, args: &ConfineArgs, on: bool) -> Result<(), S
         }
     }
     let id = Identity::of(&dir, home);
+    let settings = Settings::load(home).map_err(|e| e.to_string())?;
+    let digest = zot_host::manage::trust::digest(&dir, Some(&m)).map_err(|e| e.to_string())?;
     let old = grants::load(home, &id).map_err(|e| e.to_string())?;
-    if !on {
-        match old {
-            Some(mut grant) if grant.confine => {
-                grant.confine = false;
-                grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
-                say!("{shown} is no longer confined: it runs with your full user permissions");
-            }
-            Some(_) | None => say!("{shown} was not confined"),
-        }
+    if !on && !settings.confine_classic && !old.as_ref().is_some_and(|g| g.confine) {
+        say!("{shown} was not confined");
         return Ok(());
     }
-    let digest = zot_host::manage::trust::digest(&dir, Some(&m)).map_err(|e| e.to_string())?;
     // What was granted to other files is not carried over.
     let mut grant = old.filter(|g| g.sha256 == digest).unwrap_or_default();
     grant.sha256 = digest;
-    grant.confine = true;
+    grant.confine = on;
+    grant.unconfined = !on;
+    grant.require_confinement = on && args.require_confinement;
     grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
-    let (abi, rules) = zot_host::confine::kernel_report(&Default::default());
-    say!("{shown} is confined (Landlock ABI {abi} here):");
-    for rule in rules {
+    if !on {
+        say!("{shown} is no longer confined: it runs with your full user permissions");
+        if settings.confine_classic {
+            say!(
+                "(confining by default does not apply to it while its files are as they are \
+                 now)"
+            );
+        }
+        return Ok(());
+    }
+    say!("{shown} is confined{}:", landlock_here());
+    say_rules();
+    say!("It may reach, beyond that (`zot ext grant {target}` to change it):");
+    for line in zot_host::manage::sandbox::granted_words(&m, &grant) {
+        say!("  - {}", zot_host::terminal_text::one_line(&line));
+    }
+    Ok(())
+}
+
+/// ` (Landlock ABI N here)`.
+fn landlock_here() -> String {
+    #[cfg(target_os = "linux")]
+    {
+        let (abi, _) = zot_host::confine::kernel_report(&Default::default());
+        format!(" (Landlock ABI {abi} here)")
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        " (confinement needs Linux: it will not start on this system)".to_string()
+    }
+}
+
+/// Each rule, and whether this kernel enforces it.
+fn say_rules() {
+    #[cfg(target_os = "linux")]
+    for rule in zot_host::confine::kernel_report(&Default::default()).1 {
         match rule.not_enforced {
             None => say!("  enforced      {}", rule.what),
             Some(why) => say!("  NOT enforced  {} ({why})", rule.what),
         }
     }
-    Ok(())
 }

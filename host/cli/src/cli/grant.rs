@@ -198,10 +198,13 @@ fn run_grant(
         prompt.say(&format!("(the grant given to {other_build} is replaced)"));
     }
     // Confinement is the user's decision about the extension, kept whatever is granted.
-    let confined = old.as_ref().is_some_and(|g| g.confine);
+    let (confined, require) = old
+        .as_ref()
+        .map_or((false, false), |g| (g.confine, g.require_confinement));
     let mut grant = old.filter(|g| g.sha256 == sha256).unwrap_or_default();
     grant.sha256 = sha256;
     grant.confine = confined;
+    grant.require_confinement = require;
     if args.all {
         grant.add_asked(&m);
     }
@@ -211,7 +214,14 @@ fn run_grant(
     grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
     prompt.say("granted:");
     prompt.list(&granted_words(&m, &grant));
-    match (pinned, confined) {
+    let runs_confined = match pinned {
+        Pinned::Component => true,
+        Pinned::Classic => !matches!(
+            zot_host::confinement_of(home, &id, &m, &dir),
+            zot_host::Confinement::Unconfined { .. }
+        ),
+    };
+    match (pinned, runs_confined) {
         (Pinned::Component, _) | (Pinned::Classic, true) => {}
         (Pinned::Classic, false) => prompt.say(&format!(
             "{} is not confined: it runs with your full user permissions, and this grant \

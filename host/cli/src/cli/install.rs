@@ -41,6 +41,10 @@ pub(crate) struct InstallArgs {
     /// Replace an existing install of that name (atomically).
     #[arg(long)]
     force: bool,
+    /// Run it confined (a classic extension, Linux: `zot ext confine`), with what it
+    /// asks for.
+    #[arg(long)]
+    confine: bool,
 }
 
 #[derive(clap::Args)]
@@ -90,9 +94,13 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
         }
         _ => None,
     };
+    if let Some(m) = bare.as_ref().filter(|_| args.confine) {
+        return Err(not_confinable(m)).context(&what);
+    }
+    let settings = zot_host::Settings::load(home).context(&what)?;
     if let Some(m) = &bare {
         say!("{} (a component file)", args.source);
-        let question = describe_asks(m);
+        let question = describe_asks(m, false);
         terminal::ask(&mut Term, &question, args.yes).context(&what)?;
     }
     let staged = stage(&req).context(&what)?;
@@ -124,8 +132,12 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
             m.name
         );
     }
+    if args.confine && m.is_component() {
+        return Err(not_confinable(m)).context(&what);
+    }
+    let confined = !m.is_component() && (args.confine || settings.confine_classic);
     if bare.is_none() {
-        let question = describe_asks(m);
+        let question = describe_asks(m, confined);
         terminal::ask(&mut Term, &question, args.yes).context(&what)?;
     }
     let wasm = component_of(&staged);
@@ -138,6 +150,9 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
     // from an earlier install there.
     grants::revoke(home, &id).context(&what)?;
     consented(home, &id, &done, wasm).context(&what)?;
+    if confined {
+        confine_installed(home, &id, &done, args.confine).context(&what)?;
+    }
     let version = match done.manifest.version.as_str() {
         "" => String::new(),
         v => format!(" {}", one_line(v)),
@@ -153,6 +168,38 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
             done.manifest.name
         );
     }
+    Ok(())
+}
+
+/// `--confine` of a component.
+fn not_confinable(m: &Manifest) -> String {
+    format!(
+        "--confine: {} is a component: it always runs in the sandbox (what it asks is \
+         shown before it is installed)",
+        m.name
+    )
+}
+
+/// Records, for the classic extension just installed in `done` as `id` to run confined
+/// (`explicit`: by `--confine`, else by default), what it asks for, which the user
+/// consented to, bound to its files.
+fn confine_installed(
+    home: &ZotHome,
+    id: &Identity,
+    done: &install::Installed,
+    explicit: bool,
+) -> Result<(), String> {
+    let mut grant = zot_host::manage::sandbox::Grant {
+        sha256: trust::digest(&done.dir, Some(&done.manifest)).map_err(|e| e.to_string())?,
+        confine: explicit,
+        ..Default::default()
+    };
+    grant.add_asked(&done.manifest);
+    grants::save(home, id, &grant).map_err(|e| e.to_string())?;
+    say!(
+        "It runs confined{}.",
+        if explicit { "" } else { " (by default)" }
+    );
     Ok(())
 }
 
@@ -250,11 +297,21 @@ fn short(commit: &str) -> &str {
 
 /// Prints what `m` may do once installed (a classic extension: the command it runs,
 /// exactly); returns the question to ask.
-fn describe_asks(m: &Manifest) -> String {
+fn describe_asks(m: &Manifest, confined: bool) -> String {
     if m.is_component() {
         say!("It is a sandboxed WebAssembly component. It asks to:");
         Term.list(&asked_words(m));
         format!("Grant this and install {}?", m.name)
+    } else if confined {
+        say!(
+            "It is a classic extension, to run confined (Landlock and seccomp): the system \
+             read-only, its folder, its data dir, no network. It runs (from its folder's \
+             copy):"
+        );
+        say!("  {}", runs(m));
+        say!("It asks to:");
+        Term.list(&asked_words(m));
+        format!("Grant this and install {} confined?", m.name)
     } else {
         esay!(
             "warning: {} is a classic extension: it runs as a program with your full user \
@@ -427,6 +484,19 @@ fn update_one(
         );
     }
     let grown = grown_since(&old, new);
+    // A confined classic extension's confinement and grant are bound to its files: moved
+    // to the new ones only with the user's yes, never widened by the update.
+    let confined = !new.is_component()
+        && grants::load(home, &Identity::of(dir, home))
+            .map_err(|e| e.to_string())?
+            .is_some_and(|g| g.confine);
+    if confined {
+        say!(
+            "  confined yes: the new files run confined, with what was granted to the old \
+             (`zot ext grant {}` to review)",
+            one_line(name)
+        );
+    }
     if grown.is_empty() {
         say!("  It asks for nothing more than before.");
     } else {
@@ -468,6 +538,11 @@ fn update_one(
             p.display()
         )),
     };
+    let question = match (question, confined) {
+        (Some(q), true) => Some(format!("{} (confined)", q.trim_end_matches('?')) + "?"),
+        (None, true) => Some(format!("Update {name} and run the new files confined?")),
+        (question, false) => question,
+    };
     if let Some(question) = question {
         terminal::ask(&mut Term, &question, yes)?;
     }
@@ -484,6 +559,13 @@ fn update_one(
             consented(home, &id, &done, None)?;
         }
         wasm => consented(home, &id, &done, wasm)?,
+    }
+    if confined {
+        if let Some(mut grant) = grants::load(home, &id).map_err(|e| e.to_string())? {
+            grant.sha256 =
+                trust::digest(&done.dir, Some(&done.manifest)).map_err(|e| e.to_string())?;
+            grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
+        }
     }
     say!("Updated {name} in {}", done.dir.display());
     Ok(())

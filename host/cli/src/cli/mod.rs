@@ -211,7 +211,7 @@ pub(crate) enum ExtCommand {
     /// Run a confined classic extension with your full user permissions again.
     #[cfg(target_os = "linux")]
     #[command(after_help = examples::UNCONFINE)]
-    Unconfine(confine::ConfineArgs),
+    Unconfine(confine::UnconfineArgs),
     /// Show a project's own extensions (./.zot/extensions) and trust them to run there,
     /// as they are now; any change to their files needs trust again.
     #[command(after_help = examples::TRUST)]
