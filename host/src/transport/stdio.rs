@@ -164,10 +164,22 @@ async fn watch_disk(quota: crate::confine::DiskQuota, group: Arc<Group>, log: Op
         tokio::time::sleep(interval).await;
         let started = std::time::Instant::now();
         let dir = root.clone();
-        let over = tokio::task::spawn_blocking(move || measure(&dir, limit).bytes > limit)
+        // A tree too deep or too wide to be measured counts as over: what cannot be
+        // counted is not left unbounded.
+        let measured = tokio::task::spawn_blocking(move || measure(&dir, limit))
             .await
-            .unwrap_or(false);
+            .ok();
         interval = INTERVAL.max(started.elapsed() * 10);
+        let over = match measured {
+            Some(m) if !m.complete => {
+                if let Some(log) = &log {
+                    log.warn("stopped: its data dir holds too many folders to be measured");
+                }
+                true
+            }
+            Some(m) => m.bytes > limit,
+            None => false,
+        };
         if over {
             stop(
                 &group,

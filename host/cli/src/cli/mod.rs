@@ -197,14 +197,16 @@ pub(crate) enum ExtCommand {
     /// the sandbox with its grants.
     #[command(after_help = examples::RUN)]
     Run(run::RunArgs),
-    /// Show or grant the permissions a component's manifest asks for.
+    /// Show or grant the permissions a component's manifest asks for (or a classic
+    /// extension's, in force while it runs confined).
     #[command(after_help = examples::GRANT)]
     Grant(grant::GrantArgs),
     /// Forget every permission granted to an extension.
     #[command(after_help = examples::REVOKE)]
     Revoke(grant::RevokeArgs),
-    /// Run a classic extension confined (Linux: Landlock and seccomp), as it is now:
-    /// only the system, its folder and its data dir, no network; what `grant` adds.
+    /// Run a classic extension confined (Linux: Landlock, seccomp, limits), as it is now,
+    /// or every one by default: only the system, its folder and its data dir, no network;
+    /// what `grant` adds.
     #[cfg(target_os = "linux")]
     #[command(after_help = examples::CONFINE)]
     Confine(confine::ConfineArgs),
@@ -422,11 +424,15 @@ Examples:
     pub(super) const CONFINE: &str = "\
 Examples:
   zot ext confine notes          confine the installed extension notes, as it is now
-  zot ext confine ./my-ext       a folder (bound to its files: a change needs confine again)";
+  zot ext confine ./my-ext       a folder (bound to its files: a change needs confine again)
+  zot ext confine --default      every classic extension, except those you unconfine
+  zot ext confine notes --require-confinement
+                                 do not start it where this kernel cannot enforce a rule";
     pub(super) const UNCONFINE: &str = "\
 Examples:
   zot ext unconfine notes        run the installed extension notes unconfined again
-  zot ext unconfine ./my-ext     a folder";
+  zot ext unconfine ./my-ext     a folder
+  zot ext unconfine --default    confine only those you confine";
     pub(super) const TRUST: &str = "\
 Examples:
   zot ext trust
