@@ -1,8 +1,9 @@
-//! The Rust examples (`examples/`, on the `zot-ext` SDK), each run twice through the same
-//! scripted `zot host` session: once as its native executable (a classic stdio
-//! extension) and once as its wasm32-wasip2 component (sandboxed). The transcripts
-//! (every response and event) must be identical; each example's own behaviour is
-//! checked on top.
+//! The Rust examples (`examples/`, on the `zot-ext` SDK), each run three times through
+//! the same scripted `zot host` session: as its native executable (a classic stdio
+//! extension), as its wasm32-wasip2 component (sandboxed), and (Linux) as the same native
+//! executable confined (`zot ext confine`, and `zot ext grant --all` where the component
+//! is granted too). The transcripts (every response and event) must be identical; each
+//! example's own behaviour is checked on top.
 //!
 //! Each run loads the example from a copy of its committed manifest
 //! (`examples/<name>/native/extension.json` or `…/wasm/extension.json`) with the built
@@ -14,26 +15,53 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use zot_test_guests::{example, Example, EXAMPLES};
 
-/// The two builds of one example.
+/// The two builds of one example, and the native one confined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Build {
     Native,
     Wasm,
+    /// The native build, laid out as for [`Build::Native`], then confined by `zot ext
+    /// confine` (Linux).
+    Confined,
 }
 
 impl Build {
-    const BOTH: [Build; 2] = [Build::Native, Build::Wasm];
+    /// The published builds: each has its committed manifest.
+    const PUBLISHED: [Build; 2] = [Build::Native, Build::Wasm];
 
+    /// Every way an example is run: the published builds and the native one confined.
+    #[cfg(target_os = "linux")]
+    const ALL: &'static [Build] = &[Build::Native, Build::Wasm, Build::Confined];
+    #[cfg(not(target_os = "linux"))]
+    const ALL: &'static [Build] = &Build::PUBLISHED;
+
+    /// The folder of its committed manifest.
     fn dir(self) -> &'static str {
         match self {
+            Build::Native | Build::Confined => "native",
+            Build::Wasm => "wasm",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
             Build::Native => "native",
+            Build::Wasm => "wasm",
+            Build::Confined => "confined",
+        }
+    }
+
+    /// The manifest's field that names the artifact.
+    fn field(self) -> &'static str {
+        match self {
+            Build::Native | Build::Confined => "exec",
             Build::Wasm => "wasm",
         }
     }
 
     fn artifact(self, ex: Example) -> &'static str {
         match self {
-            Build::Native => ex.native,
+            Build::Native | Build::Confined => ex.native,
             Build::Wasm => ex.wasm,
         }
     }
@@ -57,10 +85,7 @@ fn committed_manifest(ex: Example, build: Build) -> Value {
 fn lay_out(b: &mut HostBuilder, ex: Example, build: Build, edit: impl Fn(&mut Value)) -> PathBuf {
     let mut manifest = committed_manifest(ex, build);
     assert_eq!(manifest["name"], ex.name, "the manifest names its example");
-    let field = match build {
-        Build::Native => "exec",
-        Build::Wasm => "wasm",
-    };
+    let field = build.field();
     let file = manifest[field]
         .as_str()
         .unwrap_or_else(|| panic!("{} manifest of {} has no {field}", build.dir(), ex.name))
@@ -89,12 +114,28 @@ fn as_committed() -> Setup {
     }
 }
 
-/// A host with `ex`'s `build` alone, ready.
+/// A host with `ex`'s `build` alone, ready (confined, for [`Build::Confined`]: its log
+/// says so).
 fn start(mut b: HostBuilder, ex: Example, build: Build, setup: Setup) -> Host {
-    let dir = lay_out(&mut b, ex, build, setup.edit);
+    prepare(&mut b, ex, build, setup);
+    start_prepared(b, ex, build)
+}
+
+/// Lays out `ex`'s `build` as `setup` says, confines it ([`Build::Confined`]) and grants
+/// what it asks (`setup.grant`); its folder.
+fn prepare(b: &mut HostBuilder, ex: Example, build: Build, setup: Setup) -> PathBuf {
+    let dir = lay_out(b, ex, build, setup.edit);
+    if build == Build::Confined {
+        confine(&b.home(), &b.cwd(), &dir);
+    }
     if setup.grant {
         grant_all(&b.home(), &dir);
     }
+    dir
+}
+
+/// A host with `ex`'s `build` alone, as [`prepare`] left it, ready.
+fn start_prepared(mut b: HostBuilder, ex: Example, build: Build) -> Host {
     b.arg("--provider").arg("test-provider");
     b.arg("--model").arg("test-model");
     let host = b.start();
@@ -108,14 +149,33 @@ fn start(mut b: HostBuilder, ex: Example, build: Build, setup: Setup) -> Host {
     let entry = host.entry(ex.name);
     assert_eq!(entry["state"], "ready", "{entry}");
     let transport = match build {
-        Build::Native => "stdio",
+        Build::Native | Build::Confined => "stdio",
         Build::Wasm => "wasm",
     };
     assert_eq!(entry["transport"], transport, "{entry}");
+    if build != Build::Wasm {
+        let log = host.log(ex.name);
+        assert_eq!(
+            log.contains("confined: files: read only the system and its folder"),
+            build == Build::Confined,
+            "{build:?}: {log}"
+        );
+    }
     host
 }
 
-/// `zot ext grant <dir> --all` for a component laid out in `dir`.
+/// `zot ext confine <dir>` for the classic extension laid out in `dir`.
+fn confine(home: &Path, cwd: &Path, dir: &Path) {
+    let out = zot(home, cwd, &["confine", dir.to_str().unwrap()]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains(" is confined"),
+        "{}",
+        crate::common::text(&out)
+    );
+}
+
+/// `zot ext grant <dir> --all` for a component or a confined extension laid out in `dir`.
 fn grant_all(home: &Path, dir: &Path) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
         .args(["ext", "grant"])
@@ -131,9 +191,10 @@ fn grant_all(home: &Path, dir: &Path) {
     );
 }
 
-/// Runs `script` against each build of `ex` (each alone in a fresh host, set up by
-/// `setup`), asserts identical transcripts, and returns the transcript and, per build, the
-/// host's `ZOT_HOME` (kept for inspection until the returned dirs drop).
+/// Runs `script` against each build of `ex` ([`Build::ALL`]: each alone in a fresh host,
+/// set up by `setup`), asserts identical transcripts, and returns the transcript and, per
+/// build, the host's scratch dir (`home/` is its `ZOT_HOME`; kept for inspection until
+/// the returned dirs drop).
 fn parity(
     ex: Example,
     script: impl Fn() -> Vec<Step>,
@@ -141,22 +202,26 @@ fn parity(
 ) -> (Vec<String>, Vec<(Build, TempDir)>) {
     let mut transcripts = Vec::new();
     let mut homes = Vec::new();
-    for build in Build::BOTH {
-        let scratch = TempDir::new(&format!("{}-{}", ex.name, build.dir()));
+    for &build in Build::ALL {
+        let scratch = TempDir::new(&format!("{}-{}", ex.name, build.label()));
         let mut b = HostBuilder::in_dir(scratch.path());
         let setup = setup(&mut b, build);
         let started = Instant::now();
         let host = start(b, ex, build, setup);
-        let label = format!("{} {}", ex.name, build.dir());
+        let label = format!("{} {}", ex.name, build.label());
         let lines = run_steps(&host, &label, script(), |_, _, _| {});
         println!("{label}: {} lines in {:?}", lines.len(), started.elapsed());
         host.shutdown();
         transcripts.push((build, lines));
         homes.push((build, scratch));
     }
-    let (native, wasm) = (&transcripts[0].1, &transcripts[1].1);
-    assert_same_transcripts(("native", native), &[("wasm", wasm)]);
-    (native.clone(), homes)
+    let (first, others) = transcripts.split_first().unwrap();
+    let others: Vec<(&str, &[String])> = others
+        .iter()
+        .map(|(build, lines)| (build.label(), lines.as_slice()))
+        .collect();
+    assert_same_transcripts((first.0.label(), &first.1), &others);
+    (first.1.clone(), homes)
 }
 
 fn no_setup(_: &mut HostBuilder, _: Build) -> Setup {
@@ -182,12 +247,31 @@ fn every_example_has_a_parity_test() {
     let names: Vec<&str> = EXAMPLES.iter().map(|e| e.name).collect();
     assert_eq!(names, ["hello", "weather", "guard", "todo"]);
     for ex in EXAMPLES {
-        for build in Build::BOTH {
+        for build in Build::PUBLISHED {
             let manifest = committed_manifest(*ex, build);
             let readme = workspace().join("examples").join(ex.name).join("README.md");
             assert!(readme.is_file(), "{} has a README", ex.name);
             assert_eq!(manifest["version"], "0.1.0", "{manifest}");
         }
+        // Every way it is run (confined too) has a manifest naming its artifact, built.
+        for &build in Build::ALL {
+            let manifest = committed_manifest(*ex, build);
+            assert!(
+                manifest[build.field()].is_string(),
+                "{build:?} of {}: {manifest}",
+                ex.name
+            );
+            assert!(
+                Path::new(build.artifact(*ex)).is_file(),
+                "{build:?} of {}: {} is not built",
+                ex.name,
+                build.artifact(*ex)
+            );
+        }
+        // The native build asks for nothing: confined, it runs as committed (weather
+        // asks for its grants in the test, as the component's manifest does).
+        let native = committed_manifest(*ex, Build::Native);
+        assert!(native.get("permissions").is_none(), "{native}");
     }
 }
 
@@ -337,19 +421,20 @@ fn weather_asks_its_service_the_same_way_both_ways() {
     };
     let setup = |b: &mut HostBuilder, build: Build| -> Setup {
         b.env("WEATHER_API_URL", &base);
-        if build == Build::Native {
-            return as_committed();
-        }
-        // The sandbox reaches only what is asked and granted: the local server instead of
-        // wttr.in, and the variable naming it.
-        let entry = base.clone();
-        Setup {
-            edit: Box::new(move |m: &mut Value| {
-                assert_eq!(m["permissions"]["http"], json!(["wttr.in"]));
-                assert_eq!(m["permissions"]["env"], json!(["WEATHER_API_URL"]));
-                m["permissions"]["http"] = json!([entry]);
-            }),
-            grant: true,
+        match build {
+            Build::Native => as_committed(),
+            // The sandbox reaches only what is asked and granted: the local server instead
+            // of wttr.in, and the variable naming it.
+            Build::Wasm => Setup {
+                edit: Box::new(asks_the_local_server(&base)),
+                grant: true,
+            },
+            // Confined, the native build reaches no more: its manifest asks what the
+            // component's asks, granted (the port of the local server, the variable).
+            Build::Confined => Setup {
+                edit: Box::new(asks_as_the_component(&base)),
+                grant: true,
+            },
         }
     };
     let (transcript, _homes) = parity(ex, script, setup);
@@ -360,7 +445,35 @@ fn weather_asks_its_service_the_same_way_both_ways() {
         "/Atlantis?format=j1",
     ];
     let targets = server.targets();
-    assert_eq!(targets, [expected, expected].concat(), "native, then wasm");
+    assert_eq!(
+        targets,
+        expected.repeat(Build::ALL.len()),
+        "{:?}",
+        Build::ALL
+    );
+}
+
+/// The component's manifest edited to ask for the local server at `base` instead of
+/// wttr.in.
+fn asks_the_local_server(base: &str) -> impl Fn(&mut Value) + 'static {
+    let entry = base.to_string();
+    move |m: &mut Value| {
+        assert_eq!(m["permissions"]["http"], json!(["wttr.in"]));
+        assert_eq!(m["permissions"]["env"], json!(["WEATHER_API_URL"]));
+        m["permissions"]["http"] = json!([entry]);
+    }
+}
+
+/// The native manifest edited to ask what the component's asks (with the local server at
+/// `base` instead of wttr.in): its permissions and its limits.
+fn asks_as_the_component(base: &str) -> impl Fn(&mut Value) + 'static {
+    let mut wasm = committed_manifest(example("weather"), Build::Wasm);
+    asks_the_local_server(base)(&mut wasm);
+    move |m: &mut Value| {
+        assert!(m.get("permissions").is_none(), "{m}");
+        m["permissions"] = wasm["permissions"].clone();
+        m["limits"] = wasm["limits"].clone();
+    }
 }
 
 #[test]
@@ -389,6 +502,56 @@ fn weather_without_a_grant_reaches_nothing() {
         host.log("weather")
     );
     host.shutdown();
+}
+
+/// Confined and asking what the component asks, the native build reaches nothing until it
+/// is granted: not the local server (not even with the variable naming it granted alone:
+/// its port is not open), not wttr.in.
+#[cfg(target_os = "linux")]
+#[test]
+fn weather_confined_without_a_grant_reaches_nothing() {
+    let ex = example("weather");
+    let server = weather_server();
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let session = |grant: &[&str]| {
+        let mut b = HostBuilder::new();
+        b.env("WEATHER_API_URL", &base);
+        let setup = Setup {
+            edit: Box::new(asks_as_the_component(&base)),
+            grant: false,
+        };
+        let dir = prepare(&mut b, ex, Build::Confined, setup);
+        if !grant.is_empty() {
+            let mut args = vec!["grant", dir.to_str().unwrap()];
+            for p in grant {
+                args.extend(["-p", p]);
+            }
+            assert_ok(&zot(&b.home(), &b.cwd(), &args));
+        }
+        let host = start_prepared(b, ex, Build::Confined);
+        let data = host.call_tool("weather", json!({"city": "Berlin"}));
+        host.shutdown();
+        assert_eq!(data["is_error"], true, "{data}");
+        first_text(&data)
+    };
+    // Nothing granted: the variable is not there (its environment is the base one), so it
+    // asks wttr.in, which it cannot reach either.
+    let said = session(&[]);
+    println!("nothing granted: {said}");
+    assert!(
+        said.starts_with("weather: https://wttr.in/Berlin?format=j1: "),
+        "{said}"
+    );
+    // The variable granted, not the port: it asks the local server, and may not even open
+    // an IP socket (seccomp: EPERM).
+    let said = session(&["env:WEATHER_API_URL"]);
+    println!("the variable granted: {said}");
+    assert!(
+        said.starts_with(&format!("weather: {base}/Berlin?format=j1: "))
+            && said.contains("Operation not permitted"),
+        "{said}"
+    );
+    assert_eq!(server.hits(), 0, "{:?}", server.targets());
 }
 
 #[test]
@@ -456,8 +619,9 @@ fn guard_audits_events_and_refuses_dangerous_commands_the_same_both_ways() {
         "{transcript:?}"
     );
 
-    // One audit line per event and per verdict, the same both ways. Events travel on their
-    // own queue, so only the order among events and among verdicts is fixed.
+    // One audit line per event and per verdict, the same every way (confined, in its data
+    // dir too). Events travel on their own queue, so only the order among events and
+    // among verdicts is fixed.
     let audits: Vec<(Vec<Value>, Vec<Value>)> = homes
         .iter()
         .map(|(build, scratch)| {
@@ -468,7 +632,9 @@ fn guard_audits_events_and_refuses_dangerous_commands_the_same_both_ways() {
                 .partition(|l| l.get("event").is_some())
         })
         .collect();
-    assert_eq!(audits[0], audits[1], "native and wasm audit logs");
+    for ((build, _), audit) in homes.iter().zip(&audits).skip(1) {
+        assert_eq!(&audits[0], audit, "native and {build:?} audit logs");
+    }
     let (events, verdicts) = &audits[0];
     let names: Vec<&str> = events.iter().filter_map(|l| l["event"].as_str()).collect();
     assert_eq!(
@@ -503,7 +669,7 @@ fn wait_audit(root: &Path, lines: usize) -> String {
 #[test]
 fn guard_command_counts_what_it_audited() {
     let ex = example("guard");
-    for build in Build::BOTH {
+    for &build in Build::ALL {
         let scratch = TempDir::new("guard-count");
         let host = start(
             HostBuilder::in_dir(scratch.path()),
@@ -618,9 +784,11 @@ fn todo_keeps_its_list_the_same_both_ways() {
         json!(["  [x] buy milk", "> [x] write tests"])
     );
     assert_eq!(renders[4]["type"], "panel_close");
-    // The list is a file in the data dir, where the host put it for either build.
+    // The list is a file in the data dir, where the host put it for every build: confined,
+    // the one folder it may write (with its private temp dir, `.tmp`).
     for (build, scratch) in &homes {
-        let saved = std::fs::read_to_string(scratch.path().join("home/data/todo/todos.json"))
+        let data = scratch.path().join("home/data/todo");
+        let saved = std::fs::read_to_string(data.join("todos.json"))
             .unwrap_or_else(|e| panic!("{build:?}: todos.json: {e}"));
         let items: Value = serde_json::from_str(&saved).unwrap();
         assert_eq!(
@@ -628,9 +796,16 @@ fn todo_keeps_its_list_the_same_both_ways() {
             Some(2),
             "{build:?}: {saved}"
         );
+        assert_eq!(
+            data.join(".tmp").is_dir(),
+            *build == Build::Confined,
+            "{build:?}: the private temp dir"
+        );
     }
 }
 
+/// One list in one data dir, whichever build runs: native, the component, native again,
+/// and native confined.
 #[test]
 fn todo_list_survives_a_restart_and_is_shared_by_both_builds() {
     let ex = example("todo");
@@ -672,6 +847,21 @@ fn todo_list_survives_a_restart_and_is_shared_by_both_builds() {
     );
     assert_eq!(list(&host), "1. [ ] from native\n2. [ ] from wasm");
     host.shutdown();
+    // Confined (Linux), it keeps the same list in the same data dir.
+    if Build::ALL.contains(&Build::Confined) {
+        let host = start(
+            HostBuilder::in_dir(scratch.path()),
+            ex,
+            Build::Confined,
+            as_committed(),
+        );
+        assert_eq!(list(&host), "1. [ ] from native\n2. [ ] from wasm");
+        let added = host.call_tool("todo", json!({"action": "add", "text": "from confined"}));
+        assert_eq!(added["is_error"], false, "{added}");
+        host.shutdown();
+        let items: Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+        assert_eq!(items.as_array().map(Vec::len), Some(3), "{items}");
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The Go example (examples/go-hello): a plain stdio extension, standard library only,
 //! built with the pinned Go toolchain two ways. The native executable runs through
-//! `zot host`: its note on `session_start`, command, tool (and a 2 MiB argument, past
-//! the 1 MiB its line reader starts with), interceptor and shutdown. The WASI preview-1
+//! `zot host`, free and (Linux) confined (`zot ext confine`) with the same transcript:
+//! its note on `session_start`, command, tool (and a 2 MiB argument, past the 1 MiB its
+//! line reader starts with), interceptor and shutdown. The WASI preview-1
 //! build (`GOOS=wasip1 GOARCH=wasm`) is checked to be a core module; the host does not
 //! run preview-1 modules yet. The source is kept `gofmt`-clean and `go vet`-clean.
 //!
@@ -180,13 +181,33 @@ pub(crate) fn go_hello_script() -> Vec<Step> {
     ]
 }
 
+/// How the native build runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// As any classic extension: with the user's permissions.
+    Free,
+    /// Confined by `zot ext confine <dir>` (Linux) in the session's `ZOT_HOME`.
+    #[cfg(target_os = "linux")]
+    Confined,
+}
+
 /// The example's session through `zot host`, loaded from `dir` (its transport
-/// `transport`): its registrations, the script, a 2 MiB round trip, a clean shutdown;
-/// the transcript of the script.
-fn session(label: &str, dir: &Path, transport: &str) -> Vec<String> {
+/// `transport`; a classic extension runs as `run` says): its registrations, the script, a
+/// 2 MiB round trip, a clean shutdown; the transcript of the script.
+fn session(label: &str, dir: &Path, transport: &str, run: Run) -> Vec<String> {
     // A scratch folder of the test's: the extension's log outlives the host.
     let scratch = TempDir::new("go-hello");
     let mut b = HostBuilder::in_dir(scratch.path());
+    #[cfg(target_os = "linux")]
+    if run == Run::Confined {
+        let out = zot(&b.home(), &b.cwd(), &["confine", dir.to_str().unwrap()]);
+        assert_ok(&out);
+        assert!(
+            stdout(&out).contains("go-hello is confined"),
+            "{}",
+            text(&out)
+        );
+    }
     b.ext_path(dir);
     let host = b.start();
     host.set_event_filter(|v| v["type"] != "registry_changed");
@@ -246,28 +267,54 @@ fn session(label: &str, dir: &Path, transport: &str) -> Vec<String> {
     let log = std::fs::read_to_string(&log_path).expect("the extension's log");
     assert!(log.contains("acknowledged shutdown"), "{log}");
     assert!(log.contains("exited with status 0"), "{log}");
-    for bad in ["[stderr]", "] warn: ", "] error: "] {
-        assert!(!log.contains(bad), "{bad:?} in the log:\n{log}");
+    assert_eq!(
+        log.contains("] info: confined: files: read only the system and its folder"),
+        run != Run::Free,
+        "{log}"
+    );
+    // Confined, a rule this kernel cannot enforce is a warning of the host's, not of the
+    // extension's.
+    for line in log
+        .lines()
+        .filter(|l| !l.contains("] warn: not enforced: "))
+    {
+        for bad in ["[stderr]", "] warn: ", "] error: "] {
+            assert!(!line.contains(bad), "{bad:?} in the log:\n{log}");
+        }
     }
     transcript
 }
 
+/// The native build, and (Linux) the same build confined, which answers the session
+/// exactly as it does free.
 #[test]
 fn the_go_extension_answers_its_tool_command_and_interceptor_through_the_host() {
-    session("go-hello native", go_hello_native(), "stdio");
+    let free = session("go-hello native", go_hello_native(), "stdio", Run::Free);
+    #[cfg(target_os = "linux")]
+    {
+        let confined = session(
+            "go-hello confined",
+            go_hello_native(),
+            "stdio",
+            Run::Confined,
+        );
+        assert_same_transcripts(("native", &free), &[("confined", &confined)]);
+    }
+    #[cfg(not(target_os = "linux"))]
+    drop(free);
 }
 
 /// The same source built with `GOOS=wasip1 GOARCH=wasm` runs in the sandbox as a WASI
 /// preview-1 module, and answers the session exactly as the native build does.
 #[test]
 fn the_go_extension_built_for_wasip1_answers_as_the_native_build_does() {
-    let native = session("go-hello native", go_hello_native(), "stdio");
+    let native = session("go-hello native", go_hello_native(), "stdio", Run::Free);
     let dir = build_dir().join("wasip1");
     std::fs::create_dir_all(&dir).unwrap();
     let manifest = json!({"name": NAME, "version": "1.0.0",
                           "wasm": go_hello_wasm().to_str().unwrap()});
     std::fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
-    let wasm = session("go-hello preview-1", &dir, "wasm");
+    let wasm = session("go-hello preview-1", &dir, "wasm", Run::Free);
     assert_same_transcripts(("native", &native), &[("preview-1", &wasm)]);
 }
 

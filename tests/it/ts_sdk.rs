@@ -1,7 +1,8 @@
 //! The TypeScript SDK (`guest-sdk/ts`, the npm package `@zot/ext`) through its example
 //! `examples/ts-hello`, built both ways by the example's own npm scripts — `npm run
 //! build` (a Node script, `dist/main.js`) and `npm run build:wasm` (a sandboxed
-//! component, `ts-hello.wasm`, built with componentize-qjs) — and driven by `zot host`.
+//! component, `ts-hello.wasm`, built with componentize-qjs) — and driven by `zot host`;
+//! the Node build also confined (`zot ext confine`, Linux), with the same transcript.
 //!
 //! The tools (TypeScript, esbuild, componentize-qjs) are pinned by
 //! `examples/ts-hello/package-lock.json` and installed once per target dir by `npm ci`
@@ -33,9 +34,25 @@ enum Build {
     Component,
     /// The same bundle built with componentize-js: a StarlingMonkey component.
     StarlingMonkey,
+    /// The Node build confined (`zot ext confine`, Linux), from [`built_node_confinable`]:
+    /// `node` is what the base `PATH` (`/usr/local/bin:/usr/bin:/bin`) finds.
+    #[cfg(target_os = "linux")]
+    NodeConfined,
 }
 
 const BUILDS: [Build; 3] = [Build::Node, Build::Component, Build::StarlingMonkey];
+
+impl Build {
+    fn label(self) -> &'static str {
+        match self {
+            Build::Node => "node",
+            Build::Component => "quickjs",
+            Build::StarlingMonkey => "starlingmonkey",
+            #[cfg(target_os = "linux")]
+            Build::NodeConfined => "node confined",
+        }
+    }
+}
 
 /// The example, built both ways once per test process.
 struct Built {
@@ -223,6 +240,35 @@ fn built_starlingmonkey() -> &'static Path {
     })
 }
 
+/// The example's folder as the Node build leaves it, with npm's link for the `file:`
+/// dependency (`node_modules/@zot/ext -> ../../../../guest-sdk/ts`) replaced by a copy of
+/// the SDK's folder, once per process: `zot ext confine` refuses the folder itself, as
+/// `zot ext install` does, since that link leads out of it ("replace the link with a copy
+/// of what it points to"). The bundle `dist/main.js` does not read it; the components
+/// are left out.
+#[cfg(target_os = "linux")]
+fn built_node_confinable() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let node = &built().node;
+        let dir = node.with_file_name("ts-hello-confinable");
+        let _ = std::fs::remove_dir_all(&dir);
+        for item in SOURCES.iter().chain(&["extension.json", "dist"]) {
+            let source = node.join(item);
+            if source.is_dir() {
+                copy_dir(&source, &dir.join(item));
+            } else {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::copy(&source, dir.join(item))
+                    .unwrap_or_else(|e| panic!("copy {}: {e}", source.display()));
+            }
+        }
+        let sdk = std::fs::canonicalize(node.join("node_modules/@zot/ext")).unwrap();
+        copy_dir(&sdk, &dir.join("node_modules/@zot/ext"));
+        dir
+    })
+}
+
 /// The exact version of `package` that `folder`'s package.json pins (a bare version, no
 /// range).
 pub(crate) fn pinned(folder: &str, package: &str) -> String {
@@ -277,9 +323,21 @@ fn start(build: Build) -> (Host, TempDir) {
         Build::Node => (built().node.as_path(), "stdio"),
         Build::Component => (built().component.as_path(), "wasm"),
         Build::StarlingMonkey => (built_starlingmonkey(), "wasm"),
+        #[cfg(target_os = "linux")]
+        Build::NodeConfined => (built_node_confinable(), "stdio"),
     };
     let scratch = TempDir::new(NAME);
     let mut b = HostBuilder::in_dir(scratch.path());
+    #[cfg(target_os = "linux")]
+    if let Build::NodeConfined = build {
+        let out = zot(&b.home(), &b.cwd(), &["confine", dir.to_str().unwrap()]);
+        assert_ok(&out);
+        assert!(
+            stdout(&out).contains("ts-hello is confined"),
+            "{}",
+            text(&out)
+        );
+    }
     // The first start of a StarlingMonkey component compiles 12 MB (then it is cached).
     b.ext_path(dir).arg("--ready-timeout-ms").arg("120000");
     let host = b.start();
@@ -297,6 +355,15 @@ fn start(build: Build) -> (Host, TempDir) {
     let entry = host.entry(NAME);
     assert_eq!(entry["state"], "ready", "{entry}");
     assert_eq!(entry["transport"], transport, "{entry}");
+    if transport == "stdio" {
+        let log = host.log(NAME);
+        let confined = !matches!(build, Build::Node);
+        assert_eq!(
+            log.contains("] info: confined: files: read only the system and its folder"),
+            confined,
+            "{build:?}: {log}"
+        );
+    }
     (host, scratch)
 }
 
@@ -418,6 +485,8 @@ fn a_2_mib_argument_goes_there_and_back() {
         let host = &run.0;
         let chars = match build {
             Build::Node | Build::Component => 1 << 20,
+            #[cfg(target_os = "linux")]
+            Build::NodeConfined => 1 << 20,
             Build::StarlingMonkey => 1 << 19,
         };
         // Two bytes a character: lines the SDK joins from many chunks, cut inside characters.
@@ -562,12 +631,16 @@ fn script() -> Vec<Step> {
     ]
 }
 
-/// The same TypeScript source, built for Node and as a component with each engine,
-/// answers the session with the same transcript.
+/// The same TypeScript source, built for Node (run free and, on Linux, confined) and as a
+/// component with each engine, answers the session with the same transcript.
 #[test]
 fn the_component_build_answers_as_the_node_build_does() {
     let mut transcripts = Vec::new();
-    for build in BUILDS {
+    #[cfg(target_os = "linux")]
+    let builds = [BUILDS.as_slice(), &[Build::NodeConfined]].concat();
+    #[cfg(not(target_os = "linux"))]
+    let builds = BUILDS;
+    for build in builds {
         let run = start(build);
         let label = format!("{NAME} {build:?}");
         let transcript = run_steps(&run.0, &label, script(), |what, s, events| {
@@ -579,16 +652,15 @@ fn the_component_build_answers_as_the_node_build_does() {
             }
         });
         println!("{}", transcript.join("\n"));
-        transcripts.push(transcript);
+        transcripts.push((build, transcript));
         shut_down(run);
     }
-    assert_same_transcripts(
-        ("node", &transcripts[0]),
-        &[
-            ("quickjs", &transcripts[1]),
-            ("starlingmonkey", &transcripts[2]),
-        ],
-    );
+    let (node, others) = transcripts.split_first().unwrap();
+    let others: Vec<(&str, &[String])> = others
+        .iter()
+        .map(|(build, t)| (build.label(), t.as_slice()))
+        .collect();
+    assert_same_transcripts((node.0.label(), &node.1), &others);
 }
 
 /// StarlingMonkey has an event loop: the async `slow` tool (a timer) answers, from inside
