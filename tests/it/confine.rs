@@ -238,10 +238,19 @@ fn a_confined_classic_extension_cannot_get_out_and_an_unconfined_one_can() {
     let free = world.probe().unwrap();
     assert_free(&free);
     world.reset_outside();
+    // Another extension's data, beside its own.
+    let other = world.home.join("data/other/notes.txt");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::write(&other, "another extension's notes").unwrap();
+    let read_other = json!({"read": [other]});
+    let key = format!("read {}", other.display());
+    assert_eq!(reach(&world, read_other.clone())[&key], "ok");
 
     let said = world.confine();
     println!("{said}");
     assert!(said.contains("hostile is confined"), "{said}");
+    let denied = reach(&world, read_other)[&key].clone();
+    assert!(denied.as_str().unwrap().starts_with("denied"), "{denied}");
     assert!(
         said.contains(
             "NOT enforced  no connection to UNIX socket files outside its data and temp dirs"

@@ -426,8 +426,7 @@ Examples:
   zot ext confine notes          confine the installed extension notes, as it is now
   zot ext confine ./my-ext       a folder (bound to its files: a change needs confine again)
   zot ext confine --default      every classic extension, except those you unconfine
-  zot ext confine notes --require-confinement
-                                 do not start it where this kernel cannot enforce a rule";
+  zot ext confine notes --require-confinement   not started where a rule is not enforced";
     pub(super) const UNCONFINE: &str = "\
 Examples:
   zot ext unconfine notes        run the installed extension notes unconfined again
