@@ -830,3 +830,35 @@ fn required_confinement_does_not_start_where_a_rule_is_not_enforced() {
     world.confine();
     assert!(fenced(&world.probe().unwrap()));
 }
+
+/// A manifest can name a program anywhere: confined, only that file is readable, never
+/// the folder it is in (here the folder holding the planted key).
+#[test]
+fn a_program_beside_a_secret_does_not_open_the_secret() {
+    landlock_abi();
+    let world = World::new("confine-program", "hostile-py");
+    let ssh = world.root.join("user/.ssh");
+    let run = ssh.join("run.sh");
+    std::fs::write(
+        &run,
+        format!(
+            "#!/bin/sh\nexec python3 {}\n",
+            world.ext.join("main.py").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let manifest = json!({"name": "hostile", "exec": run});
+    std::fs::write(world.ext.join("extension.json"), manifest.to_string()).unwrap();
+    assert_eq!(world.probe().unwrap()["read secret"], "ok", "unconfined");
+    world.confine();
+    let fenced = world.probe().unwrap();
+    assert!(
+        fenced["read secret"]
+            .as_str()
+            .unwrap()
+            .starts_with("denied"),
+        "{fenced}"
+    );
+}

@@ -35,9 +35,13 @@ pub fn policy_for(
     } = *place;
     let mut read_only = super::system::paths();
     read_only.push(ext_dir.to_path_buf());
-    // A program outside the system folders (a venv, ~/.local/bin): its folder, read-only.
-    if let Some(folder) = program.parent().filter(|p| !p.as_os_str().is_empty()) {
-        read_only.push(folder.to_path_buf());
+    // A program outside the system folders (`~/.local/bin/tool`): that file alone, as it
+    // resolves, read-only — never its folder, which a manifest could point anywhere
+    // (`"exec": "/home/me/.ssh/../bin/x"`).
+    if program.components().count() > 1 {
+        if let Ok(file) = std::fs::canonicalize(program) {
+            read_only.push(file);
+        }
     }
     if let Some(cwd) = &decided.cwd {
         read_only.push(cwd.clone());
