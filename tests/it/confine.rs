@@ -134,6 +134,13 @@ impl World {
         let _ = std::fs::remove_file(self.home.join("data/@path/escaped"));
     }
 
+    /// Confined (`when`), every attack was denied and nothing was written outside.
+    #[track_caller]
+    fn check(&self, got_out: &mut GotOut, when: &str, fenced: &Value) {
+        got_out.check(when, fenced);
+        self.assert_outside_untouched();
+    }
+
     /// Nothing was written outside since [`World::reset_outside`].
     fn assert_outside_untouched(&self) {
         let outside = self.root.join("outside");
@@ -153,6 +160,14 @@ impl World {
             "written beside its data dir"
         );
     }
+}
+
+/// Changes `file` (a comment at its end): the extension's files are no longer those
+/// confined.
+fn change(file: &Path) {
+    let mut code = std::fs::read_to_string(file).unwrap();
+    code.push_str("\n# changed\n");
+    std::fs::write(file, code).unwrap();
 }
 
 /// Unconfined, every attack works (so that a denial, confined, is the fence's).
@@ -261,15 +276,11 @@ fn a_confined_classic_extension_cannot_get_out_and_an_unconfined_one_can() {
     let mut got_out = GotOut::default();
     let fenced = world.probe().unwrap();
     println!("confined: {fenced}");
-    got_out.check("confined", &fenced);
-    world.assert_outside_untouched();
+    world.check(&mut got_out, "confined", &fenced);
     assert_eq!(fenced["env"], base_env(false), "{fenced}");
 
     // A change to its files: it does not start, confined or not, until confined again.
-    let main = world.ext.join("main.py");
-    let mut code = std::fs::read_to_string(&main).unwrap();
-    code.push_str("\n# changed\n");
-    std::fs::write(&main, code).unwrap();
+    change(&world.ext.join("main.py"));
     let refused = world.probe().unwrap_err();
     assert!(
         refused.contains("not started unconfined: it changed since it was confined"),
@@ -347,8 +358,7 @@ fn a_confined_static_go_binary_cannot_get_out_and_an_unconfined_one_can() {
     let mut got_out = GotOut::default();
     let fenced = world.probe().unwrap();
     println!("confined: {fenced}");
-    got_out.check("confined", &fenced);
-    world.assert_outside_untouched();
+    world.check(&mut got_out, "confined", &fenced);
     assert_eq!(fenced["env"], base_env(true), "{fenced}");
 
     // The binary is part of what was confined: a new build does not start.
@@ -386,8 +396,7 @@ fn a_reload_starts_a_confined_extension_confined_and_a_changed_one_not_at_all() 
     };
     let mut got_out = GotOut::default();
     let first = call(&host);
-    got_out.check("confined, in a session", &first);
-    world.assert_outside_untouched();
+    world.check(&mut got_out, "confined, in a session", &first);
 
     let report = host.ok("reload", json!({}));
     println!("reload: {report}");
@@ -395,13 +404,9 @@ fn a_reload_starts_a_confined_extension_confined_and_a_changed_one_not_at_all() 
     assert_eq!(report["ready"], json!(["hostile"]), "{report}");
     let second = call(&host);
     assert_ne!(first["pid"], second["pid"], "reload started it again");
-    got_out.check("confined, after a reload", &second);
-    world.assert_outside_untouched();
+    world.check(&mut got_out, "confined, after a reload", &second);
 
-    let main = world.ext.join("main.py");
-    let mut code = std::fs::read_to_string(&main).unwrap();
-    code.push_str("\n# changed\n");
-    std::fs::write(&main, code).unwrap();
+    change(&world.ext.join("main.py"));
     let report = host.ok("reload", json!({}));
     println!("reload after a change: {report}");
     let errors = report["errors"].as_array().unwrap();
@@ -768,10 +773,7 @@ fn confining_by_default_spares_only_what_the_user_unconfined_as_it_is() {
         "exempted"
     );
     // The exemption was for those files.
-    let main = world.home.join("extensions/hostile/main.py");
-    let mut code = std::fs::read_to_string(&main).unwrap();
-    code.push_str("\n# changed\n");
-    std::fs::write(&main, code).unwrap();
+    change(&world.home.join("extensions/hostile/main.py"));
     assert!(
         fenced(&probe_target(&world, "hostile").unwrap()),
         "changed: confined again"

@@ -126,7 +126,7 @@ fn start(mut b: HostBuilder, ex: Example, build: Build, setup: Setup) -> Host {
 fn prepare(b: &mut HostBuilder, ex: Example, build: Build, setup: Setup) -> PathBuf {
     let dir = lay_out(b, ex, build, setup.edit);
     if build == Build::Confined {
-        confine(&b.home(), &b.cwd(), &dir);
+        confine_dir(&b.home(), &b.cwd(), &dir, ex.name);
     }
     if setup.grant {
         grant_all(&b.home(), &dir);
@@ -162,17 +162,6 @@ fn start_prepared(mut b: HostBuilder, ex: Example, build: Build) -> Host {
         );
     }
     host
-}
-
-/// `zot ext confine <dir>` for the classic extension laid out in `dir`.
-fn confine(home: &Path, cwd: &Path, dir: &Path) {
-    let out = zot(home, cwd, &["confine", dir.to_str().unwrap()]);
-    assert_ok(&out);
-    assert!(
-        stdout(&out).contains(" is confined"),
-        "{}",
-        crate::common::text(&out)
-    );
 }
 
 /// `zot ext grant <dir> --all` for a component or a confined extension laid out in `dir`.
@@ -215,13 +204,8 @@ fn parity(
         transcripts.push((build, lines));
         homes.push((build, scratch));
     }
-    let (first, others) = transcripts.split_first().unwrap();
-    let others: Vec<(&str, &[String])> = others
-        .iter()
-        .map(|(build, lines)| (build.label(), lines.as_slice()))
-        .collect();
-    assert_same_transcripts((first.0.label(), &first.1), &others);
-    (first.1.clone(), homes)
+    assert_all_same(transcripts.iter().map(|(b, t)| (b.label(), t.as_slice())));
+    (transcripts[0].1.clone(), homes)
 }
 
 fn no_setup(_: &mut HostBuilder, _: Build) -> Setup {

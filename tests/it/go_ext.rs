@@ -200,13 +200,7 @@ fn session(label: &str, dir: &Path, transport: &str, run: Run) -> Vec<String> {
     let mut b = HostBuilder::in_dir(scratch.path());
     #[cfg(target_os = "linux")]
     if run == Run::Confined {
-        let out = zot(&b.home(), &b.cwd(), &["confine", dir.to_str().unwrap()]);
-        assert_ok(&out);
-        assert!(
-            stdout(&out).contains("go-hello is confined"),
-            "{}",
-            text(&out)
-        );
+        confine_dir(&b.home(), &b.cwd(), dir, "go-hello");
     }
     b.ext_path(dir);
     let host = b.start();

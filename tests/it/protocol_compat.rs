@@ -54,13 +54,7 @@ fn quick_start_session(label: &str, confined: bool) -> Vec<String> {
     let mut b = HostBuilder::in_dir(scratch.path());
     let dir = hello_py_example();
     if confined {
-        let out = zot(&b.home(), &b.cwd(), &["confine", dir.to_str().unwrap()]);
-        assert_ok(&out);
-        assert!(
-            stdout(&out).contains("hello-py is confined"),
-            "{}",
-            text(&out)
-        );
+        confine_dir(&b.home(), &b.cwd(), &dir, "hello-py");
     }
     b.ext_path(&dir);
     let host = b.start();

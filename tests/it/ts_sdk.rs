@@ -330,13 +330,7 @@ fn start(build: Build) -> (Host, TempDir) {
     let mut b = HostBuilder::in_dir(scratch.path());
     #[cfg(target_os = "linux")]
     if let Build::NodeConfined = build {
-        let out = zot(&b.home(), &b.cwd(), &["confine", dir.to_str().unwrap()]);
-        assert_ok(&out);
-        assert!(
-            stdout(&out).contains("ts-hello is confined"),
-            "{}",
-            text(&out)
-        );
+        confine_dir(&b.home(), &b.cwd(), dir, "ts-hello");
     }
     // The first start of a StarlingMonkey component compiles 12 MB (then it is cached).
     b.ext_path(dir).arg("--ready-timeout-ms").arg("120000");
@@ -655,12 +649,7 @@ fn the_component_build_answers_as_the_node_build_does() {
         transcripts.push((build, transcript));
         shut_down(run);
     }
-    let (node, others) = transcripts.split_first().unwrap();
-    let others: Vec<(&str, &[String])> = others
-        .iter()
-        .map(|(build, t)| (build.label(), t.as_slice()))
-        .collect();
-    assert_same_transcripts((node.0.label(), &node.1), &others);
+    assert_all_same(transcripts.iter().map(|(b, t)| (b.label(), t.as_slice())));
 }
 
 /// StarlingMonkey has an event loop: the async `slow` tool (a timer) answers, from inside

@@ -33,13 +33,33 @@ pub fn granted_words(m: &Manifest, grant: &Grant) -> Vec<String> {
     )
 }
 
-/// What a confined classic extension gets of `p`, with `memory_mb` and `disk_mb`. An
-/// HTTP entry is its port: the kernel filters TCP by port, not by host name, and the
-/// words say so.
+/// What a confined classic extension gets of `p`, with `memory_mb` and `disk_mb`.
 fn confined_words(p: &Permissions, memory_mb: u64, disk_mb: u64) -> Vec<String> {
+    let mut out = permission_words(p, Reader::Confined);
+    out.push(format!(
+        "use up to {memory_mb} MiB of data memory (RLIMIT_DATA)"
+    ));
+    out.push(Limit::Disk.words(disk_mb));
+    out
+}
+
+/// Whom the words are for: a component in the sandbox, or a confined classic extension.
+#[derive(Clone, Copy)]
+enum Reader {
+    Component,
+    Confined,
+}
+
+/// Permissions in plain words, one line each (names from the manifest shown with
+/// [`one_line`]). For a confined extension an HTTP entry is its port: the kernel
+/// filters TCP by port, not by host name, and the words say so.
+fn permission_words(p: &Permissions, reader: Reader) -> Vec<String> {
     let mut out = Vec::new();
     if p.data_dir {
-        out.push("read and write its own data directory (its HOME)".into());
+        out.push(match reader {
+            Reader::Component => "read and write its own data directory (seen as /data)".into(),
+            Reader::Confined => "read and write its own data directory (its HOME)".into(),
+        });
     }
     if p.cwd.is_some() {
         out.push("read (not write) the project directory".into());
@@ -49,19 +69,18 @@ fn confined_words(p: &Permissions, memory_mb: u64, disk_mb: u64) -> Vec<String> 
             .iter()
             .map(|name| format!("read the environment variable {}", one_line(name))),
     );
-    out.extend(p.http.iter().map(|entry| match HostPattern::parse(entry) {
-        Ok(pattern) => format!(
-            "open TCP connections to port {} (asked for {}: the kernel enforces the \
-             port, not the host name)",
-            pattern.port_or_default(),
-            one_line(entry)
-        ),
-        Err(e) => format!("nothing for {} ({e})", one_line(entry)),
+    out.extend(p.http.iter().map(|entry| match reader {
+        Reader::Component => format!("make HTTP requests to {}", one_line(entry)),
+        Reader::Confined => match HostPattern::parse(entry) {
+            Ok(pattern) => format!(
+                "open TCP connections to port {} (asked for {}: the kernel enforces the \
+                 port, not the host name)",
+                pattern.port_or_default(),
+                one_line(entry)
+            ),
+            Err(e) => format!("nothing for {} ({e})", one_line(entry)),
+        },
     }));
-    out.push(format!(
-        "use up to {memory_mb} MiB of data memory (RLIMIT_DATA)"
-    ));
-    out.push(Limit::Disk.words(disk_mb));
     out
 }
 
@@ -74,26 +93,9 @@ fn raised(value: impl Fn(Limit) -> u64) -> Vec<(Limit, u64)> {
         .collect()
 }
 
-/// Permissions in plain words, one line each (names from the manifest shown with
-/// [`one_line`]), then `limits`.
+/// Permissions in plain words for a component, then `limits`.
 pub(super) fn in_words(p: &Permissions, limits: &[(Limit, u64)]) -> Vec<String> {
-    let mut out = Vec::new();
-    if p.data_dir {
-        out.push("read and write its own data directory (seen as /data)".into());
-    }
-    if p.cwd.is_some() {
-        out.push("read (not write) the project directory".into());
-    }
-    out.extend(
-        p.env
-            .iter()
-            .map(|name| format!("read the environment variable {}", one_line(name))),
-    );
-    out.extend(
-        p.http
-            .iter()
-            .map(|host| format!("make HTTP requests to {}", one_line(host))),
-    );
+    let mut out = permission_words(p, Reader::Component);
     out.extend(limits.iter().map(|(l, v)| l.words(*v)));
     out
 }

@@ -96,11 +96,16 @@ func tcp(port int) error {
 	return err
 }
 
+// linked makes link (in the data dir) to target (outside) with mk, anew.
+func linked(mk func(string, string) error, target, link string) (string, error) {
+	os.Remove(link)
+	return link, mk(target, link)
+}
+
 // hardLink links the planted file outside into the data dir, then writes through it.
 func hardLink(planted, home string) error {
-	link := filepath.Join(home, "link")
-	os.Remove(link)
-	if err := os.Link(planted, link); err != nil {
+	link, err := linked(os.Link, planted, filepath.Join(home, "link"))
+	if err != nil {
 		return err
 	}
 	f, err := os.OpenFile(link, os.O_WRONLY|os.O_APPEND, 0)
@@ -114,9 +119,8 @@ func hardLink(planted, home string) error {
 
 // symlinkOut makes a link in the data dir to the folder outside and writes through it.
 func symlinkOut(outside, home string) error {
-	link := filepath.Join(home, "out")
-	os.Remove(link)
-	if err := os.Symlink(outside, link); err != nil {
+	link, err := linked(os.Symlink, outside, filepath.Join(home, "out"))
+	if err != nil {
 		return err
 	}
 	return write(filepath.Join(link, "via-symlink"))

@@ -28,23 +28,23 @@ def write(path):
         f.write("x")
 
 
-def hard_link(planted, home):
-    """Links the planted file outside into the data dir, then writes through it."""
-    link = home + "/link"
+def linked(make, target, link):
+    """Makes `link` (in the data dir) to `target` (outside) with `make`, anew."""
     if os.path.lexists(link):
         os.remove(link)
-    os.link(planted, link)
-    with open(link, "a") as f:
+    make(target, link)
+    return link
+
+
+def hard_link(planted, home):
+    """Links the planted file outside into the data dir, then writes through it."""
+    with open(linked(os.link, planted, home + "/link"), "a") as f:
         f.write("written through a hard link\n")
 
 
 def symlink_out(outside, home):
     """Makes a link in the data dir to the folder outside and writes through it."""
-    link = home + "/out"
-    if os.path.lexists(link):
-        os.remove(link)
-    os.symlink(outside, link)
-    write(link + "/via-symlink")
+    write(linked(os.symlink, outside, home + "/out") + "/via-symlink")
 
 
 def rename_out(outside, home):

@@ -1232,6 +1232,26 @@ pub fn run_steps(
 }
 
 /// Panics, showing where and all of them, unless every transcript equals the first.
+/// Every labelled transcript is the same as the first.
+#[track_caller]
+pub fn assert_all_same<'a>(transcripts: impl IntoIterator<Item = (&'a str, &'a [String])>) {
+    let all: Vec<(&str, &[String])> = transcripts.into_iter().collect();
+    let (first, others) = all.split_first().expect("a transcript");
+    assert_same_transcripts(*first, others);
+}
+
+/// `zot ext confine <dir>` with `home`, from `cwd`: it says `<name> is confined`.
+#[track_caller]
+pub fn confine_dir(home: &Path, cwd: &Path, dir: &Path, name: &str) {
+    let out = zot(home, cwd, &["confine", dir.to_str().unwrap()]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains(&format!("{name} is confined")),
+        "{}",
+        text(&out)
+    );
+}
+
 pub fn assert_same_transcripts(first: (&str, &[String]), others: &[(&str, &[String])]) {
     let show = |label: &str, t: &[String]| format!("--- {label}:\n{}\n", t.join("\n"));
     let (base_label, base) = first;

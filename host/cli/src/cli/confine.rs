@@ -14,25 +14,7 @@ use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::{Launch, Manifest};
 use zot_host::{Settings, ZotHome};
 
-#[derive(clap::Args)]
-pub(crate) struct ConfineArgs {
-    /// An installed extension's name, or an extension directory.
-    #[arg(
-        add = clap_complete::ArgValueCompleter::new(super::complete::targets),
-        required_unless_present = "default"
-    )]
-    target: Option<String>,
-    /// Every classic extension, by default: recorded in `$ZOT_HOME/settings.json`
-    /// (`unconfine NAME` exempts one as its files are).
-    #[arg(long, conflicts_with = "target")]
-    default: bool,
-    /// Confine: do not start where this kernel cannot enforce one of the rules.
-    #[arg(long)]
-    require_confinement: bool,
-    #[command(flatten)]
-    scope: ScopeArgs,
-}
-
+/// Which extensions `confine` and `unconfine` act on.
 #[derive(clap::Args)]
 pub(crate) struct UnconfineArgs {
     /// An installed extension's name, or an extension directory.
@@ -41,38 +23,50 @@ pub(crate) struct UnconfineArgs {
         required_unless_present = "default"
     )]
     target: Option<String>,
-    /// No longer confine every classic extension by default (`$ZOT_HOME/settings.json`).
+    /// Every classic extension by default, recorded in `$ZOT_HOME/settings.json`
+    /// (`unconfine NAME` exempts one as its files are).
     #[arg(long, conflicts_with = "target")]
     default: bool,
     #[command(flatten)]
     scope: ScopeArgs,
 }
 
+#[derive(clap::Args)]
+pub(crate) struct ConfineArgs {
+    #[command(flatten)]
+    which: UnconfineArgs,
+    /// Confine: do not start where this kernel cannot enforce one of the rules.
+    #[arg(long)]
+    require_confinement: bool,
+}
+
 /// `zot ext confine`.
 pub(crate) fn confine(args: ConfineArgs) -> Result<(), CliError> {
-    run("confine", args, true)
+    run("confine", &args.which, args.require_confinement, true)
 }
 
 /// `zot ext unconfine`.
 pub(crate) fn unconfine(args: UnconfineArgs) -> Result<(), CliError> {
-    let args = ConfineArgs {
-        target: args.target,
-        default: args.default,
-        require_confinement: false,
-        scope: args.scope,
-    };
-    run("unconfine", args, false)
+    run("unconfine", &args, false, false)
 }
 
-fn run(verb: &str, args: ConfineArgs, on: bool) -> Result<(), CliError> {
-    let what = match &args.target {
+fn run(verb: &str, which: &UnconfineArgs, require: bool, on: bool) -> Result<(), CliError> {
+    let what = match &which.target {
         Some(target) => format!("{verb} {target}"),
         None => format!("{verb} --default"),
     };
     let home = super::zot_home(None).context(&what)?;
-    match &args.target {
-        None => set_default(&home, on, args.require_confinement).context(what),
-        Some(target) => set(&home, &cwd().context(&what)?, target, &args, on).context(what),
+    match &which.target {
+        None => set_default(&home, on, require).context(what),
+        Some(target) => set(
+            &home,
+            &cwd().context(&what)?,
+            target,
+            which.scope,
+            require,
+            on,
+        )
+        .context(what),
     }
 }
 
@@ -106,10 +100,11 @@ fn set(
     home: &ZotHome,
     cwd: &Path,
     target: &str,
-    args: &ConfineArgs,
+    scope: ScopeArgs,
+    require: bool,
     on: bool,
 ) -> Result<(), String> {
-    let (dir, copy) = locate_dir(home, cwd, target, args.scope)?;
+    let (dir, copy) = locate_dir(home, cwd, target, scope)?;
     let m = Manifest::read(&dir).map_err(|e| e.to_string())?;
     let shown = copy.map_or(m.name.clone(), |c| format!("{} ({c})", m.name));
     match m.launch(&dir) {
@@ -133,7 +128,7 @@ fn set(
     grant.sha256 = digest;
     grant.confine = on;
     grant.unconfined = !on;
-    grant.require_confinement = on && args.require_confinement;
+    grant.require_confinement = on && require;
     grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
     if !on {
         say!("{shown} is no longer confined: it runs with your full user permissions");
