@@ -187,7 +187,7 @@ struct Inner {
     name: String,
     rank: usize,
     log: ExtLog,
-    outbound: mpsc::Sender<Outbound>,
+    outbound: crate::transport::FrameSink,
     /// What each frame's [`Budget`] is made from.
     timeouts: Timeouts,
     control: Box<dyn Control>,
@@ -647,7 +647,7 @@ impl Extension {
     /// The connection's main loop: decode and handle frames until the transport closes.
     async fn run(
         self,
-        mut inbound: mpsc::Receiver<Inbound>,
+        mut inbound: crate::transport::Lines,
         mut exit: oneshot::Receiver<ExitReason>,
         hello_ack: HelloAck,
         hub: Arc<dyn Hub>,
@@ -669,9 +669,12 @@ impl Extension {
                 Some(Inbound::Line(bytes, _room)) => {
                     self.handle_line(&bytes, spawned, &mut hello_ack, &hub)
                         .await;
-                    silence
-                        .as_mut()
-                        .reset(tokio::time::Instant::now() + READY_SILENCE);
+                    // Only a starting extension can become ready by falling silent.
+                    if self.phase() == Phase::Starting {
+                        silence
+                            .as_mut()
+                            .reset(tokio::time::Instant::now() + READY_SILENCE);
+                    }
                 }
                 Some(Inbound::Oversize { len, .. }) => {
                     self.violation(format!(

@@ -428,9 +428,51 @@ impl ExtFrame {
     }
 
     /// Decodes one line an extension sent.
+    ///
+    /// The replies (the frames every call waits for) are read in one pass: their `type`
+    /// first, then the frame itself, instead of serde's buffering of a tagged enum (the
+    /// whole frame copied into an intermediate tree, then read again). The result is the
+    /// same; anything the one pass does not read falls back to the general decoder.
     pub fn decode(line: &[u8]) -> Result<Self, DecodeError> {
-        decode(line, EXT_FRAME_TYPES)
+        let reply = match frame_type(line).as_deref() {
+            Some("tool_result") => {
+                untagged(line, |r: &mut ToolResult| &mut r.extra).map(ExtFrame::ToolResult)
+            }
+            Some("command_response") => untagged(line, |r: &mut CommandResponse| &mut r.extra)
+                .map(ExtFrame::CommandResponse),
+            Some("event_intercept_response") => {
+                untagged(line, |r: &mut EventInterceptResponse| &mut r.extra)
+                    .map(ExtFrame::EventInterceptResponse)
+            }
+            _ => None,
+        };
+        match reply {
+            Some(frame) => Ok(frame),
+            None => decode(line, EXT_FRAME_TYPES),
+        }
     }
+}
+
+/// The `type` of the frame on `line`, read without copying the rest; `None` if it is
+/// no JSON object with exactly one string `type`.
+fn frame_type(line: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
+    #[derive(Deserialize)]
+    struct Tag<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_slice::<Tag>(line).ok().map(|tag| tag.kind)
+}
+
+/// The frame on `line` read as `T`, a variant's own struct, without its `type` (which
+/// its flattened `extra` would otherwise keep). `None` if it does not read.
+fn untagged<T: for<'de> Deserialize<'de>>(
+    line: &[u8],
+    extra: impl Fn(&mut T) -> &mut Extra,
+) -> Option<T> {
+    let mut frame = serde_json::from_slice::<T>(line).ok()?;
+    extra(&mut frame).shift_remove("type");
+    Some(frame)
 }
 
 impl HostFrame {
@@ -470,6 +512,27 @@ mod tests {
     fn roundtrip_host(v: Value) {
         let frame = HostFrame::decode(v.to_string().as_bytes()).unwrap();
         assert_eq!(serde_json::to_value(&frame).unwrap(), v, "{frame:?}");
+    }
+
+    /// The replies' one-pass decoding gives what the tagged enum gives, or its error.
+    #[test]
+    fn replies_decode_in_one_pass_as_the_tagged_enum_does() {
+        for line in [
+            r#"{"type":"tool_result","id":"2","content":[{"type":"text","text":"x"}],"x":{"type":1}}"#,
+            r#"{"id":"2","content":[],"is_error":true,"type":"tool_result","structured_content":{}}"#,
+            r#"{"type":"tool_\u0072esult","id":"2","content":[]}"#,
+            r#"{"type":"command_response","id":"1","action":"prompt","prompt":"p","y":null}"#,
+            r#"{"type":"event_intercept_response","id":"3","block":true,"reason":"r"}"#,
+            r#"{"type":"tool_result","type":"tool_result","id":"2","content":[]}"#,
+            r#"{"type":"tool_result","id":2,"content":[]}"#,
+            r#"{"type":"tool_result","content":[]}"#,
+            r#"{"type":"event_intercept_response","id":"3","block":"yes"}"#,
+            r#"{"type":"tool_result","id":"2","content":[]} trailing"#,
+        ] {
+            let tagged = decode::<ExtFrame>(line.as_bytes(), EXT_FRAME_TYPES);
+            let one_pass = ExtFrame::decode(line.as_bytes());
+            assert_eq!(format!("{one_pass:?}"), format!("{tagged:?}"), "{line}");
+        }
     }
 
     #[test]

@@ -9,7 +9,6 @@ use crate::log::ExtLog;
 use crate::transport::{input_lines, ExitReason, Inbound, Outbound};
 use std::future::Future;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 use zot_protocol::{encode, HostFrame};
 
 /// Serves the extension of `request` to the outer host on `input`/`output` until it is
@@ -85,8 +84,8 @@ where
 /// Feeds the outer host's lines to the extension until they end: decoded, `hello_ack`
 /// rewritten to the paths the extension sees, each with its frame's deadline.
 async fn forward_input(
-    mut lines: mpsc::Receiver<Inbound>,
-    outbound: mpsc::Sender<Outbound>,
+    mut lines: crate::transport::LineReader,
+    outbound: crate::transport::FrameSink,
     max_frame: usize,
     timeouts: crate::Timeouts,
     paths: SeenPaths,

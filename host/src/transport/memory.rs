@@ -109,8 +109,8 @@ pub fn pair(queue: usize) -> (Connection, Peer) {
     });
     (
         Connection {
-            outbound: out_tx,
-            inbound: in_rx,
+            outbound: out_tx.into(),
+            inbound: in_rx.into(),
             exit: exit_rx,
             control: Box::new(Kill {
                 exit: exit.clone(),

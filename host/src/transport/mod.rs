@@ -9,11 +9,13 @@ pub(crate) mod mcp;
 #[cfg(any(test, feature = "test-support"))]
 pub mod memory;
 pub(crate) mod pipe;
+mod sink;
 pub mod stdio;
 pub(crate) mod wasm;
 
 pub use exit::ExitReason;
-pub use pipe::input_lines;
+pub use pipe::{input_lines, LineReader};
+pub use sink::FrameSink;
 
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
@@ -80,6 +82,31 @@ pub struct Outbound {
     pub(crate) room: Option<OwnedSemaphorePermit>,
 }
 
+/// Lines from an extension, as the core receives them: read from its pipe as they are
+/// asked for (a subprocess: no task in between), or taken from a queue that a
+/// transport running the extension itself fills.
+pub enum Lines {
+    Pipe(LineReader),
+    Queue(mpsc::Receiver<Inbound>),
+}
+
+impl Lines {
+    /// The next line; `None` once the extension's output is closed and drained.
+    /// Cancel-safe.
+    pub async fn recv(&mut self) -> Option<Inbound> {
+        match self {
+            Lines::Pipe(reader) => reader.recv().await,
+            Lines::Queue(queue) => queue.recv().await,
+        }
+    }
+}
+
+impl From<mpsc::Receiver<Inbound>> for Lines {
+    fn from(queue: mpsc::Receiver<Inbound>) -> Lines {
+        Lines::Queue(queue)
+    }
+}
+
 /// Stops an extension. Each call returns at once; the exit is reported on [`Connection::exit`].
 pub trait Control: Send + Sync {
     /// Close the extension's input once the queued frames are written.
@@ -93,9 +120,9 @@ pub trait Control: Send + Sync {
 /// A live transport, handed to the protocol core.
 pub struct Connection {
     /// Frames to deliver, in order.
-    pub outbound: mpsc::Sender<Outbound>,
+    pub outbound: FrameSink,
     /// Lines from the extension; `None` once its output is closed and drained.
-    pub inbound: mpsc::Receiver<Inbound>,
+    pub inbound: Lines,
     /// Resolves once the extension is gone.
     pub exit: oneshot::Receiver<ExitReason>,
     pub control: Box<dyn Control>,

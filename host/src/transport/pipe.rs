@@ -1,10 +1,10 @@
 //! Byte-pipe pumps shared by transports whose extension reads frames from a pipe and
 //! writes them to another (a subprocess; a WASI command component).
 
-use super::{Inbound, LineGate, Outbound};
+use super::{Inbound, LineGate};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{mpsc, Notify};
 use zot_protocol::{leading_id, Line, LineDecoder};
 
@@ -13,97 +13,109 @@ use zot_protocol::{leading_id, Line, LineDecoder};
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 const READ_CHUNK: usize = 64 * 1024;
 
-/// Writes queued frames into `pipe` until the queue closes, `close_input` is notified
-/// (then what is queued is still written), or a write fails; then closes the pipe.
-/// `before_write` sees each frame's budget just before it is written.
-pub(crate) async fn write_frames<W: AsyncWrite + Unpin>(
-    mut pipe: W,
-    mut rx: mpsc::Receiver<Outbound>,
-    close_input: Arc<Notify>,
-    mut before_write: impl FnMut(crate::budget::Budget),
-) {
-    loop {
-        tokio::select! {
-            biased;
-            frame = rx.recv() => match frame {
-                Some(frame) => {
-                    before_write(frame.budget);
-                    if pipe.write_all(frame.line.as_bytes()).await.is_err() {
-                        break;
-                    }
-                }
-                None => break,
-            },
-            () = close_input.notified() => {
-                while let Ok(frame) = rx.try_recv() {
-                    before_write(frame.budget);
-                    if pipe.write_all(frame.line.as_bytes()).await.is_err() {
-                        break;
-                    }
-                }
-                break;
-            }
-        }
-    }
-    let _ = pipe.shutdown().await;
-}
-
 /// Splits an input that has no process behind it (`zot host`'s and `zot ext run`'s
-/// stdin) into size-capped lines, as an extension's output is split (`read_lines`),
+/// stdin) into size-capped lines, as an extension's output is split ([`LineReader`]),
 /// until it ends. Needs a tokio runtime.
-pub fn input_lines<R>(input: R, max_frame: usize) -> mpsc::Receiver<Inbound>
+pub fn input_lines<R>(input: R, max_frame: usize) -> LineReader
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
-    let (tx, rx) = mpsc::channel(super::INBOUND_QUEUE);
-    // Nothing "exits" here: only the input's end stops the pump.
-    tokio::spawn(read_lines(input, tx, max_frame, Arc::new(Notify::new())));
-    rx
+    // Nothing "exits" here: only the input's end stops it.
+    LineReader::new(input, max_frame, Arc::new(Notify::new()))
 }
 
-/// Splits `pipe` into size-capped lines for the core until EOF, or until `exited` is
-/// notified and the output stopped draining. Of a line longer than `max_frame` no more
-/// than `max_frame` bytes are held: it arrives as [`Inbound::Oversize`].
-pub(crate) async fn read_lines<R: AsyncRead + Unpin>(
-    mut pipe: R,
-    tx: mpsc::Sender<Inbound>,
-    max_frame: usize,
+/// Splits a pipe into size-capped lines, read as they are asked for (no task, no queue
+/// in between: what waits is the pipe's own buffer and at most one read of
+/// `READ_CHUNK` bytes), until EOF, or until `exited` is notified and the output stopped
+/// draining. Of a line longer than `max_frame` no more than `max_frame` bytes are held:
+/// it arrives as [`Inbound::Oversize`].
+pub struct LineReader {
+    pipe: Box<dyn AsyncRead + Unpin + Send>,
+    decoder: LineDecoder,
+    buf: Box<[u8]>,
+    /// `buf[at..filled]` is read but not yet decoded.
+    at: usize,
+    filled: usize,
     exited: Arc<Notify>,
-) {
-    let mut decoder = LineDecoder::new(max_frame);
-    let gate = LineGate::default();
-    let mut buf = vec![0u8; READ_CHUNK];
-    let deadline = tokio::time::sleep(Duration::MAX);
-    tokio::pin!(deadline);
-    let mut gone = false;
-    loop {
-        let n = tokio::select! {
-            read = pipe.read(&mut buf) => match read {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            },
-            () = exited.notified(), if !gone => {
-                gone = true;
-                deadline.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
-                continue;
+    /// Drains until then once `exited` was notified.
+    deadline: Option<tokio::time::Instant>,
+    ended: bool,
+}
+
+impl LineReader {
+    pub(crate) fn new(
+        pipe: impl AsyncRead + Unpin + Send + 'static,
+        max_frame: usize,
+        exited: Arc<Notify>,
+    ) -> LineReader {
+        LineReader {
+            pipe: Box::new(pipe),
+            decoder: LineDecoder::new(max_frame),
+            buf: vec![0u8; READ_CHUNK].into_boxed_slice(),
+            at: 0,
+            filled: 0,
+            exited,
+            deadline: None,
+            ended: false,
+        }
+    }
+
+    /// The next line; `None` once the pipe ended (or stopped draining after the exit).
+    /// Cancel-safe: nothing read is lost when the future is dropped.
+    pub async fn recv(&mut self) -> Option<Inbound> {
+        loop {
+            if self.at < self.filled {
+                let mut input = &self.buf[self.at..self.filled];
+                let line = self.decoder.decode(&mut input);
+                self.at = self.filled - input.len();
+                match line {
+                    Some(line) => return Some(inbound(line)),
+                    None => continue,
+                }
             }
-            () = &mut deadline => break,
-        };
-        let mut input = &buf[..n];
-        while let Some(line) = decoder.decode(&mut input) {
-            if tx.send(admit(&gate, line).await).await.is_err() {
+            if self.ended {
+                return self.decoder.finish().map(|line| inbound(line));
+            }
+            let deadline = self.deadline;
+            let drain = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                read = self.pipe.read(&mut self.buf) => match read {
+                    Ok(0) | Err(_) => self.ended = true,
+                    Ok(n) => (self.at, self.filled) = (0, n),
+                },
+                    () = self.exited.notified(), if deadline.is_none() => {
+                    self.deadline = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                }
+                () = drain => self.ended = true,
+            }
+        }
+    }
+
+    /// Passes every line into `tx`, each admitted by a [`LineGate`], until the pipe ends
+    /// or `tx` closes: for a transport whose lines the core reads from a queue.
+    pub(crate) async fn forward(mut self, tx: mpsc::Sender<Inbound>) {
+        let gate = LineGate::default();
+        while let Some(line) = self.recv().await {
+            let line = match line {
+                Inbound::Line(bytes, _) => gate.admit(bytes).await,
+                oversize => oversize,
+            };
+            if tx.send(line).await.is_err() {
                 return;
             }
         }
     }
-    if let Some(line) = decoder.finish() {
-        let _ = tx.send(admit(&gate, line).await).await;
-    }
 }
 
-async fn admit(gate: &LineGate, line: Line) -> Inbound {
+/// `line` as the core receives it.
+fn inbound(line: Line) -> Inbound {
     match line {
-        Line::Frame(bytes) => gate.admit(bytes).await,
+        Line::Frame(bytes) => Inbound::Line(bytes, None),
         Line::Oversize { len, head } => Inbound::Oversize {
             len,
             id: leading_id(&head),

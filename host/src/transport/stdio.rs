@@ -1,7 +1,8 @@
 //! The classic transport: a subprocess in its own process group, frames over its
 //! stdin/stdout, stderr copied line by line into the extension's log.
 
-use super::{pipe, Connection, Control, ExitReason, INBOUND_QUEUE, OUTBOUND_QUEUE};
+use super::sink::PipeSink;
+use super::{pipe, Connection, Control, ExitReason};
 use crate::log::ExtLog;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -9,7 +10,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::process::Command;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 
 /// What to run.
 #[derive(Debug)]
@@ -68,18 +69,28 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         .and_then(|pid| i32::try_from(pid).ok())
         .ok_or_else(|| std::io::Error::other("its process id could not be read"))?;
     let stdin = child.stdin.take().expect("stdin was set to piped above");
+    // Written by the core's tasks themselves (`sink`): a pipe of the readiness loop.
+    let stdin = match stdin
+        .into_owned_fd()
+        .and_then(tokio::net::unix::pipe::Sender::from_owned_fd)
+    {
+        Ok(stdin) => stdin,
+        Err(e) => {
+            signal_group(pgid, libc::SIGKILL);
+            return Err(e);
+        }
+    };
     let stdout = child.stdout.take().expect("stdout was set to piped above");
     if let (Some(log), Some(stderr)) = (spec.stderr.clone(), child.stderr.take()) {
         tokio::spawn(log.copy_stderr(stderr));
     }
 
-    let (out_tx, out_rx) = mpsc::channel(OUTBOUND_QUEUE);
-    let (in_tx, in_rx) = mpsc::channel(INBOUND_QUEUE);
+    let (input, writer) = PipeSink::new(stdin);
     let (exit_tx, exit_rx) = oneshot::channel();
     let control = Arc::new(Group {
         pgid,
         reaped: AtomicBool::new(false),
-        close_input: Arc::new(Notify::new()),
+        input: input.clone(),
         exited: Arc::new(Notify::new()),
         stopped_for: Mutex::new(None),
     });
@@ -88,18 +99,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         tokio::spawn(watch_disk(quota, control.clone(), spec.stderr));
     }
 
-    tokio::spawn(pipe::write_frames(
-        stdin,
-        out_rx,
-        control.close_input.clone(),
-        |_| {},
-    ));
-    tokio::spawn(pipe::read_lines(
-        stdout,
-        in_tx,
-        spec.max_frame,
-        control.exited.clone(),
-    ));
+    tokio::spawn(writer);
     let group = control.clone();
     tokio::spawn(async move {
         let status = child.wait().await;
@@ -116,8 +116,12 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
     });
 
     Ok(Connection {
-        outbound: out_tx,
-        inbound: in_rx,
+        outbound: input.into(),
+        inbound: super::Lines::Pipe(pipe::LineReader::new(
+            stdout,
+            spec.max_frame,
+            control.exited.clone(),
+        )),
         exit: exit_rx,
         control: Box::new(ControlHandle(control)),
     })
@@ -127,7 +131,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
 struct Group {
     pgid: i32,
     reaped: AtomicBool,
-    close_input: Arc<Notify>,
+    input: Arc<PipeSink>,
     exited: Arc<Notify>,
     /// Why the host stopped it, when it did (its disk quota).
     stopped_for: Mutex<Option<ExitReason>>,
@@ -203,7 +207,7 @@ struct ControlHandle(Arc<Group>);
 
 impl Control for ControlHandle {
     fn close_input(&self) {
-        self.0.close_input.notify_one();
+        self.0.input.close_input();
     }
     fn terminate(&self) {
         if !self.0.reaped.load(Ordering::SeqCst) {

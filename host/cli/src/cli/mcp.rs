@@ -82,23 +82,35 @@ pub(crate) fn run(args: McpArgs) -> Result<ExitCode, CliError> {
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
         .context("mcp")?;
-    let code = runtime.block_on(async {
-        match listen {
-            Some(listen) => http::serve(config, listen).await,
-            None => serve(config).await,
-        }
-    });
-    // The stdin reader may sit in a blocking read: do not wait for it.
+    let (code, restore) = {
+        let _in = runtime.enter();
+        // Spawned: on the runtime's threads, beside the tasks it talks to.
+        let (served, restore) = match listen {
+            Some(listen) => (runtime.spawn(http::serve(config, listen)), None),
+            None => {
+                let (input, output, restore) = super::std_streams::open();
+                (runtime.spawn(serve(config, input, output)), Some(restore))
+            }
+        };
+        let code = super::std_streams::finish(runtime.block_on(served)).unwrap_or(1);
+        (code, restore)
+    };
+    drop(restore);
+    // A stdin that is a terminal is read by a thread that may sit in a blocking read:
+    // do not wait for it.
     let _ = std::io::stdout().flush();
     std::process::exit(code)
 }
 
-async fn serve(config: zot_host::HostConfig) -> i32 {
+async fn serve(
+    config: zot_host::HostConfig,
+    input: super::std_streams::Input,
+    output: super::std_streams::Output,
+) -> i32 {
     // A client's line is capped like an extension's (`--max-frame-bytes`): a longer one
     // is dropped whole, never held.
-    let transport =
-        AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), tokio::io::stdout())
-            .with_max_line_length(config.max_frame);
+    let transport = AsyncRwTransport::<RoleServer, _, _>::new(input, output)
+        .with_max_line_length(config.max_frame);
     let (server, notes) = Server::start(config).await;
     let host = server.host.clone();
     let forward = tokio::spawn(forward(notes, server.sessions.clone()));

@@ -46,6 +46,7 @@ mod resolve;
 mod run;
 mod shell;
 mod sidecar;
+mod std_streams;
 mod target;
 mod terminal;
 mod trust;

@@ -2,6 +2,7 @@
 
 use super::error::{self, CliError, Context as _};
 use super::outbox::Outbox;
+use super::std_streams::{Input, Output};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::io::Write;
@@ -104,13 +105,22 @@ pub(crate) fn run(args: HostArgs) -> Result<ExitCode, CliError> {
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
         .context("host")?;
-    runtime.block_on(serve(config));
-    // The stdin reader may sit in a blocking read: do not wait for it.
+    let restore = {
+        let _in = runtime.enter();
+        let (input, output, restore) = super::std_streams::open();
+        // On the runtime's threads, beside the tasks it talks to (`block_on` would run it
+        // on this thread, a thread switch away from each of them).
+        super::std_streams::finish(runtime.block_on(runtime.spawn(serve(config, input, output))));
+        restore
+    };
+    drop(restore);
+    // A stdin that is a terminal is read by a thread that may sit in a blocking read:
+    // do not wait for it.
     let _ = std::io::stdout().flush();
     std::process::exit(0)
 }
 
-async fn serve(config: HostConfig) {
+async fn serve(config: HostConfig, input: Input, output: Output) {
     let max_frame = config.max_frame;
     let (host, mut notes) = Host::new(config);
     // Responses are never dropped; notifications are taken from the host only while
@@ -118,7 +128,7 @@ async fn serve(config: HostConfig) {
     let out = Arc::new(Outbox::default());
     let writer = tokio::spawn({
         let out = out.clone();
-        async move { out.write_to(tokio::io::stdout()).await }
+        async move { out.write_to(output).await }
     });
 
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
@@ -159,7 +169,7 @@ async fn serve(config: HostConfig) {
 
     // Request lines, capped like extensions' lines: of a longer one no more than
     // `max_frame` bytes are held, and it is answered with one error response.
-    let mut lines = input_lines(tokio::io::stdin(), max_frame);
+    let mut lines = input_lines(input, max_frame);
     let mut shutdown_request = None;
     // Requests being answered; at end of input they are finished before the extensions
     // stop (each has its own deadline), so input that ends right after its requests

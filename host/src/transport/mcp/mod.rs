@@ -86,8 +86,8 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
         let _ = exit_tx.send(reason);
     });
     Connection {
-        outbound: core_tx,
-        inbound: core_rx,
+        outbound: core_tx.into(),
+        inbound: core_rx.into(),
         exit: exit_rx,
         control: Box::new(Shared(control)),
     }

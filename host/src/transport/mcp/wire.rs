@@ -6,13 +6,13 @@ use crate::log::ExtLog;
 use crate::transport::{Inbound, Outbound};
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use std::sync::Arc;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 /// rmcp's [`rmcp::transport::Transport`] over a [`crate::transport::Connection`]'s
 /// queues: each message one line out, each line in one message.
 pub(super) struct Wire {
-    pub(super) to_server: mpsc::Sender<Outbound>,
-    pub(super) from_server: mpsc::Receiver<Inbound>,
+    pub(super) to_server: crate::transport::FrameSink,
+    pub(super) from_server: crate::transport::Lines,
     /// What each message may take of a sandboxed server's time (a tool call's).
     pub(super) budget: Budget,
     pub(super) log: ExtLog,

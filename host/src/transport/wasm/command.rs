@@ -33,12 +33,10 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
     let deadline = Arc::new(Deadline::default());
     let (guest_out, host_in) = tokio::io::duplex(PIPE);
     let exited = Arc::new(Notify::new());
-    tokio::spawn(pipe::read_lines(
-        host_in,
-        guest.to_host.clone(),
-        guest.max_frame,
-        exited.clone(),
-    ));
+    tokio::spawn(
+        pipe::LineReader::new(host_in, guest.max_frame, exited.clone())
+            .forward(guest.to_host.clone()),
+    );
     let stderr = guest.guest_output.then(|| {
         let (guest_err, host_err) = tokio::io::duplex(PIPE);
         tokio::spawn(guest.log.clone().copy_stderr(host_err));

@@ -219,8 +219,8 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, ComponentErro
         let _ = exit_tx.send(exit);
     });
     Ok(Connection {
-        outbound: out_tx,
-        inbound: in_rx,
+        outbound: out_tx.into(),
+        inbound: in_rx.into(),
         exit: exit_rx,
         control: Box::new(StopHandle(stop)),
     })
