@@ -63,44 +63,9 @@ pub fn flood(b: &Bench) {
         }
         let emitting = t.elapsed();
         let rss_emitted = rss_kib("self");
-        // A call finding the reader's queue full is refused at once: tried every ms.
         let t = Instant::now();
-        let mut refused = 0;
-        let (owner, result) = loop {
-            match host
-                .call_tool("echo", json!({"after": "flood"}), None)
-                .await
-            {
-                Ok(answer) => break answer,
-                Err(CallError::QueueFull { .. }) => refused += 1,
-                Err(e) => panic!("{e}"),
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        };
-        let answered = t.elapsed();
-        assert!(!result.is_error, "{result:?}");
-        let readers: Vec<String> = (0..READERS).map(|i| format!("reader-{i}")).collect();
-        // Each reader's (got, dropped by the host) until every event is one or the other,
-        // or nothing changes for 2 s.
-        let tally = || -> Vec<(u64, u64)> {
-            let got = got.lock().unwrap();
-            readers
-                .iter()
-                .map(|r| {
-                    let status = host.status(r).unwrap();
-                    let dropped = status.events_dropped + status.notes_dropped;
-                    (got.get(r).copied().unwrap_or(0), dropped)
-                })
-                .collect()
-        };
-        let (mut last, mut still) = (tally(), Instant::now());
-        while last.iter().any(|(g, d)| g + d < EVENTS) && still.elapsed() < Duration::from_secs(2) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            let now = tally();
-            if now != last {
-                (last, still) = (now, Instant::now());
-            }
-        }
+        let (owner, answered, refused) = call_after(&host).await;
+        let last = settle(&host, &got).await;
         let settled = t.elapsed();
         let rss_end = rss_kib("self");
         let deaf_dropped = host.status("deaf").unwrap().events_dropped;
@@ -132,8 +97,8 @@ pub fn flood(b: &Bench) {
             }
         );
         println!(
-            "a tool call to {owner} right after the flood: answered in {:.1} ms ({refused} \
-             tries refused first: queue full); the readers were done {:.0} ms after it",
+            "a tool call to {owner} right after the flood: answered after {:.1} ms, {refused} \
+             tries refused first (queue full); the readers were done {:.0} ms after the flood",
             ms(answered),
             ms(settled)
         );
@@ -142,6 +107,53 @@ pub fn flood(b: &Bench) {
              {rss_end} KiB once the readers were done"
         );
     });
+}
+
+/// A tool call (to the first reader, owner of `echo`) until it is answered: one that finds
+/// the reader's queue full is refused at once, so it is tried again every millisecond.
+/// Who answered, after how long, and how many tries were refused.
+async fn call_after(host: &Host) -> (String, Duration, u32) {
+    let t = Instant::now();
+    let mut refused = 0;
+    loop {
+        match host
+            .call_tool("echo", json!({"after": "flood"}), None)
+            .await
+        {
+            Ok((owner, result)) => {
+                assert!(!result.is_error, "{result:?}");
+                return (owner, t.elapsed(), refused);
+            }
+            Err(CallError::QueueFull { .. }) => refused += 1,
+            Err(e) => panic!("{e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Each reader's (events handled, events the host dropped for it) once every event is one
+/// or the other, or nothing changed for 2 s.
+async fn settle(host: &Host, got: &Mutex<HashMap<String, u64>>) -> Vec<(u64, u64)> {
+    let tally = || -> Vec<(u64, u64)> {
+        let got = got.lock().unwrap();
+        (0..READERS)
+            .map(|i| {
+                let reader = format!("reader-{i}");
+                let status = host.status(&reader).unwrap();
+                let dropped = status.events_dropped + status.notes_dropped;
+                (got.get(&reader).copied().unwrap_or(0), dropped)
+            })
+            .collect()
+    };
+    let (mut last, mut still) = (tally(), Instant::now());
+    while last.iter().any(|(g, d)| g + d < EVENTS) && still.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = tally();
+        if now != last {
+            (last, still) = (now, Instant::now());
+        }
+    }
+    last
 }
 
 fn ms(d: Duration) -> f64 {

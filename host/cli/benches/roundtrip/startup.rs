@@ -54,7 +54,7 @@ pub fn reactor(b: &Bench) {
     let rt = b.rt.handle();
     load_once(rt, &warm, std::slice::from_ref(&reactor));
     let (cold_rt, cold_dir, cold_ext) = (rt.clone(), b.dir.clone(), reactor.clone());
-    let mut cold = 0;
+    let mut fresh = 0;
     let sidecar_start = |exts: Vec<PathBuf>| {
         let home = warm.clone();
         starts(move || {
@@ -68,8 +68,8 @@ pub fn reactor(b: &Bench) {
     let (warm_rt, warm_home, warm_ext) = (rt.clone(), warm.clone(), reactor.clone());
     let mut rows = vec![
         starts(move || {
-            cold += 1;
-            let home = cold_dir.join(format!("cold-{cold}"));
+            fresh += 1;
+            let home = cold_dir.join(format!("cold-{fresh}"));
             load_once(&cold_rt, &home, std::slice::from_ref(&cold_ext))
         }),
         sidecar_start(vec![]),
