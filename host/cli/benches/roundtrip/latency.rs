@@ -1,0 +1,191 @@
+//! Tool-call latency: one native echo extension (the `scenario` guest's `echo` tool) reached
+//! five ways, the same guest as three kinds of component, and the todo example.
+
+use crate::interleave::{self, Row};
+use crate::library::{InHost, Op};
+use crate::lines::{contains, sidecar, Lines, Piped};
+use crate::measure::{table, target, Line};
+use crate::Bench;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use zot_host::manage::identity::Identity;
+use zot_host::ZotHome;
+use zot_test_guests::{COMMAND, COMMAND_NATIVE, COMMAND_P1, REACTOR};
+
+pub fn tool_calls(b: &Bench) {
+    let native = b.ext("echo", json!({"name": "echo", "exec": COMMAND_NATIVE}));
+    let in_host = |exts: &[_]| -> Box<dyn Row> {
+        Box::new(InHost::new(
+            b.rt.handle(),
+            &b.home(),
+            exts,
+            Op::Call {
+                tool: "echo",
+                args: |i| json!({"i": i}),
+                expect: "\"i\":",
+            },
+        ))
+    };
+    let component =
+        |name: &str, wasm: &str| in_host(&[b.ext(name, json!({"name": name, "wasm": wasm}))]);
+    let mut rows: Vec<Box<dyn Row>> = vec![
+        Box::new(Piped::new(
+            extension(&mut Command::new(COMMAND_NATIVE)),
+            tool_call,
+            tool_result,
+        )),
+        in_host(std::slice::from_ref(&native)),
+        Box::new(Piped::new(
+            extension(
+                Command::new(std::env::current_exe().unwrap())
+                    .arg("--relay")
+                    .arg(COMMAND_NATIVE),
+            ),
+            tool_call,
+            tool_result,
+        )),
+        Box::new(Piped::new(
+            sidecar(&b.home(), std::slice::from_ref(&native)),
+            sidecar_call,
+            sidecar_answer,
+        )),
+        Box::new(Piped::new(mcp(b, &native), mcp_call, mcp_answer)),
+        component("command", COMMAND),
+        component("reactor", REACTOR),
+        component("preview1", COMMAND_P1),
+    ];
+    let plan = b.plan();
+    let f = interleave::medians(&mut rows, plan);
+    table(
+        &format!(
+            "tool-call round trip, the native echo extension unless named; median of {} \
+             interleaved rounds of {} calls",
+            plan.rounds, plan.calls
+        ),
+        &[
+            Line::new("pipe floor (baseline)", f[0]),
+            Line::new("zot-host library", f[1]),
+            Line::new("two-hop floor (relay)", f[2]),
+            Line::new("zot host sidecar", f[3]).against(2),
+            Line::new("zot mcp", f[4]).against(3),
+            Line::new("library: wasm command component", f[5]),
+            Line::new("library: wasm reactor component", f[6]),
+            Line::new("library: preview-1 module", f[7]),
+        ],
+    );
+    println!("\ntargets");
+    target(
+        "library p50 ≤ 1.5× pipe floor p50",
+        f[1].p50 / f[0].p50,
+        1.5,
+    );
+    target("library p99 ≤ 2× pipe floor p99", f[1].p99 / f[0].p99, 2.0);
+    target(
+        "sidecar p50 ≤ 2× two-hop floor p50",
+        f[3].p50 / f[2].p50,
+        2.0,
+    );
+    target("reactor p50 ≤ pipe floor p50", f[6].p50 / f[0].p50, 1.0);
+    target("mcp p50 ≤ 2× sidecar p50", f[4].p50 / f[3].p50, 2.0);
+}
+
+/// `examples/todo` (the `zot-ext` SDK) natively and as a component: its `todo` tool listing
+/// a three-item list, read from its data dir on every call.
+pub fn todo(b: &Bench) {
+    let todo = zot_test_guests::example("todo");
+    let items = json!([{"text": "one", "done": false}, {"text": "two", "done": true},
+                       {"text": "three", "done": false}]);
+    let row = |dir: &str, manifest: Value| -> Box<dyn Row> {
+        let dir = b.ext(dir, manifest);
+        // Its data dir is its identity's (its folder), as the host gives it.
+        let home = ZotHome::new(b.home());
+        let data = home.data_dir(&Identity::of(&dir, &home));
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("todos.json"), items.to_string()).unwrap();
+        let list = Op::Call {
+            tool: "todo",
+            args: |_| json!({"action": "list"}),
+            expect: "three",
+        };
+        Box::new(InHost::new(b.rt.handle(), &b.home(), &[dir], list))
+    };
+    let mut rows = vec![
+        row("todo-native", json!({"name": "todo", "exec": todo.native})),
+        row("todo-wasm", json!({"name": "todo", "wasm": todo.wasm})),
+    ];
+    let f = interleave::medians(&mut rows, b.plan());
+    table(
+        "examples/todo (zot-ext SDK), its `list` action, through the library",
+        &[
+            Line::new("native stdio (baseline)", f[0]),
+            Line::new("wasm command component", f[1]),
+        ],
+    );
+}
+
+/// The extension `command` started with no host, once it said `ready`.
+fn extension(command: &mut Command) -> Lines {
+    let mut lines = Lines::spawn(command.stderr(Stdio::null()));
+    lines.until(b"\"type\":\"ready\"");
+    lines
+}
+
+fn tool_call(id: &str, i: u64) -> String {
+    let call = json!({"type": "tool_call", "id": id, "name": "echo", "args": {"i": i}});
+    format!("{call}\n")
+}
+
+/// A `tool_result` that is no error, checked by bytes.
+fn tool_result(line: &[u8]) {
+    assert!(
+        contains(line, b"\"type\":\"tool_result\"") && !contains(line, b"\"is_error\":true"),
+        "{}",
+        String::from_utf8_lossy(line)
+    );
+}
+
+fn sidecar_call(id: &str, i: u64) -> String {
+    let call = json!({"id": id, "type": "call_tool", "name": "echo", "args": {"i": i}});
+    format!("{call}\n")
+}
+
+fn sidecar_answer(line: &[u8]) {
+    let v: Value = serde_json::from_slice(line).unwrap();
+    assert!(
+        v["success"] == true && v["data"]["is_error"] == false,
+        "{v}"
+    );
+}
+
+/// `zot mcp` serving the extension at `ext`, once initialized.
+fn mcp(b: &Bench, ext: &Path) -> Lines {
+    let mut mcp = Lines::spawn(
+        Command::new(env!("CARGO_BIN_EXE_zot"))
+            .args(["mcp", "--only", "--zot-home"])
+            .arg(b.home())
+            .arg("--ext")
+            .arg(ext),
+    );
+    let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "zot-bench", "version": "0"}});
+    let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params});
+    mcp.send(format!("{init}\n").as_bytes());
+    mcp.until(b"\"id\":\"init\"");
+    mcp.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    mcp
+}
+
+fn mcp_call(id: &str, i: u64) -> String {
+    let params = json!({"name": "echo", "arguments": {"i": i}});
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    format!("{call}\n")
+}
+
+fn mcp_answer(line: &[u8]) {
+    let v: Value = serde_json::from_slice(line).unwrap();
+    assert!(
+        v.get("error").is_none() && v["result"]["isError"] != true,
+        "{v}"
+    );
+}
