@@ -5,7 +5,7 @@
 use crate::budget::{Budget, Timeouts};
 use crate::events::{json_len, EventQueue, HostEvent, Origin};
 use crate::log::{preview, ExtLog};
-use crate::transport::{Connection, Control, ExitReason, Inbound, Outbound};
+use crate::transport::{Connection, Control, ExitReason, Inbound, Outbound, OUTBOUND_QUEUE};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
@@ -29,6 +29,9 @@ pub const EVENT_QUEUE: usize = 1024;
 /// in its transport's queue. Beyond it the oldest waiting event is dropped, as beyond
 /// [`EVENT_QUEUE`]; an event larger than this alone is dropped, a panel frame refused.
 pub const EVENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
+/// The least a one-way frame counts for against [`EVENT_QUEUE_BYTES`] in the transport's
+/// queue, so that one-way frames fill at most half of it ([`OUTBOUND_QUEUE`]).
+const ONE_WAY_SHARE: usize = EVENT_QUEUE_BYTES / (OUTBOUND_QUEUE / 2);
 /// How many commands and tools one extension may register, together.
 pub const REGISTRATIONS: usize = 1000;
 /// How many bytes (as JSON: names, descriptions, schemas) one extension's registrations
@@ -615,7 +618,8 @@ impl Extension {
     }
 
     /// Feeds queued one-way frames to the transport, in order, one at a time, while the
-    /// transport holds less than [`EVENT_QUEUE_BYTES`] of them.
+    /// transport holds less than [`EVENT_QUEUE_BYTES`] of them (each counting at least
+    /// [`ONE_WAY_SHARE`]).
     async fn pump_one_way(self) {
         loop {
             let next = {
@@ -628,7 +632,14 @@ impl Extension {
             };
             match next {
                 Some((mut frame, _)) => {
-                    let size = frame.line.as_bytes().len().clamp(1, EVENT_QUEUE_BYTES);
+                    // Each counts as at least a share that keeps one-way frames to half
+                    // the transport's queue: the other half is the requests', which an
+                    // event flood must not refuse.
+                    let size = frame
+                        .line
+                        .as_bytes()
+                        .len()
+                        .clamp(ONE_WAY_SHARE, EVENT_QUEUE_BYTES);
                     let room = self.inner.transport_room.clone();
                     let Ok(room) = room.acquire_many_owned(size as u32).await else {
                         return;
@@ -1353,6 +1364,23 @@ mod tests {
             ext.admit_registration(&tool("a", 1)),
             "a replacement is no new name"
         );
+    }
+
+    #[tokio::test]
+    async fn an_event_flood_leaves_room_for_a_call() {
+        // A transport queue as the real ones, which nobody reads: the events fill what
+        // they may of it, and a call still finds room (it waits for its answer, which
+        // never comes, instead of being refused).
+        let (ext, _peer, _notes) = started(OUTBOUND_QUEUE).await;
+        for step in 0..(2 * EVENT_QUEUE) {
+            ext.deliver_event(&turn(step));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let err = ext
+            .call_tool("x", json!({}), Duration::from_millis(100))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CallError::Timeout { .. }), "{err}");
     }
 
     #[tokio::test]
