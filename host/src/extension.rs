@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch, Notify, Semaphore};
 use zot_protocol::{
-    encode, CommandInvoked, CommandResponse, Empty, Event, EventInterceptResponse, ExtFrame,
-    HelloAck, HostFrame, RegisterCommand, RegisterTool, ToolCall, ToolCancel, ToolResult, EVENTS,
-    INTERCEPTABLE,
+    encode, CommandInvoked, CommandResponse, Empty, Encoded, Event, EventInterceptResponse,
+    ExtFrame, HelloAck, HostFrame, RegisterCommand, RegisterTool, ToolCall, ToolCancel, ToolResult,
+    EVENTS, INTERCEPTABLE,
 };
 
 /// How many one-way frames (events, panel keys, resizes, closes) may wait for one
@@ -259,10 +259,15 @@ struct PendingGuard<'a> {
     ext: &'a Inner,
     id: String,
     cancel_tool: bool,
+    /// Its answer came: nothing is left in `pending`.
+    answered: bool,
 }
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
         let abandoned = self.ext.pending.lock().unwrap().remove(&self.id).is_some();
         if abandoned && self.cancel_tool {
             let cancel = HostFrame::ToolCancel(ToolCancel {
@@ -380,7 +385,7 @@ impl Extension {
         args: &str,
         timeout: Duration,
     ) -> Result<CommandResponse, CallError> {
-        let target = format!("command \"/{name}\"");
+        let target = || format!("command \"/{name}\"");
         let frame = |id| {
             HostFrame::CommandInvoked(CommandInvoked {
                 id,
@@ -389,7 +394,7 @@ impl Extension {
                 extra: Default::default(),
             })
         };
-        match self.request(Kind::Command, frame, timeout, &target).await? {
+        match self.request(Kind::Command, frame, timeout, target).await? {
             ExtFrame::CommandResponse(r) => Ok(r),
             _ => unreachable!("replies are matched by kind"),
         }
@@ -403,7 +408,7 @@ impl Extension {
         args: Value,
         timeout: Duration,
     ) -> Result<ToolResult, CallError> {
-        let target = format!("tool \"{name}\"");
+        let target = || format!("tool \"{name}\"");
         let frame = |id| {
             HostFrame::ToolCall(ToolCall {
                 id,
@@ -412,7 +417,7 @@ impl Extension {
                 extra: Default::default(),
             })
         };
-        match self.request(Kind::Tool, frame, timeout, &target).await? {
+        match self.request(Kind::Tool, frame, timeout, target).await? {
             ExtFrame::ToolResult(r) => Ok(r),
             _ => unreachable!("replies are matched by kind"),
         }
@@ -425,14 +430,15 @@ impl Extension {
         event: Event,
         timeout: Duration,
     ) -> Option<EventInterceptResponse> {
-        let target = format!("intercept of \"{}\"", event.event);
+        let what = format!("intercept of \"{}\"", event.event);
+        let target = || what.clone();
         let frame = |id| {
             HostFrame::EventIntercept(Event {
                 id: Some(id),
                 ..event
             })
         };
-        match self.request(Kind::Intercept, frame, timeout, &target).await {
+        match self.request(Kind::Intercept, frame, timeout, target).await {
             Ok(ExtFrame::EventInterceptResponse(r)) => Some(r),
             Ok(_) => unreachable!("replies are matched by kind"),
             Err(e) => {
@@ -460,11 +466,16 @@ impl Extension {
         }
     }
 
-    /// Queues `event` for delivery without waiting, behind every one-way frame sent
-    /// before it. When the queue is full the oldest waiting event (or, if none waits,
-    /// this one) is dropped and counted in the log.
-    pub fn deliver_event(&self, event: &Event) {
-        let frame = self.inner.outbound(&HostFrame::Event(event.clone()), None);
+    /// Queues the event `frame`, encoded as `line` (once for all its subscribers), for
+    /// delivery without waiting, behind every one-way frame sent before it. When the
+    /// queue is full the oldest waiting event (or, if none waits, this one) is dropped
+    /// and counted in the log.
+    pub(crate) fn deliver_encoded(&self, frame: &HostFrame, line: Encoded) {
+        let frame = Outbound {
+            line,
+            budget: Budget::for_frame(frame, &self.inner.timeouts, None),
+            room: None,
+        };
         self.queue_one_way(frame, true);
     }
 
@@ -575,11 +586,11 @@ impl Extension {
         kind: Kind,
         frame: impl FnOnce(String) -> HostFrame,
         timeout: Duration,
-        target: &str,
+        target: impl Fn() -> String,
     ) -> Result<ExtFrame, CallError> {
         let inner = &*self.inner;
         if inner.closed.load(Ordering::SeqCst) {
-            return Err(self.exited_error(target));
+            return Err(self.exited_error(&target()));
         }
         let id = inner.next_id.fetch_add(1, Ordering::Relaxed).to_string();
         let (tx, rx) = oneshot::channel();
@@ -592,25 +603,30 @@ impl Extension {
             ext: inner,
             id: id.clone(),
             cancel_tool: false,
+            answered: false,
         };
         // The exit path clears `pending` after setting `closed`; re-check so a call
         // registered in between cannot wait for its timeout.
         if inner.closed.load(Ordering::SeqCst) {
-            return Err(self.exited_error(target));
+            return Err(self.exited_error(&target()));
         }
         inner
             .outbound
             .try_send(inner.outbound(&frame(id), Some(timeout)))
-            .map_err(|e| self.send_error(e, target))?;
+            .map_err(|e| self.send_error(e, &target()))?;
         guard.cancel_tool = kind == Kind::Tool;
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(_)) => Err(self.exited_error(target)),
+            Ok(Ok(reply)) => {
+                // `run` took it out of `pending` to answer it.
+                guard.answered = true;
+                Ok(reply)
+            }
+            Ok(Err(_)) => Err(self.exited_error(&target())),
             Err(_) => {
                 drop(guard);
                 Err(CallError::Timeout {
                     extension: inner.name.clone(),
-                    target: target.to_string(),
+                    target: target(),
                     after: timeout,
                 })
             }
@@ -667,12 +683,15 @@ impl Extension {
         let mut hello_ack = Some(hello_ack);
         let silence = tokio::time::sleep(Duration::MAX);
         tokio::pin!(silence);
+        // Only a starting extension can become ready by falling silent.
+        let mut starting = true;
         loop {
-            let waiting_silently = self.phase() == Phase::Starting && hello_ack.is_none();
             let item = tokio::select! {
+                biased;
                 item = inbound.recv() => item,
-                () = &mut silence, if waiting_silently => {
+                () = &mut silence, if starting && hello_ack.is_none() => {
                     self.become_ready(spawned, ReadyBy::Silence, &hub);
+                    starting = false;
                     continue;
                 }
             };
@@ -680,11 +699,13 @@ impl Extension {
                 Some(Inbound::Line(bytes, _room)) => {
                     self.handle_line(&bytes, spawned, &mut hello_ack, &hub)
                         .await;
-                    // Only a starting extension can become ready by falling silent.
-                    if self.phase() == Phase::Starting {
-                        silence
-                            .as_mut()
-                            .reset(tokio::time::Instant::now() + READY_SILENCE);
+                    if starting {
+                        starting = self.phase() == Phase::Starting;
+                        if starting {
+                            silence
+                                .as_mut()
+                                .reset(tokio::time::Instant::now() + READY_SILENCE);
+                        }
                     }
                 }
                 Some(Inbound::Oversize { len, .. }) => {
@@ -1234,6 +1255,13 @@ mod tests {
             .await;
         assert_eq!(phase, Phase::Ready);
         assert_eq!(ext.status().ready_by, Some(ReadyBy::Silence));
+    }
+
+    impl Extension {
+        fn deliver_event(&self, event: &Event) {
+            let frame = HostFrame::Event(event.clone());
+            self.deliver_encoded(&frame, encode(&frame));
+        }
     }
 
     fn turn(step: usize) -> Event {

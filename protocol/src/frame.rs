@@ -429,11 +429,16 @@ impl ExtFrame {
 
     /// Decodes one line an extension sent.
     ///
-    /// The replies (the frames every call waits for) are read in one pass: their `type`
-    /// first, then the frame itself, instead of serde's buffering of a tagged enum (the
-    /// whole frame copied into an intermediate tree, then read again). The result is the
-    /// same; anything the one pass does not read falls back to the general decoder.
+    /// The replies (the frames every call waits for) are read in one pass: a reply with
+    /// no field beyond those its struct names (the common shape) straight into it, any
+    /// other reply by its `type` first and then the frame itself — instead of serde's
+    /// buffering of a tagged enum (the whole frame copied into an intermediate tree, then
+    /// read again). The result is the same; what neither pass reads falls back to the
+    /// general decoder, for the same frame or the same error.
     pub fn decode(line: &[u8]) -> Result<Self, DecodeError> {
+        if let Some(frame) = plain_reply(line) {
+            return Ok(frame);
+        }
         let reply = match frame_type(line).as_deref() {
             Some("tool_result") => {
                 untagged(line, |r: &mut ToolResult| &mut r.extra).map(ExtFrame::ToolResult)
@@ -451,6 +456,69 @@ impl ExtFrame {
             None => decode(line, EXT_FRAME_TYPES),
         }
     }
+}
+
+/// A `tool_result` or an `event_intercept_response` with no field but those its struct
+/// names (and `type`), in one pass; `None` for anything else. The mirrors below have
+/// [`ToolResult`]'s and [`EventInterceptResponse`]'s fields and defaults, less `extra`
+/// (which is then empty); a `type` of another kind stops the pass at once.
+fn plain_reply(line: &[u8]) -> Option<ExtFrame> {
+    #[derive(Deserialize)]
+    enum ToolResultType {
+        #[serde(rename = "tool_result")]
+        Is,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct PlainToolResult {
+        #[serde(rename = "type")]
+        _type: ToolResultType,
+        id: String,
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        content: Vec<Value>,
+        #[serde(default)]
+        is_error: bool,
+    }
+    #[derive(Deserialize)]
+    enum InterceptType {
+        #[serde(rename = "event_intercept_response")]
+        Is,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct PlainIntercept {
+        #[serde(rename = "type")]
+        _type: InterceptType,
+        id: String,
+        #[serde(default)]
+        block: bool,
+        #[serde(default)]
+        reason: Option<String>,
+        #[serde(default)]
+        modified_args: Option<Value>,
+        #[serde(default)]
+        replace_text: Option<String>,
+    }
+    if let Ok(r) = serde_json::from_slice::<PlainToolResult>(line) {
+        return Some(ExtFrame::ToolResult(ToolResult {
+            id: r.id,
+            name: r.name,
+            content: r.content,
+            is_error: r.is_error,
+            extra: Extra::new(),
+        }));
+    }
+    let r = serde_json::from_slice::<PlainIntercept>(line).ok()?;
+    Some(ExtFrame::EventInterceptResponse(EventInterceptResponse {
+        id: r.id,
+        block: r.block,
+        reason: r.reason,
+        modified_args: r.modified_args,
+        replace_text: r.replace_text,
+        extra: Extra::new(),
+    }))
 }
 
 /// The `type` of the frame on `line`, read without copying the rest; `None` if it is
@@ -528,6 +596,14 @@ mod tests {
             r#"{"type":"tool_result","content":[]}"#,
             r#"{"type":"event_intercept_response","id":"3","block":"yes"}"#,
             r#"{"type":"tool_result","id":"2","content":[]} trailing"#,
+            r#"{"type":"tool_result","id":"2","content":[{"type":"text","text":"x"}],"is_error":false}"#,
+            r#"{"id":"2","type":"tool_result","name":null,"is_error":true}"#,
+            r#"{"type":"tool_result","id":"2","reason":null}"#,
+            r#"{"type":"tool_result","id":"2","content":null}"#,
+            r#"{"type":"event_intercept_response","id":"3","name":null}"#,
+            r#"{"type":"event_intercept_response","id":"3","modified_args":null,"replace_text":"t"}"#,
+            r#"{"type":"event_intercept_response","id":"3","block":true,"block":false}"#,
+            r#"{"type":"notify","id":"3","message":"m","level":"info"}"#,
         ] {
             let tagged = decode::<ExtFrame>(line.as_bytes(), EXT_FRAME_TYPES);
             let one_pass = ExtFrame::decode(line.as_bytes());

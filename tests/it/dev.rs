@@ -316,24 +316,25 @@ fn dev_session_piped(
         }
     });
     let mut transcript = String::new();
-    let mut wait_for = |needle: &str, within: Duration| {
+    // The first line holding one of `needles`: which one, and the transcript so far.
+    let mut wait_for_any = |needles: &[&str], within: Duration| {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
                 transcript.push_str(&line);
                 transcript.push('\n');
-                if line.contains(needle) {
-                    return transcript.clone();
+                if let Some(i) = needles.iter().position(|n| line.contains(n)) {
+                    return (i, transcript.clone());
                 }
             }
         }
-        panic!("no {needle:?} within {within:?}:\n{transcript}");
+        panic!("none of {needles:?} within {within:?}:\n{transcript}");
     };
     use std::io::Write;
     let call = format!("call {}_echo {{\"text\": \"hi\"}}", name.replace('-', "_"));
     // The first build may compile the SDK's dependencies (shared with the `cli_new` tests).
     writeln!(stdin, "{call}").unwrap();
-    wait_for("echo: hi", Duration::from_secs(600));
+    wait_for_any(&["echo: hi"], Duration::from_secs(600));
     let main = ext.join(edit.file);
     let text = std::fs::read_to_string(&main).unwrap();
     let edited = text.replace(edit.from, edit.to);
@@ -342,12 +343,27 @@ fn dev_session_piped(
         "the scaffold changed: this edit needs updating"
     );
     std::fs::write(&main, edited).unwrap();
-    wait_for(
-        &format!("reloaded {name} after a change to {}", edit.file),
+    wait_for_any(
+        &[&format!("reloaded {name} after a change to {}", edit.file)],
         Duration::from_secs(300),
     );
-    writeln!(stdin, "{call}").unwrap();
-    let transcript = wait_for("rebuilt: hi", Duration::from_secs(120));
+    // A component may still be compiling when it is reloaded (a busy machine): until it
+    // is ready its tool is not there, and the call is made again.
+    let mut attempts = 0;
+    let transcript = loop {
+        writeln!(stdin, "{call}").unwrap();
+        let (got, transcript) =
+            wait_for_any(&["rebuilt: hi", "no tool named"], Duration::from_secs(120));
+        attempts += 1;
+        if got == 0 {
+            break transcript;
+        }
+        assert!(
+            attempts < 600,
+            "not back after {attempts} calls:\n{transcript}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
     writeln!(stdin, "quit").unwrap();
     drop(stdin);
     let out = child.wait_with_output().unwrap();

@@ -75,8 +75,10 @@ impl Inner {
             .into_iter()
             .filter(|e| e.subscribes(&event.event))
             .collect();
+        let frame = HostFrame::Event(event.clone());
+        let line = zot_protocol::encode(&frame);
         for ext in &subscribers {
-            ext.deliver_event(event);
+            ext.deliver_encoded(&frame, line.clone());
         }
         subscribers.len()
     }

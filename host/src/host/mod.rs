@@ -114,6 +114,12 @@ impl Host {
         self.inner.registry.lock().unwrap().tools()
     }
 
+    /// Whether an extension provides an active tool named `name` (one of [`Host::tools`],
+    /// without listing them).
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.inner.registry.lock().unwrap().tool(name).is_some()
+    }
+
     /// Every active command with the extension that provides it, sorted by name.
     pub fn commands(&self) -> Vec<(String, RegisterCommand)> {
         self.inner.registry.lock().unwrap().commands()

@@ -15,7 +15,7 @@ pub(crate) mod wasm;
 
 pub use exit::ExitReason;
 pub use pipe::{input_lines, LineReader};
-pub use sink::FrameSink;
+pub use sink::{FrameSink, OUTBOUND_BYTES};
 
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};

@@ -2,10 +2,9 @@
 //! writes them to another (a subprocess; a WASI command component).
 
 use super::{Inbound, LineGate};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, oneshot};
 use zot_protocol::{leading_id, Line, LineDecoder};
 
 /// After the extension is gone, how long its output may still drain (a grandchild that
@@ -21,13 +20,13 @@ where
     R: AsyncRead + Unpin + Send + 'static,
 {
     // Nothing "exits" here: only the input's end stops it.
-    LineReader::new(input, max_frame, Arc::new(Notify::new()))
+    LineReader::new(input, max_frame, None)
 }
 
 /// Splits a pipe into size-capped lines, read as they are asked for (no task, no queue
 /// in between: what waits is the pipe's own buffer and at most one read of
-/// `READ_CHUNK` bytes), until EOF, or until `exited` is notified and the output stopped
-/// draining. Of a line longer than `max_frame` no more than `max_frame` bytes are held:
+/// `READ_CHUNK` bytes), until EOF, or until `exited` fires (or its sender is gone) and
+/// the output stopped draining. Of a line longer than `max_frame` no more than `max_frame` bytes are held:
 /// it arrives as [`Inbound::Oversize`].
 pub struct LineReader {
     pipe: Box<dyn AsyncRead + Unpin + Send>,
@@ -36,8 +35,8 @@ pub struct LineReader {
     /// `buf[at..filled]` is read but not yet decoded.
     at: usize,
     filled: usize,
-    exited: Arc<Notify>,
-    /// Drains until then once `exited` was notified.
+    exited: Option<oneshot::Receiver<()>>,
+    /// Drains until then once `exited` fired.
     deadline: Option<tokio::time::Instant>,
     ended: bool,
 }
@@ -46,7 +45,7 @@ impl LineReader {
     pub(crate) fn new(
         pipe: impl AsyncRead + Unpin + Send + 'static,
         max_frame: usize,
-        exited: Arc<Notify>,
+        exited: Option<oneshot::Receiver<()>>,
     ) -> LineReader {
         LineReader {
             pipe: Box::new(pipe),
@@ -74,7 +73,7 @@ impl LineReader {
                 }
             }
             if self.ended {
-                return self.decoder.finish().map(|line| inbound(line));
+                return self.decoder.finish().map(inbound);
             }
             let deadline = self.deadline;
             let drain = async {
@@ -83,12 +82,23 @@ impl LineReader {
                     None => std::future::pending().await,
                 }
             };
+            let (pipe, buf, exited) = (&mut self.pipe, &mut self.buf, &mut self.exited);
+            // Polled only until it fires: then the deadline is set.
+            let exited = async {
+                match exited.as_mut() {
+                    Some(exited) if deadline.is_none() => {
+                        let _ = exited.await;
+                    }
+                    _ => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                read = self.pipe.read(&mut self.buf) => match read {
+                biased;
+                read = pipe.read(buf) => match read {
                     Ok(0) | Err(_) => self.ended = true,
                     Ok(n) => (self.at, self.filled) = (0, n),
                 },
-                    () = self.exited.notified(), if deadline.is_none() => {
+                () = exited => {
                     self.deadline = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
                 }
                 () = drain => self.ended = true,

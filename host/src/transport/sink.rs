@@ -9,13 +9,18 @@
 //! is not mid-frame.
 
 use super::{Outbound, OUTBOUND_QUEUE};
+
+/// How many bytes of frames may wait for a subprocess to read them, beyond the one being
+/// written; a frame that finds none waiting is taken whatever its size.
+pub const OUTBOUND_BYTES: usize = 64 * 1024 * 1024;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tokio::net::unix::pipe;
 use tokio::sync::mpsc::error::{SendError, TrySendError};
 use tokio::sync::{mpsc, Notify};
 
-/// Frames for one extension, in order, at most [`OUTBOUND_QUEUE`] waiting.
+/// Frames for one extension, in order: into a pipe, at most [`OUTBOUND_QUEUE`] frames and
+/// [`OUTBOUND_BYTES`] bytes waiting (a frame alone may be larger).
 #[derive(Clone)]
 pub struct FrameSink(To);
 
@@ -38,8 +43,8 @@ impl From<Arc<PipeSink>> for FrameSink {
 }
 
 impl FrameSink {
-    /// Queues (or writes) `frame` without waiting; fails if [`OUTBOUND_QUEUE`] frames
-    /// wait already, or the extension's input is closed.
+    /// Queues (or writes) `frame` without waiting; fails if the queue is full, or the
+    /// extension's input is closed.
     pub fn try_send(&self, frame: Outbound) -> Result<(), TrySendError<Outbound>> {
         match &self.0 {
             To::Pipe(sink) => sink.try_send(frame),
@@ -78,9 +83,11 @@ pub(crate) struct PipeSink {
 struct State {
     /// `None` once closed: then nothing more is taken.
     pipe: Option<Arc<pipe::Sender>>,
-    /// Frames waiting, the first possibly part-written (`written` bytes of it).
+    /// Frames waiting, the first possibly part-written (`written` bytes of it), and
+    /// their size.
     waiting: VecDeque<Outbound>,
     written: usize,
+    bytes: usize,
     /// The writer task holds a frame it took from `waiting`, writing it.
     writing: bool,
     /// Close once what waits is written.
@@ -97,6 +104,7 @@ impl PipeSink {
                 pipe: Some(Arc::new(pipe)),
                 waiting: VecDeque::new(),
                 written: 0,
+                bytes: 0,
                 writing: false,
                 closing: false,
             }),
@@ -128,9 +136,12 @@ impl PipeSink {
                     return Err(TrySendError::Closed(frame));
                 }
             }
-        } else if st.waiting.len() >= OUTBOUND_QUEUE {
+        } else if st.waiting.len() >= OUTBOUND_QUEUE
+            || (!st.waiting.is_empty() && st.bytes + frame.line.as_bytes().len() > OUTBOUND_BYTES)
+        {
             return Err(TrySendError::Full(frame));
         }
+        st.bytes += frame.line.as_bytes().len();
         st.waiting.push_back(frame);
         drop(st);
         self.queued.notify_one();
@@ -149,7 +160,11 @@ async fn write_queued(sink: Arc<PipeSink>) {
                     let pipe = pipe.clone();
                     st.writing = true;
                     let from = std::mem::take(&mut st.written);
-                    st.waiting.pop_front().map(|frame| (pipe, frame, from))
+                    let frame = st.waiting.pop_front();
+                    if let Some(frame) = &frame {
+                        st.bytes -= frame.line.as_bytes().len();
+                    }
+                    frame.map(|frame| (pipe, frame, from))
                 }
                 Some(_) if !st.closing => None,
                 _ => break,
@@ -172,6 +187,7 @@ async fn write_queued(sink: Arc<PipeSink>) {
     let mut st = sink.state.lock().unwrap();
     st.pipe = None;
     st.waiting.clear();
+    st.bytes = 0;
     drop(st);
     sink.room.notify_waiters();
 }
@@ -268,7 +284,7 @@ mod tests {
         assert!(matches!(full, TrySendError::Full(_)), "{full:?}");
         // Those the pipe took (about 64 KiB of them), and the queue.
         assert!(
-            taken >= OUTBOUND_QUEUE && taken < OUTBOUND_QUEUE + 100,
+            (OUTBOUND_QUEUE..OUTBOUND_QUEUE + 100).contains(&taken),
             "took {taken}"
         );
         input.close_input();
@@ -280,6 +296,18 @@ mod tests {
         let got = lines(rx).await;
         assert_eq!(got.len(), taken);
         assert!(got.iter().enumerate().all(|(i, v)| v["n"] == i));
+    }
+
+    #[tokio::test]
+    async fn what_waits_is_bounded_in_bytes_but_a_frame_alone_is_taken() {
+        let (out, _input, _rx) = sink();
+        let big = OUTBOUND_BYTES / 2 + 1;
+        // The pipe takes a first 64 KiB of the first frame at most: it waits, the second
+        // does not fit beside it, and alone it would be taken.
+        out.try_send(frame(0, 0, big)).unwrap();
+        let full = out.try_send(frame(0, 1, big)).unwrap_err();
+        assert!(matches!(full, TrySendError::Full(_)), "{full:?}");
+        out.try_send(frame(0, 2, 1000)).unwrap();
     }
 
     #[tokio::test]

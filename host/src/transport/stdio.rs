@@ -10,7 +10,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::process::Command;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 
 /// What to run.
 #[derive(Debug)]
@@ -87,11 +87,12 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
 
     let (input, writer) = PipeSink::new(stdin);
     let (exit_tx, exit_rx) = oneshot::channel();
+    let (exited_tx, exited_rx) = oneshot::channel();
     let control = Arc::new(Group {
         pgid,
         reaped: AtomicBool::new(false),
         input: input.clone(),
-        exited: Arc::new(Notify::new()),
+        exited: Mutex::new(Some(exited_tx)),
         stopped_for: Mutex::new(None),
     });
     #[cfg(target_os = "linux")]
@@ -106,7 +107,9 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         group.reaped.store(true, Ordering::SeqCst);
         // Whatever the leader left behind in its group goes with it.
         signal_group(group.pgid, libc::SIGKILL);
-        group.exited.notify_one();
+        if let Some(exited) = group.exited.lock().unwrap().take() {
+            let _ = exited.send(());
+        }
         let stopped_for = group.stopped_for.lock().unwrap().take();
         let _ = exit_tx.send(match (stopped_for, status) {
             (Some(reason), _) => reason,
@@ -120,7 +123,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         inbound: super::Lines::Pipe(pipe::LineReader::new(
             stdout,
             spec.max_frame,
-            control.exited.clone(),
+            Some(exited_rx),
         )),
         exit: exit_rx,
         control: Box::new(ControlHandle(control)),
@@ -132,7 +135,8 @@ struct Group {
     pgid: i32,
     reaped: AtomicBool,
     input: Arc<PipeSink>,
-    exited: Arc<Notify>,
+    /// Fired once it is reaped: its output drains a little longer, then ends.
+    exited: Mutex<Option<oneshot::Sender<()>>>,
     /// Why the host stopped it, when it did (its disk quota).
     stopped_for: Mutex<Option<ExitReason>>,
 }

@@ -1,6 +1,8 @@
-//! Tool-call latency: one native echo extension (the `scenario` guest's `echo` tool) reached
-//! five ways, the same guest as three kinds of component, and the todo example.
+//! Tool-call latency: one native echo extension (the `scenario` guest's `echo` tool,
+//! `--plain`) reached five ways, `zot mcp` again with the whole scenario (an interceptor
+//! and a subscriber), the same guest as three kinds of component, and the todo example.
 
+use crate::event_loop::EventLoopPiped;
 use crate::interleave::{self, Row};
 use crate::library::{InHost, Op};
 use crate::lines::{contains, sidecar, Lines, Piped};
@@ -14,7 +16,14 @@ use zot_host::ZotHome;
 use zot_test_guests::{COMMAND, COMMAND_NATIVE, COMMAND_P1, REACTOR};
 
 pub fn tool_calls(b: &Bench) {
-    let native = b.ext("echo", json!({"name": "echo", "exec": COMMAND_NATIVE}));
+    // Plain: no subscription, no interceptor, so every row does the same work.
+    let native = b.ext(
+        "echo",
+        json!({"name": "echo", "exec": COMMAND_NATIVE, "args": ["--plain"]}),
+    );
+    // The whole scenario: it intercepts `tool_call` and subscribes to its event, which
+    // `zot mcp` asks and sends before each call, as an agent does.
+    let agent = b.ext("agent", json!({"name": "agent", "exec": COMMAND_NATIVE}));
     let in_host = |exts: &[_]| -> Box<dyn Row> {
         Box::new(InHost::new(
             b.rt.handle(),
@@ -31,16 +40,24 @@ pub fn tool_calls(b: &Bench) {
         |name: &str, wasm: &str| in_host(&[b.ext(name, json!({"name": name, "wasm": wasm}))]);
     let mut rows: Vec<Box<dyn Row>> = vec![
         Box::new(Piped::new(
-            extension(&mut Command::new(COMMAND_NATIVE)),
+            extension(Command::new(COMMAND_NATIVE).arg("--plain")),
             tool_call,
             tool_result,
         )),
         in_host(std::slice::from_ref(&native)),
+        Box::new(EventLoopPiped::new(
+            b.rt.handle(),
+            COMMAND_NATIVE,
+            &["--plain"],
+            tool_call,
+            tool_result,
+        )),
         Box::new(Piped::new(
             extension(
                 Command::new(std::env::current_exe().unwrap())
                     .arg("--relay")
-                    .arg(COMMAND_NATIVE),
+                    .arg(COMMAND_NATIVE)
+                    .arg("--plain"),
             ),
             tool_call,
             tool_result,
@@ -51,6 +68,7 @@ pub fn tool_calls(b: &Bench) {
             sidecar_answer,
         )),
         Box::new(Piped::new(mcp(b, &native), mcp_call, mcp_answer)),
+        Box::new(Piped::new(mcp(b, &agent), mcp_call, mcp_answer)),
         component("command", COMMAND),
         component("reactor", REACTOR),
         component("preview1", COMMAND_P1),
@@ -65,13 +83,15 @@ pub fn tool_calls(b: &Bench) {
         ),
         &[
             Line::new("pipe floor (baseline)", f[0]),
-            Line::new("zot-host library", f[1]),
-            Line::new("two-hop floor (relay)", f[2]),
-            Line::new("zot host sidecar", f[3]).against(2),
-            Line::new("zot mcp", f[4]).against(3),
-            Line::new("library: wasm command component", f[5]),
-            Line::new("library: wasm reactor component", f[6]),
-            Line::new("library: preview-1 module", f[7]),
+            Line::new("zot-host library", f[1]).against(2),
+            Line::new("pipe floor, tokio event loop", f[2]),
+            Line::new("two-hop floor (relay)", f[3]),
+            Line::new("zot host sidecar", f[4]).against(3),
+            Line::new("zot mcp", f[5]).against(4),
+            Line::new("zot mcp, 1 interceptor + event", f[6]).against(5),
+            Line::new("library: wasm command component", f[7]),
+            Line::new("library: wasm reactor component", f[8]),
+            Line::new("library: preview-1 module", f[9]),
         ],
     );
     println!("\ntargets");
@@ -83,11 +103,11 @@ pub fn tool_calls(b: &Bench) {
     target("library p99 ≤ 2× pipe floor p99", f[1].p99 / f[0].p99, 2.0);
     target(
         "sidecar p50 ≤ 2× two-hop floor p50",
-        f[3].p50 / f[2].p50,
+        f[4].p50 / f[3].p50,
         2.0,
     );
-    target("reactor p50 ≤ pipe floor p50", f[6].p50 / f[0].p50, 1.0);
-    target("mcp p50 ≤ 2× sidecar p50", f[4].p50 / f[3].p50, 2.0);
+    target("reactor p50 ≤ pipe floor p50", f[8].p50 / f[0].p50, 1.0);
+    target("mcp p50 ≤ 2× sidecar p50", f[5].p50 / f[4].p50, 2.0);
 }
 
 /// `examples/todo` (the `zot-ext` SDK) natively and as a component: its `todo` tool listing

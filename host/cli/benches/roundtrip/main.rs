@@ -12,6 +12,7 @@
 //! `cargo bench -p zot-cli --bench roundtrip [-- N] [--rounds R]`: N calls per row
 //! (default 2000) in R rounds (default 5).
 
+mod event_loop;
 mod fanout;
 mod intercept;
 mod interleave;

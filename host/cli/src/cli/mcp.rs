@@ -209,7 +209,7 @@ impl ServerHandler for Server {
         let name = request.name.to_string();
         // MCP 2025-11-25 (server/tools, "Error Handling"): an unknown tool is a protocol
         // error, -32602.
-        if !self.host.tools().iter().any(|(_, t)| t.name == name) {
+        if !self.host.has_tool(&name) {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}"),
                 None,

@@ -17,7 +17,7 @@ use crate::sandbox::Stdio;
 use crate::transport::{pipe, ExitReason, Outbound};
 use bytes::Bytes;
 use std::sync::Arc;
-use tokio::sync::{mpsc, Mutex, Notify};
+use tokio::sync::{mpsc, Mutex};
 use wasmtime::component::Linker;
 use wasmtime_wasi::cli::{AsyncStdoutStream, IsTerminal, StdinStream};
 use wasmtime_wasi::p2::bindings::Command;
@@ -32,9 +32,9 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
     let stop = guest.stop.clone();
     let deadline = Arc::new(Deadline::default());
     let (guest_out, host_in) = tokio::io::duplex(PIPE);
-    let exited = Arc::new(Notify::new());
+    let (exited, guest_exited) = tokio::sync::oneshot::channel();
     tokio::spawn(
-        pipe::LineReader::new(host_in, guest.max_frame, exited.clone())
+        pipe::LineReader::new(host_in, guest.max_frame, Some(guest_exited))
             .forward(guest.to_host.clone()),
     );
     let stderr = guest.guest_output.then(|| {
@@ -83,7 +83,7 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
     .await;
     // Dropping the store closes the guest's stdout; the reader drains what is left.
     drop(store);
-    exited.notify_one();
+    let _ = exited.send(());
     exit
 }
 

@@ -1,6 +1,7 @@
 //! The test guest as a classic stdio extension: frames are lines on stdin and stdout.
 //! Built for wasm32-wasip2 it is a WASI command component; built natively, an ordinary
-//! subprocess extension running the very same [`Scenario`].
+//! subprocess extension running the very same [`Scenario`] (with `--plain`,
+//! [`Scenario::plain`]).
 
 use scenario::Scenario;
 use std::io::{BufRead, Write};
@@ -19,7 +20,12 @@ fn send(frame: String) {
 
 fn main() {
     eprintln!("command started");
-    let mut scenario = Scenario::new();
+    // `--plain` (natively: a component gets no arguments): no subscriptions.
+    let mut scenario = if std::env::args().any(|a| a == "--plain") {
+        Scenario::plain()
+    } else {
+        Scenario::new()
+    };
     scenario.start(&mut send);
 
     let mut stdin = std::io::stdin().lock();

@@ -8,8 +8,8 @@
 //! If `/data/start-mode` holds `spin`, `start` never returns; `trap`, it panics. Otherwise
 //! it sends `hello` (name `guest`, version `0.1.0`), `register_command` `guest-cmd`,
 //! `register_tool` for every tool in [`TOOLS`] (schema `{"type":"object"}`), `subscribe`
-//! to all five events and intercept `tool_call`, `turn_start`, `assistant_message`, and
-//! `ready`.
+//! to all five events and intercept `tool_call`, `turn_start`, `assistant_message` (not
+//! [`Scenario::plain`]), and `ready`.
 //!
 //! # handle
 //! * `hello_ack` → kept ([`Scenario::hello_ack`]) and notify `hello_ack <frame json>`
@@ -101,11 +101,22 @@ pub const START_MODE_FILE: &str = "/data/start-mode";
 pub struct Scenario {
     hello_ack: Option<HelloAck>,
     shut_down: bool,
+    /// Sends no `subscribe`: no event or interception reaches it.
+    plain: bool,
 }
 
 impl Scenario {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A scenario that subscribes to nothing and intercepts nothing: only its tools and
+    /// its command (the benchmarks' plain echo extension).
+    pub fn plain() -> Self {
+        Scenario {
+            plain: true,
+            ..Self::default()
+        }
     }
 
     /// The `hello_ack` the host sent, once it has.
@@ -145,14 +156,16 @@ impl Scenario {
                 }),
             );
         }
-        send(
-            out,
-            &ExtFrame::Subscribe(Subscribe {
-                events: EVENTS.iter().map(|e| e.to_string()).collect(),
-                intercept: INTERCEPT.iter().map(|e| e.to_string()).collect(),
-                ..Default::default()
-            }),
-        );
+        if !self.plain {
+            send(
+                out,
+                &ExtFrame::Subscribe(Subscribe {
+                    events: EVENTS.iter().map(|e| e.to_string()).collect(),
+                    intercept: INTERCEPT.iter().map(|e| e.to_string()).collect(),
+                    ..Default::default()
+                }),
+            );
+        }
         send(out, &ExtFrame::Ready(Default::default()));
     }
 
