@@ -107,6 +107,9 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         group.reaped.store(true, Ordering::SeqCst);
         // Whatever the leader left behind in its group goes with it.
         signal_group(group.pgid, libc::SIGKILL);
+        // Its input goes too: the writer task ends and the pipe is closed, whoever
+        // still holds the connection.
+        group.input.close_input();
         if let Some(exited) = group.exited.lock().unwrap().take() {
             let _ = exited.send(());
         }
