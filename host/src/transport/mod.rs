@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use zot_protocol::Encoded;
 
 /// How many encoded frames may wait for the extension to read them.
-pub const OUTBOUND_QUEUE: usize = 1024;
+pub const OUTBOUND_QUEUE: usize = 2048;
 /// How many lines from the extension may wait for the core.
 pub const INBOUND_QUEUE: usize = 256;
 

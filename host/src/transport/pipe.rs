@@ -64,6 +64,11 @@ impl LineReader {
     pub async fn recv(&mut self) -> Option<Inbound> {
         loop {
             if self.at < self.filled {
+                // Lines already read cost no wait: without this a reader of a full
+                // buffer would keep its thread, and the tasks it wakes (queued behind
+                // it, where no other thread takes them), for thousands of lines. Before
+                // anything is taken, so a drop here loses nothing.
+                tokio::task::consume_budget().await;
                 let mut input = &self.buf[self.at..self.filled];
                 let line = self.decoder.decode(&mut input);
                 self.at = self.filled - input.len();
@@ -130,5 +135,34 @@ fn inbound(line: Line) -> Inbound {
             len,
             id: leading_id(&head),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// A reader whose lines are all read already still lets the other tasks of its thread
+    /// run (found as a sidecar starving the task that passes its events on).
+    #[tokio::test(flavor = "current_thread")]
+    async fn reading_buffered_lines_lets_other_tasks_run() {
+        let lines: String = (0..1000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+        let mut reader = LineReader::new(std::io::Cursor::new(lines.into_bytes()), 1024, None);
+        let ran = Arc::new(AtomicBool::new(false));
+        tokio::spawn({
+            let ran = ran.clone();
+            async move { ran.store(true, Ordering::SeqCst) }
+        });
+        let mut before = 0;
+        while let Some(Inbound::Line(..)) = reader.recv().await {
+            if ran.load(Ordering::SeqCst) {
+                break;
+            }
+            before += 1;
+        }
+        assert!(ran.load(Ordering::SeqCst), "the other task never ran");
+        assert!(before < 1000, "it ran only after all {before} lines");
     }
 }
