@@ -1,6 +1,7 @@
 //! `docs/architecture.md` kept true: every module of this crate has its row in the
 //! modules table, and every file the tables name exists — so a reader who follows the
-//! page to a decision finds the file it names.
+//! page to a decision finds the file it names. And `docs/security.md`: every row of its
+//! fault and escape matrix names tests that exist.
 
 use std::path::{Path, PathBuf};
 
@@ -114,4 +115,39 @@ fn in_any_folder(path: &str) -> bool {
             .any(|e| e.path().is_dir() && walk(&e.path(), path))
     }
     walk(&root().join("host/src"), path)
+}
+
+/// Each row of `docs/security.md`'s matrix names in its `test` cell one or more tests, a
+/// `path` (from the repository) then a `fn`; each file holds that `fn`.
+#[test]
+fn every_security_row_names_a_test_that_exists() {
+    let page = std::fs::read_to_string(root().join("docs/security.md")).unwrap();
+    let header = "| attack or fault | what the host does | limit involved | test |";
+    let rows: Vec<Vec<String>> = page
+        .match_indices(header)
+        .flat_map(|(at, _)| table(&page[at..], header))
+        .collect();
+    assert!(
+        rows.len() >= 50,
+        "docs/security.md's matrix has {} rows",
+        rows.len()
+    );
+    for row in &rows {
+        assert_eq!(row.len(), 4, "docs/security.md: {row:?} is not 4 cells");
+        let spans: Vec<&str> = row[3].split('`').skip(1).step_by(2).collect();
+        assert!(
+            !spans.is_empty() && spans.len() % 2 == 0,
+            "docs/security.md: the test cell of {:?} is not `path` `fn` pairs",
+            row[0]
+        );
+        for pair in spans.chunks(2) {
+            let (path, name) = (pair[0], pair[1]);
+            let text = std::fs::read_to_string(root().join(path))
+                .unwrap_or_else(|e| panic!("docs/security.md names {path}: {e}"));
+            assert!(
+                text.contains(&format!("fn {name}(")),
+                "docs/security.md names {name}, which is no fn of {path}"
+            );
+        }
+    }
 }
