@@ -136,7 +136,7 @@ fn every_security_row_names_a_test_that_exists() {
         assert_eq!(row.len(), 4, "docs/security.md: {row:?} is not 4 cells");
         let spans: Vec<&str> = row[3].split('`').skip(1).step_by(2).collect();
         assert!(
-            !spans.is_empty() && spans.len() % 2 == 0,
+            !spans.is_empty() && spans.len().is_multiple_of(2),
             "docs/security.md: the test cell of {:?} is not `path` `fn` pairs",
             row[0]
         );

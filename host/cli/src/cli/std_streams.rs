@@ -13,6 +13,7 @@ use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::unix::pipe;
 
 /// stdin as an async stream.
 pub(crate) type Input = Box<dyn AsyncRead + Unpin + Send>;
@@ -35,36 +36,33 @@ impl Drop for Restore {
 /// a UNIX socket. Must be called inside a tokio runtime.
 pub(crate) fn open() -> (Input, Output, Restore) {
     let mut restore = Restore(Vec::new());
-    let stdin = std::io::stdin();
-    let input: Input = match direct(stdin.as_fd(), &mut restore) {
-        Some(Direct::Pipe(fd)) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
-            Ok(pipe) => Box::new(pipe),
-            Err(_) => Box::new(tokio::io::stdin()),
-        },
-        Some(Direct::Socket(socket)) => Box::new(socket),
-        None => Box::new(tokio::io::stdin()),
-    };
-    let stdout = std::io::stdout();
-    let output: Output = match direct(stdout.as_fd(), &mut restore) {
-        Some(Direct::Pipe(fd)) => match tokio::net::unix::pipe::Sender::from_owned_fd(fd) {
-            Ok(pipe) => Box::new(pipe),
-            Err(_) => Box::new(tokio::io::stdout()),
-        },
-        Some(Direct::Socket(socket)) => Box::new(socket),
-        None => Box::new(tokio::io::stdout()),
-    };
+    let input: Input = direct(
+        std::io::stdin().as_fd(),
+        &mut restore,
+        |fd| Ok(Box::new(pipe::Receiver::from_owned_fd(fd)?) as Input),
+        |socket| Box::new(socket),
+    )
+    .unwrap_or_else(|| Box::new(tokio::io::stdin()));
+    let output: Output = direct(
+        std::io::stdout().as_fd(),
+        &mut restore,
+        |fd| Ok(Box::new(pipe::Sender::from_owned_fd(fd)?) as Output),
+        |socket| Box::new(socket),
+    )
+    .unwrap_or_else(|| Box::new(tokio::io::stdout()));
     (input, output, restore)
 }
 
-/// What `fd` can be read or written as without a blocking thread.
-enum Direct {
-    Pipe(OwnedFd),
-    Socket(tokio::net::UnixStream),
-}
-
-/// A duplicate of `fd` if it is a pipe or a UNIX stream socket; its flags are kept in
-/// `restore` first. `None` for anything else, or if a step fails.
-fn direct(fd: BorrowedFd<'_>, restore: &mut Restore) -> Option<Direct> {
+/// `fd` as a stream the runtime reads and writes itself: a duplicate of it, made a
+/// stream by `pipe` if it is a pipe, by `socket` if it is a UNIX stream socket; its flags
+/// as they were go into `restore` (or are given back at once if a step fails). `None`
+/// for anything else, or if a step fails: the caller takes tokio's blocking stream.
+fn direct<T>(
+    fd: BorrowedFd<'_>,
+    restore: &mut Restore,
+    pipe: impl FnOnce(OwnedFd) -> std::io::Result<T>,
+    socket: impl FnOnce(tokio::net::UnixStream) -> T,
+) -> Option<T> {
     let owned = fd.try_clone_to_owned().ok()?;
     let kind = File::from(owned.try_clone().ok()?)
         .metadata()
@@ -76,21 +74,30 @@ fn direct(fd: BorrowedFd<'_>, restore: &mut Restore) -> Option<Direct> {
     if flags < 0 {
         return None;
     }
-    if kind.is_fifo() {
-        restore.0.push((raw, flags));
-        return Some(Direct::Pipe(owned));
-    }
-    if kind.is_socket() {
-        let socket = std::os::unix::net::UnixStream::from(owned);
+    let stream = if kind.is_fifo() {
+        pipe(owned).ok()
+    } else if kind.is_socket() {
+        let unix = std::os::unix::net::UnixStream::from(owned);
         // Not a UNIX socket (a TCP one, from inetd): its address says so.
-        socket.local_addr().ok()?;
-        restore.0.push((raw, flags));
-        socket.set_nonblocking(true).ok()?;
-        return tokio::net::UnixStream::from_std(socket)
+        unix.local_addr().ok()?;
+        unix.set_nonblocking(true)
             .ok()
-            .map(Direct::Socket);
+            .and_then(|()| tokio::net::UnixStream::from_std(unix).ok())
+            .map(socket)
+    } else {
+        return None;
+    };
+    match stream {
+        Some(stream) => {
+            restore.0.push((raw, flags));
+            Some(stream)
+        }
+        None => {
+            // A step may have left it non-blocking: the blocking stream needs it back.
+            drop(Restore(vec![(raw, flags)]));
+            None
+        }
     }
-    None
 }
 
 /// The end of a server task spawned on the runtime: a panic in it goes on here.
