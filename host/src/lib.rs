@@ -112,6 +112,8 @@ pub mod compile {
 }
 #[cfg(target_os = "linux")]
 pub mod confine;
+#[cfg(any(test, fuzzing))]
+pub mod fuzzing;
 pub mod launcher;
 pub mod manage;
 pub mod terminal_text;

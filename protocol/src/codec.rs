@@ -92,7 +92,8 @@ impl LineDecoder {
 /// The `"id"` of the JSON object that `head` begins, if it can be read there: `head` may
 /// be cut short anywhere (the kept head of an oversize line), so the object's fields
 /// are read in order until the `id`, the end of the object or the cut, whichever comes
-/// first. `None` when `head` is no object or its `id` is not (whole) in it.
+/// first. `None` when `head` is no object or its `id` is not (whole) in it: a number
+/// counts as whole only when the key after it, or the object's end, is in `head` too.
 pub fn leading_id(head: &[u8]) -> Option<Value> {
     /// Reads the object's fields until `id`, which it leaves in `.0`.
     struct FindId<'a>(&'a mut Option<Value>);
@@ -107,7 +108,12 @@ pub fn leading_id(head: &[u8]) -> Option<Value> {
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
             while let Some(key) = map.next_key::<String>()? {
                 if key == "id" {
-                    *self.0 = Some(map.next_value()?);
+                    let id: Value = map.next_value()?;
+                    // A number is whole only once what follows it is read: `{"id":12`
+                    // may be the head of `{"id":123,…`. Anything else ends itself.
+                    if !id.is_number() || map.next_key::<IgnoredAny>().is_ok() {
+                        *self.0 = Some(id);
+                    }
                     // Found: no need to read (or wait for) the rest.
                     return Err(serde::de::Error::custom("found"));
                 }
@@ -258,6 +264,11 @@ mod tests {
         assert_eq!(id(r#"{"type":"x","pad":"xxxx"#), None);
         assert_eq!(id(r#"{"id":{"deep":[1,2"#), None, "an id cut short");
         assert_eq!(id(r#"{"id":"ab"#), None);
+        // `{"id":12` may be the head of `{"id":123}`: the sidecar would answer the
+        // wrong request. A number counts once what follows it is there.
+        assert_eq!(id(r#"{"id":12"#), None, "a number cut short");
+        assert_eq!(id(r#"{"id":12}"#), Some(json!(12)));
+        assert_eq!(id(r#"{"id":12,"type":"ping","pad":"xx"#), Some(json!(12)));
         assert_eq!(id(r#"{"i"#), None);
         assert_eq!(id(r#"["id","x"]"#), None);
         assert_eq!(id("not json"), None);

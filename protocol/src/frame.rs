@@ -386,7 +386,10 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-fn decode<T: for<'de> Deserialize<'de>>(line: &[u8], known: &[&str]) -> Result<T, DecodeError> {
+pub(crate) fn decode<T: for<'de> Deserialize<'de>>(
+    line: &[u8],
+    known: &[&str],
+) -> Result<T, DecodeError> {
     serde_json::from_slice::<T>(line).map_err(|error| {
         // Slow path only: find out what kind of bad line this was.
         match serde_json::from_slice::<Value>(line) {

@@ -7,6 +7,8 @@
 
 mod codec;
 mod frame;
+#[cfg(any(test, fuzzing))]
+pub mod fuzzing;
 
 pub use codec::{encode, leading_id, Encoded, Line, LineDecoder, DEFAULT_MAX_FRAME};
 pub use frame::*;

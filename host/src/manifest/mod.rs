@@ -310,7 +310,14 @@ impl Manifest {
     fn parse(path: &Path) -> Result<Manifest, ManifestErrorKind> {
         use ManifestErrorKind::*;
         let text = read_manifest_file(path).map_err(Unreadable)?;
-        let value: Value = serde_json::from_slice(&text).map_err(|e| InvalidJson(e.to_string()))?;
+        Manifest::from_json(&text)
+    }
+
+    /// Validates the text of an `extension.json`: what [`Manifest::read`] does once the
+    /// file is read.
+    pub fn from_json(text: &[u8]) -> Result<Manifest, ManifestErrorKind> {
+        let value: Value = serde_json::from_slice(text)
+            .map_err(|e| ManifestErrorKind::InvalidJson(e.to_string()))?;
         Manifest::from_value(value)
     }
 

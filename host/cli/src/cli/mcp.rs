@@ -5,14 +5,16 @@
 //! `--http` serves the same over Streamable HTTP instead ([`http`]).
 
 mod http;
+mod map;
 
 use super::error::{self, CliError, Context as _};
 use super::sidecar::HostArgs;
+use map::{level_rank, log_level, mcp_result, mcp_tool, prompt_text};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
-    ListPromptsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-    PromptMessage, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, Role,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, ServerInitializeError, SubscriptionContext,
@@ -30,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch, Semaphore};
 use zot_host::{Host, HostEvent};
-use zot_protocol::{CommandResponse, Event, Notify, RegisterTool, ToolResult};
+use zot_protocol::Event;
 
 /// The one argument of every prompt: the text after the command's name.
 const PROMPT_ARG: &str = "args";
@@ -385,77 +387,6 @@ impl Server {
     }
 }
 
-/// A registered tool as MCP lists it. MCP wants an object schema (`"type": "object"`);
-/// the protocol's arguments are always an object, so a schema object without `type`
-/// gets `"type": "object"`, and one that is absent or not about an object is served as
-/// `{"type": "object"}` (the extension checks its arguments itself). `output_schema`
-/// is passed on when it is an object.
-fn mcp_tool(t: RegisterTool) -> Tool {
-    let input = match t.schema {
-        Value::Object(mut schema) => match schema.get("type") {
-            Some(Value::String(ty)) if ty == "object" => schema,
-            None => {
-                schema.insert("type".into(), json!("object"));
-                schema
-            }
-            Some(_) => any_object(),
-        },
-        _ => any_object(),
-    };
-    let mut tool = Tool::new(t.name, t.description, Arc::new(input));
-    if let Some(Value::Object(output)) = t.extra.get("output_schema") {
-        tool.output_schema = Some(Arc::new(output.clone()));
-    }
-    tool
-}
-
-fn any_object() -> JsonObject {
-    Map::from_iter([("type".to_string(), json!("object"))])
-}
-
-/// A `tool_result` as MCP content: text and image blocks as they are; a block of another
-/// kind as a text block holding its JSON (nothing is dropped). `structured_content` is
-/// `structuredContent` when it is an object (MCP allows no other).
-fn mcp_result(result: ToolResult) -> CallToolResult {
-    let content = result.content.into_iter().map(mcp_block).collect();
-    let mut mcp = if result.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
-    if let Some(structured @ Value::Object(_)) = result.extra.get("structured_content") {
-        mcp.structured_content = Some(structured.clone());
-    }
-    mcp
-}
-
-fn mcp_block(block: Value) -> ContentBlock {
-    let field = |name: &str| block.get(name).and_then(Value::as_str);
-    match (field("type"), field("text"), field("data")) {
-        (Some("text"), Some(text), _) => ContentBlock::text(text),
-        (Some("image"), _, Some(data)) => ContentBlock::image(
-            data,
-            field("mime_type").unwrap_or("application/octet-stream"),
-        ),
-        _ => ContentBlock::text(block.to_string()),
-    }
-}
-
-/// The text a command's response stands for: its `prompt`, `insert` or `display` by its
-/// action; a non-empty `error` is the error.
-fn prompt_text(r: CommandResponse) -> Result<String, String> {
-    if let Some(e) = r.error.filter(|e| !e.is_empty()) {
-        return Err(e);
-    }
-    let text = match r.action.as_str() {
-        "prompt" => r.prompt,
-        "insert" => r.insert,
-        "display" => r.display,
-        _ => None,
-    };
-    Ok(text.unwrap_or_default())
-}
-
 /// Hands the host's notifications to every open session: an extension's `notify` as a
 /// log message (logger: the extension), a registry change or an exit as
 /// `tools/list_changed` and `prompts/list_changed`. Panels, prompts to submit and
@@ -520,116 +451,5 @@ async fn notify(note: &HostEvent, session: &Session) -> Result<(), rmcp::service
         | HostEvent::ClearNotes { .. }
         | HostEvent::Submit { .. }
         | HostEvent::SubmitSlash { .. } => Ok(()),
-    }
-}
-
-/// A `notify` level as an MCP log level: `success` is `notice`, `warn` `warning`; an
-/// unknown level is `info`.
-#[allow(deprecated)]
-fn log_level(n: &Notify) -> rmcp::model::LoggingLevel {
-    use rmcp::model::LoggingLevel;
-    match n.level.as_str() {
-        "error" => LoggingLevel::Error,
-        "warn" | "warning" => LoggingLevel::Warning,
-        "success" => LoggingLevel::Notice,
-        "debug" => LoggingLevel::Debug,
-        _ => LoggingLevel::Info,
-    }
-}
-
-/// A log level's severity, lowest first (RFC 5424's order, as MCP has it).
-#[allow(deprecated)]
-fn level_rank(level: &rmcp::model::LoggingLevel) -> u8 {
-    use rmcp::model::LoggingLevel;
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tool(schema: Value) -> Value {
-        let t = RegisterTool {
-            name: "t".into(),
-            description: "d".into(),
-            schema,
-            extra: Default::default(),
-        };
-        Value::Object((*mcp_tool(t).input_schema).clone())
-    }
-
-    #[test]
-    fn every_input_schema_is_an_object_schema() {
-        let kept = json!({"type": "object", "properties": {"a": {"type": "string"}}});
-        assert_eq!(tool(kept.clone()), kept);
-        assert_eq!(
-            tool(json!({"properties": {"a": {}}})),
-            json!({"properties": {"a": {}}, "type": "object"})
-        );
-        for other in [
-            Value::Null,
-            json!({"type": "string"}),
-            json!([1]),
-            json!("x"),
-        ] {
-            assert_eq!(tool(other), json!({"type": "object"}));
-        }
-    }
-
-    #[test]
-    fn results_map_blocks_errors_and_structured_content() {
-        let mut r = ToolResult {
-            content: vec![
-                json!({"type": "text", "text": "hi"}),
-                json!({"type": "image", "mime_type": "image/png", "data": "AAAA"}),
-                json!({"type": "audio", "data": "x"}),
-            ],
-            is_error: true,
-            ..Default::default()
-        };
-        r.extra
-            .insert("structured_content".into(), json!({"answer": 42}));
-        let mcp = serde_json::to_value(mcp_result(r.clone())).unwrap();
-        assert_eq!(mcp["isError"], true);
-        assert_eq!(mcp["content"][0], json!({"type": "text", "text": "hi"}));
-        assert_eq!(
-            mcp["content"][1],
-            json!({"type": "image", "data": "AAAA", "mimeType": "image/png"})
-        );
-        assert_eq!(mcp["content"][2]["text"], r#"{"type":"audio","data":"x"}"#);
-        assert_eq!(mcp["structuredContent"], json!({"answer": 42}));
-        // MCP's structuredContent is an object: anything else is left out.
-        r.extra.insert("structured_content".into(), json!([1]));
-        let mcp = serde_json::to_value(mcp_result(r)).unwrap();
-        assert!(mcp.get("structuredContent").is_none(), "{mcp}");
-    }
-
-    #[test]
-    fn a_command_response_is_the_text_of_its_action() {
-        let response = |action: &str, error: Option<&str>| CommandResponse {
-            action: action.into(),
-            prompt: Some("p".into()),
-            insert: Some("i".into()),
-            display: Some("d".into()),
-            error: error.map(str::to_string),
-            ..Default::default()
-        };
-        assert_eq!(prompt_text(response("prompt", None)).unwrap(), "p");
-        assert_eq!(prompt_text(response("insert", None)).unwrap(), "i");
-        assert_eq!(prompt_text(response("display", Some(""))).unwrap(), "d");
-        assert_eq!(prompt_text(response("noop", None)).unwrap(), "");
-        assert_eq!(
-            prompt_text(response("prompt", Some("bad"))).unwrap_err(),
-            "bad"
-        );
     }
 }

@@ -33,7 +33,7 @@ impl Progress for Quiet {
 
 /// Copies the directory `from` to `dst` (which must not exist), then checks that every
 /// symlink it recreated resolves inside the copy (see [`resolve`]).
-pub(super) fn copy_dir(from: &Dir, dst: &Path) -> Result<(), InstallError> {
+pub(crate) fn copy_dir(from: &Dir, dst: &Path) -> Result<(), InstallError> {
     let io = |path: &Path, e| InstallError::io("copy", path)(e);
     std::fs::create_dir(dst).map_err(|e| io(dst, e))?;
     let to = Dir::open_ambient_dir(dst, ambient_authority()).map_err(|e| io(dst, e))?;

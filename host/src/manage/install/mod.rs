@@ -13,6 +13,8 @@ mod fetch;
 pub mod provenance;
 
 pub use error::InstallError;
+#[cfg(any(test, fuzzing))]
+pub(crate) use fetch::copy_dir;
 pub use fetch::{Progress, Quiet};
 pub use provenance::{Provenance, SourceKind};
 

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use zot_protocol::{RegisterTool, ToolResult};
 
 /// The `register_tool` of MCP tool `tool`, its name after `prefix`.
-pub(super) fn register(tool: &Tool, prefix: &str) -> RegisterTool {
+pub(crate) fn register(tool: &Tool, prefix: &str) -> RegisterTool {
     let mut extra = Map::new();
     if let Some(output) = &tool.output_schema {
         extra.insert("output_schema".into(), Value::Object((**output).clone()));
@@ -21,7 +21,7 @@ pub(super) fn register(tool: &Tool, prefix: &str) -> RegisterTool {
 
 /// The `tool_result` for call `id` of what the server answered; `None` when the
 /// connection to it is gone (the core fails the call with the server's exit).
-pub(super) fn result(
+pub(crate) fn result(
     id: String,
     answer: Result<CallToolResult, ServiceError>,
 ) -> Option<ToolResult> {

@@ -9,7 +9,7 @@
 //! failing of pending calls when the server dies are the core's, as for any extension.
 
 mod client;
-mod map;
+pub(crate) mod map;
 mod wire;
 
 use super::{Connection, Control, ExitReason, Inbound, LineGate, Outbound};
