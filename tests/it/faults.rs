@@ -488,16 +488,11 @@ fn an_interceptor_that_never_answers_allows_at_the_intercept_timeout() {
         assert_eq!(d["block"], block, "the guard after it decides: {d}");
         host.wait_notify("mute", "ignoring ");
         assert!(took >= Duration::from_millis(450), "did not wait: {took:?}");
-        assert!(
-            took < Duration::from_secs(4),
-            "not the lowered timeout: {took:?}"
-        );
     }
+    // The lowered timeout, not the default 5 s, allowed them.
     let log = host.log("mute");
-    assert!(
-        log.contains(r#"intercept of "tool_call" timed out after 500 ms: extension "mute" did not answer; allowing"#),
-        "{log}"
-    );
+    let allowed = r#"intercept of "tool_call" timed out after 500 ms: extension "mute" did not answer; allowing"#;
+    assert_eq!(log.matches(allowed).count(), 2, "{log}");
     host.shutdown();
 }
 
