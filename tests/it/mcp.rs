@@ -714,9 +714,15 @@ impl HttpServer {
         for (name, value) in headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
-        let mut stream = TcpStream::connect(&self.authority).unwrap();
-        stream.set_read_timeout(Some(RUN_TIMEOUT)).unwrap();
+        let mut stream = self.connect();
         stream.write_all(format!("{head}\r\n").as_bytes()).unwrap();
+        stream
+    }
+
+    /// A connection to it, whose reads time out after [`RUN_TIMEOUT`].
+    fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(&self.authority).unwrap();
+        stream.set_read_timeout(Some(RUN_TIMEOUT)).unwrap();
         stream
     }
 
@@ -1094,26 +1100,27 @@ fn http_sessions_are_capped_at_32() {
     server.session();
 }
 
-/// A request whose head never ends is cut off 10 s after it began; other clients are
-/// served meanwhile.
+/// A request whose head never ends, and a connection that never sends one, are cut off
+/// 10 s after they began; other clients are served meanwhile.
 #[test]
 fn http_a_request_head_that_never_ends_is_cut_off_after_10_s() {
     let mut p = Project::new("mcp-http-slow");
     p.ext("py", &py("py", &["--tools", "echo", "--commands", ""]));
     let server = HttpServer::start(&p);
     let began = Instant::now();
-    let mut slow = TcpStream::connect(&server.authority).unwrap();
-    slow.set_read_timeout(Some(RUN_TIMEOUT)).unwrap();
     let head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\n", server.host);
+    let (mut slow, mut idle) = (server.connect(), server.connect());
     slow.write_all(head.as_bytes()).unwrap();
     still_answers(&p, &server);
-    let said = read_until(&mut slow, "\r\n\r\n");
-    let took = began.elapsed();
-    println!("cut off after {took:?}, having said {said:?}");
-    assert!(took >= Duration::from_secs(9), "cut off early: {took:?}");
-    assert!(
-        took < Duration::from_secs(60),
-        "not cut off in time: {took:?}"
-    );
-    assert!(!said.contains("200"), "{said}");
+    for stream in [&mut slow, &mut idle] {
+        let said = read_until(stream, "\r\n\r\n");
+        let took = began.elapsed();
+        println!("cut off after {took:?}, having said {said:?}");
+        assert!(took >= Duration::from_secs(9), "cut off early: {took:?}");
+        assert!(
+            took < Duration::from_secs(60),
+            "not cut off in time: {took:?}"
+        );
+        assert!(!said.contains("200"), "{said}");
+    }
 }
