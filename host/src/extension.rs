@@ -1247,6 +1247,46 @@ mod tests {
         assert!(hello.extra.is_empty());
     }
 
+    /// A second `hello` gets no `hello_ack` and changes nothing; a `tool_result` for a
+    /// pending command's id answers nothing. Both are violations, and the command still
+    /// takes its own answer.
+    #[tokio::test]
+    async fn a_second_hello_and_a_reply_of_the_wrong_kind_are_violations() {
+        let (ext, mut peer, _notes) = started(16).await;
+        peer.print(r#"{"type":"hello","name":"other","version":"2"}"#)
+            .await;
+        let command = tokio::spawn({
+            let ext = ext.clone();
+            async move { ext.invoke_command("c", "", Duration::from_secs(60)).await }
+        });
+        let invoked = peer.next().await;
+        assert_eq!(invoked["type"], "command_invoked", "{invoked}");
+        let id = &invoked["id"];
+        peer.print(&format!(
+            r#"{{"type":"tool_result","id":{id},"content":[]}}"#
+        ))
+        .await;
+        peer.print(&format!(
+            r#"{{"type":"command_response","id":{id},"action":"display","display":"mine"}}"#
+        ))
+        .await;
+        let response = command.await.unwrap().unwrap();
+        assert_eq!(response.display.as_deref(), Some("mine"));
+        // A hello_ack would be queued before this event: the event comes first.
+        ext.deliver_event(&turn(1));
+        assert_eq!(peer.next().await["type"], "event");
+        let status = ext.status();
+        let hello = status.hello.unwrap();
+        assert_eq!((hello.name.as_str(), hello.version.as_str()), ("t", "1"));
+        assert_eq!(
+            status.violations,
+            [
+                "sent hello twice; ignored the second".to_string(),
+                format!("tool_result for id {id}, which is not that kind of request"),
+            ]
+        );
+    }
+
     #[tokio::test]
     async fn silence_after_hello_counts_as_ready() {
         let (ext, _peer, _notes) = started(16).await;

@@ -1,6 +1,6 @@
 //! `zot ext check`: one extension loaded alone, reported, and judged.
 
-use crate::common::{hello_py_example, py_manifest, write_manifest, TempDir};
+use crate::common::{hello_py_example, inline_py, py_manifest, write_manifest, TempDir};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -21,11 +21,6 @@ fn check_with(target: &Path, home: &TempDir, extra: &[&str]) -> Output {
         .current_dir(home.path())
         .output()
         .expect("zot runs")
-}
-
-/// A manifest running `python3 -c script`.
-fn inline_py(name: &str, script: &str) -> Value {
-    json!({"name": name, "version": "0.1.0", "exec": "python3", "args": ["-c", script]})
 }
 
 fn violations(r: &Value) -> Vec<String> {
@@ -387,4 +382,40 @@ fn a_start_using_more_than_half_the_ready_wait_is_warned_about() {
             || warnings.contains("later than zot host's ready wait"),
         "{r}"
     );
+}
+
+#[test]
+fn a_second_hello_and_a_tool_schema_that_is_no_object_are_violations() {
+    let home = TempDir::new("check-home");
+    let script = r#"import json, sys
+def send(frame):
+    sys.stdout.write(json.dumps(frame) + "\n")
+    sys.stdout.flush()
+send({"type": "hello", "name": "schemas", "version": "1"})
+send({"type": "hello", "name": "impostor", "version": "2"})
+for name, schema in [("text", "a string"), ("list", [1]), ("none", None)]:
+    send({"type": "register_tool", "name": name, "description": "d", "schema": schema})
+send({"type": "register_tool", "name": "good", "description": "d", "schema": {"type": "object"}})
+send({"type": "ready"})
+sys.stdin.read()
+"#;
+    let dir = write_manifest(&home.path().join("schemas"), &inline_py("schemas", script));
+    let out = check(&dir, &home, true);
+    let r = report(&out);
+    assert!(!out.status.success(), "{r}");
+    assert_eq!(r["hello"]["name"], "schemas", "the first hello stays: {r}");
+    let tools: Vec<&str> = r["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["good"], "{r}");
+    let mut expected = vec!["sent hello twice; ignored the second".to_string()];
+    for name in ["text", "list", "none"] {
+        expected.push(format!(
+            "refused tool {name:?}: its schema is not a JSON object"
+        ));
+    }
+    assert_eq!(violations(&r), expected, "{r}");
 }

@@ -412,3 +412,136 @@ fn thousand_concurrent_tool_calls_over_ten_extensions_are_matched() {
     );
     host.shutdown();
 }
+
+#[test]
+fn extension_closing_its_stdout_and_running_on_is_killed_at_once() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("closer", &py_manifest("closer", &["--tools", "closeout"]));
+    let host = b.start();
+    host.ready();
+    let (pid, _) = parse_started(&host.wait_notify("closer", "started pid="));
+    let t = Instant::now();
+    let err = host.fails("call_tool", json!({"name": "closeout", "args": {}}));
+    let exited = host.wait_event("extension_exited", EVENT_TIMEOUT, |v| {
+        v["type"] == "extension_exited" && v["extension"] == "closer"
+    });
+    let took = t.elapsed();
+    println!("closed its stdout; gone after {took:?}: {exited}");
+    let reason = "closed its output; killed by signal 9";
+    assert_eq!(exited["reason"], reason, "{exited}");
+    assert_eq!(exited["signal"], 9, "{exited}");
+    assert!(err.contains(reason), "{err}");
+    assert!(
+        wait_process_gone(pid, Duration::from_secs(5)),
+        "{pid} still runs"
+    );
+    // Its stdin stays open: only the kill ended it.
+    assert!(host
+        .log("closer")
+        .contains("closed its output but kept running: killing it"));
+    host.shutdown();
+}
+
+#[test]
+fn a_grandchild_goes_with_an_extension_that_exits_on_its_own() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "parent",
+        &py_manifest("parent", &["--tools", "spawn,crash"]),
+    );
+    let host = b.start();
+    host.ready();
+    let spawned = first_text(&host.call_tool("spawn", json!({})));
+    let grandchild: u32 = spawned.strip_prefix("pid ").unwrap().parse().unwrap();
+    assert!(!process_gone(grandchild), "the grandchild runs");
+    host.fails("call_tool", json!({"name": "crash", "args": {}}));
+    let exited = host.wait_event("extension_exited", EVENT_TIMEOUT, |v| {
+        v["type"] == "extension_exited" && v["extension"] == "parent"
+    });
+    assert_eq!(exited["code"], 3, "{exited}");
+    assert!(
+        wait_process_gone(grandchild, Duration::from_secs(10)),
+        "grandchild {grandchild} survived its parent's exit"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn an_interceptor_that_never_answers_allows_at_the_intercept_timeout() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "mute",
+        &py_manifest("mute", &["--mode", "mute", "--intercept", "tool_call"]),
+    );
+    b.explicit("guard", &py_manifest("guard", &["--mode", "guard"]));
+    b.arg("--intercept-timeout-ms").arg("500");
+    let host = b.start();
+    host.ready();
+    for (command, block) in [("ls", false), ("rm -rf /", true)] {
+        let t = Instant::now();
+        let d = host.ok("intercept", bash_call("c1", command));
+        let took = t.elapsed();
+        println!("{command}: {d} after {took:?}");
+        assert_eq!(d["block"], block, "the guard after it decides: {d}");
+        host.wait_notify("mute", "ignoring ");
+        assert!(took >= Duration::from_millis(450), "did not wait: {took:?}");
+    }
+    // The lowered timeout, not the default 5 s, allowed them.
+    let log = host.log("mute");
+    let allowed = r#"intercept of "tool_call" timed out after 500 ms: extension "mute" did not answer; allowing"#;
+    assert_eq!(log.matches(allowed).count(), 2, "{log}");
+    host.shutdown();
+}
+
+/// An extension that, when its tool `go` is called, asks the host for the tool `hang`
+/// 65 times at once (`call_tool`) and answers `go` with the first `tool_result` it gets
+/// back, as JSON.
+const CALLER: &str = r#"import json, sys
+def send(frame):
+    sys.stdout.write(json.dumps(frame) + "\n")
+    sys.stdout.flush()
+send({"type": "hello", "name": "caller", "version": "1"})
+send({"type": "register_tool", "name": "go", "description": "d", "schema": {"type": "object"}})
+send({"type": "ready"})
+go = None
+for line in sys.stdin:
+    frame = json.loads(line)
+    if frame["type"] == "tool_call" and frame["name"] == "go":
+        go = frame["id"]
+        for i in range(65):
+            send({"type": "call_tool", "id": "c%d" % i, "name": "hang", "args": {}})
+    elif frame["type"] == "tool_result" and go:
+        send({"type": "tool_result", "id": go,
+              "content": [{"type": "text", "text": json.dumps(frame)}]})
+        go = None
+"#;
+
+#[test]
+fn an_extensions_own_calls_past_64_are_refused_at_once() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("caller", &inline_py("caller", CALLER));
+    b.explicit("hangs", &py_manifest("hangs", &["--tools", "hang"]));
+    // The 64 calls it waits for stay pending throughout.
+    b.arg("--tool-timeout-ms").arg("600000");
+    let host = b.start();
+    host.ready();
+    let d = host.ok(
+        "call_tool",
+        json!({"name": "go", "args": {}, "timeout_ms": 60000}),
+    );
+    let refused: Value = serde_json::from_str(&first_text(&d)).unwrap();
+    assert_eq!(refused["id"], "c64", "{refused}");
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert_eq!(
+        first_text(&refused),
+        r#"call_tool "hang" refused: 64 of its calls are still waiting"#
+    );
+    for _ in 0..64 {
+        host.wait_notify("hangs", "hanging ");
+    }
+    host.shutdown();
+}

@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -75,8 +75,16 @@ impl Project {
     /// `zot mcp --only` with these extensions, plus `flags`: the command, then its
     /// arguments.
     pub(crate) fn zot_mcp(&self, flags: &[&str]) -> Vec<OsString> {
+        let mut argv = self.zot_mcp_discovering(flags);
+        argv.insert(2, "--only".into());
+        argv
+    }
+
+    /// [`Project::zot_mcp`] without `--only`: the project's and the global extensions
+    /// load too.
+    fn zot_mcp_discovering(&self, flags: &[&str]) -> Vec<OsString> {
         let mut argv: Vec<OsString> = vec![env!("CARGO_BIN_EXE_zot").into()];
-        for arg in ["mcp", "--only", "--ready-timeout-ms", "15000", "--zot-home"] {
+        for arg in ["mcp", "--ready-timeout-ms", "15000", "--zot-home"] {
             argv.push(arg.into());
         }
         argv.push(self.path("home").into());
@@ -409,53 +417,18 @@ fn the_stateless_revision_discovers_and_calls_without_initialize() {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                "params": {"name": "echo", "arguments": {"a": 1}, "_meta": meta}}),
     ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zot"))
-        .args(["mcp", "--only", "--max-frame-bytes", "4096", "--zot-home"])
-        .arg(p.path("home"))
-        .arg("--cwd")
-        .arg(p.path("cwd"))
-        .args(&p.ext_args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC ({e}): {line}"));
-            if tx.send(value).is_err() {
-                return;
-            }
-        }
-    });
+    let mut mcp = RawMcp::start(&p, &["--max-frame-bytes", "4096"]);
     // A discover, answered before the next line is read were it read at all.
     let mut padded = meta.clone();
     padded["pad"] = json!("x".repeat(8192));
     let oversize = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
                           "params": {"_meta": padded}});
-    {
-        use std::io::Write;
-        writeln!(stdin, "{oversize}").unwrap();
-    }
+    mcp.send(&oversize);
     let mut answers = std::collections::HashMap::new();
     for request in &requests {
-        use std::io::Write;
-        writeln!(stdin, "{request}").unwrap();
-        let id = request["id"].clone();
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
-        while !answers.contains_key(&id.to_string()) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = rx
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no answer to {request}"));
+        mcp.send(request);
+        while !answers.contains_key(&request["id"].to_string()) {
+            let message = mcp.next();
             if let Some(id) = message.get("id") {
                 answers.insert(id.to_string(), message.clone());
             }
@@ -473,19 +446,169 @@ fn the_stateless_revision_discovers_and_calls_without_initialize() {
         !answers.contains_key("0"),
         "the oversize line was read: {answers:?}"
     );
-    drop(stdin);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
+    assert_eq!(
+        mcp.close().code(),
+        Some(0),
+        "zot mcp did not end at end of input"
+    );
+}
+
+/// `zot mcp --only` over stdio, driven by hand: JSON-RPC lines written to its stdin, and
+/// each line it writes parsed (its stdout carries only JSON-RPC).
+struct RawMcp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    said: mpsc::Receiver<Value>,
+}
+
+impl RawMcp {
+    /// Starts it with `p`'s extensions, plus `flags`.
+    fn start(p: &Project, flags: &[&str]) -> RawMcp {
+        let argv = p.zot_mcp(flags);
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, said) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC ({e}): {line}"));
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        RawMcp {
+            stdin: child.stdin.take(),
+            child,
+            said,
         }
-        assert!(
-            Instant::now() < deadline,
-            "zot mcp did not end at end of input"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(0));
+    }
+
+    /// Writes one message.
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{message}").unwrap();
+    }
+
+    /// The next message it writes, within [`REQUEST_TIMEOUT`].
+    fn next(&self) -> Value {
+        self.said
+            .recv_timeout(REQUEST_TIMEOUT)
+            .unwrap_or_else(|e| panic!("zot mcp said nothing more: {e}"))
+    }
+
+    /// The handshake: `initialize`, its answer, `notifications/initialized`.
+    fn initialize(&mut self) {
+        self.send(&initialize());
+        while self.next()["id"] != 1 {}
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    /// Closes its stdin; how it ended, within 10 s.
+    fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "zot mcp did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for RawMcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// 256 calls at once, in all: one more is answered at once with an error in words, not
+/// queued.
+#[test]
+fn past_256_calls_at_once_one_more_is_refused_in_words() {
+    let mut p = Project::new("mcp-calls");
+    p.ext("py", &py("py", &["--tools", "hang", "--commands", ""]));
+    let mut mcp = RawMcp::start(&p, &["--tool-timeout-ms", "600000"]);
+    mcp.initialize();
+    for id in 2..259 {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": "hang", "arguments": {}}}));
+    }
+    let (mut hanging, mut answers) = (0, Vec::new());
+    while hanging < 256 || answers.is_empty() {
+        let message = mcp.next();
+        if message.get("id").is_some() {
+            answers.push(message);
+        } else if message["params"]["data"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("hanging "))
+        {
+            hanging += 1;
+        }
+    }
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    let refused = &answers[0]["result"];
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        first(refused),
+        "256 calls are running already: try again later"
+    );
+}
+
+/// A project's own extension the user has not trusted is neither listed nor called by
+/// `zot mcp`, while a global one's tools are; once trusted, it is served too.
+#[test]
+fn an_untrusted_project_extension_is_neither_listed_nor_called() {
+    let p = Project::new("mcp-untrusted");
+    let (home, cwd) = (p.path("home"), p.path("cwd"));
+    let started = p.path("proj-started");
+    write_manifest(
+        &home.join("extensions/glob"),
+        &py("glob", &["--tools", "echo_glob", "--commands", ""]),
+    );
+    write_manifest(
+        &cwd.join(".zot/extensions/proj"),
+        &py(
+            "proj",
+            &[
+                "--tools",
+                "echo_proj",
+                "--commands",
+                "",
+                "--touch",
+                started.to_str().unwrap(),
+            ],
+        ),
+    );
+    let steps = json!([
+        {"op": "tools"},
+        {"op": "call", "name": "echo_proj", "args": {"p": 1}},
+        {"op": "call", "name": "echo_glob", "args": {"g": 1}},
+    ]);
+    let run = p.run_client(steps.clone(), p.zot_mcp_discovering(&[]));
+    let s = &run["steps"];
+    assert_eq!(names(&s[0], "tools"), ["echo_glob"], "{run:#}");
+    let refused = s[1]["error"].as_str().unwrap_or_default();
+    assert!(refused.contains("Unknown tool: echo_proj"), "{run:#}");
+    assert_eq!(first(&s[2]), r#"{"g":1}"#, "{run:#}");
+    assert!(!started.exists(), "an untrusted extension was started");
+
+    assert_ok(&zot(&home, &cwd, &["trust", "--yes"]));
+    let run = p.run_client(steps, p.zot_mcp_discovering(&[]));
+    let s = &run["steps"];
+    let mut listed = names(&s[0], "tools");
+    listed.sort();
+    assert_eq!(listed, ["echo_glob", "echo_proj"], "{run:#}");
+    assert_eq!(first(&s[1]), r#"{"p":1}"#, "{run:#}");
 }
 
 /// The bearer token the HTTP tests give `--token-file`.
@@ -575,31 +698,38 @@ impl HttpServer {
 
     /// Writes one request; the connection, to read the answer from.
     fn send(&self, method: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
+        let mut stream = self.send_head(method, headers, body.len());
+        stream.write_all(body.as_bytes()).unwrap();
+        stream
+    }
+
+    /// Writes the head of a request whose body is `len` bytes, and no body.
+    fn send_head(&self, method: &str, headers: &[(&str, &str)], len: usize) -> TcpStream {
         let mut head = format!(
             "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
              Content-Length: {}\r\nConnection: close\r\n",
-            self.host,
-            body.len()
+            self.host, len
         );
         for (name, value) in headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
-        let mut stream = TcpStream::connect(&self.authority).unwrap();
-        stream.set_read_timeout(Some(RUN_TIMEOUT)).unwrap();
+        let mut stream = self.connect();
+        stream.write_all(format!("{head}\r\n").as_bytes()).unwrap();
         stream
-            .write_all(format!("{head}\r\n{body}").as_bytes())
-            .unwrap();
+    }
+
+    /// A connection to it, whose reads time out after [`RUN_TIMEOUT`].
+    fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(&self.authority).unwrap();
+        stream.set_read_timeout(Some(RUN_TIMEOUT)).unwrap();
         stream
     }
 
     /// A session opened by hand (with the token, no `Origin`): its `Mcp-Session-Id`.
     fn session(&self) -> String {
         let auth = format!("Bearer {TOKEN}");
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "by-hand", "version": "1"}}});
-        let (status, said) = self.request(&[("Authorization", &auth)], &init, "\"id\":1");
+        let (status, said) = self.request(&[("Authorization", &auth)], &initialize(), "\"id\":1");
         assert_eq!(status, 200, "{said}");
         let id = said
             .lines()
@@ -645,14 +775,22 @@ impl Drop for HttpServer {
     }
 }
 
-/// What `stream` says until it closes or says `until`.
+/// An `initialize` request (id 1) of a client written by hand.
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "by-hand", "version": "1"}}})
+}
+
+/// What `stream` says until it closes (or is reset) or says `until`.
 fn read_until(stream: &mut TcpStream, until: &str) -> String {
     let mut said = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
-        let n = stream
-            .read(&mut chunk)
-            .expect("the server answered in time");
+        let n = match stream.read(&mut chunk) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
+            read => read.expect("the server answered in time"),
+        };
         said.extend_from_slice(&chunk[..n]);
         if n == 0 || String::from_utf8_lossy(&said).contains(until) {
             return String::from_utf8_lossy(&said).into_owned();
@@ -879,9 +1017,7 @@ fn http_serves_other_machines_only_by_the_names_allowed() {
     server.host = format!("zot.test:{port}");
     server.session();
     let auth = format!("Bearer {TOKEN}");
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "by-hand", "version": "1"}}});
+    let init = initialize();
     let origin = format!("http://zot.test:{port}");
     let ok = server.request(
         &[("Authorization", &auth), ("Origin", &origin)],
@@ -901,4 +1037,90 @@ fn http_serves_other_machines_only_by_the_names_allowed() {
     let (status, said) = server.request(&[("Authorization", &auth)], &init, "\r\n\r\n");
     assert!(status == 403 || status == 400, "a foreign Host: {said}");
     assert!(server.terminate().success());
+}
+
+/// 64 connections at once: one more is closed unanswered, and once they close requests
+/// are answered again. A body over `--max-frame-bytes` is answered 413.
+#[test]
+fn http_connections_are_capped_and_a_body_over_the_cap_is_413() {
+    let mut p = Project::new("mcp-http-conns");
+    p.ext("py", &py("py", &["--tools", "echo", "--commands", ""]));
+    let server = HttpServer::start_at(&p, "127.0.0.1:0", &["--max-frame-bytes", "4096"]);
+    let auth = format!("Bearer {TOKEN}");
+    let headers = [("Authorization", auth.as_str())];
+    let mut padded = initialize();
+    padded["params"]["pad"] = json!("x".repeat(8192));
+    let (status, said) = server.request(&headers, &padded, "\r\n\r\n");
+    assert_eq!(status, 413, "{said}");
+    // Requests whose body never comes hold 64 connections (no deadline runs on a body).
+    let held: Vec<TcpStream> = (0..64)
+        .map(|_| server.send_head("POST", &headers, 100))
+        .collect();
+    let init = initialize().to_string();
+    let mut refused = server.send("POST", &headers, &init);
+    assert_eq!(
+        read_until(&mut refused, "\r\n\r\n"),
+        "",
+        "the 65th was answered"
+    );
+    drop(held);
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    loop {
+        let said = read_until(&mut server.send("POST", &headers, &init), "\r\n\r\n");
+        if said.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(said.is_empty() && Instant::now() < deadline, "{said}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// 32 sessions at once: one more `initialize` is answered 503 while the open ones are
+/// served, and a session closed makes room.
+#[test]
+fn http_sessions_are_capped_at_32() {
+    let mut p = Project::new("mcp-http-sessions");
+    p.ext("py", &py("py", &["--tools", "echo", "--commands", ""]));
+    let server = HttpServer::start(&p);
+    let sessions: Vec<String> = (0..32).map(|_| server.session()).collect();
+    let auth = format!("Bearer {TOKEN}");
+    let (status, said) = server.request(&[("Authorization", &auth)], &initialize(), "later");
+    assert_eq!(status, 503, "{said}");
+    assert!(said.contains("too many sessions are open"), "{said}");
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let open = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", &sessions[31]),
+    ];
+    let (status, said) = server.request(&open, &list, "\"id\":3");
+    assert_eq!(status, 200, "{said}");
+    let mut closed = server.send("DELETE", &open, "");
+    let said = read_until(&mut closed, "\r\n\r\n");
+    assert!(said.starts_with("HTTP/1.1 2"), "{said}");
+    server.session();
+}
+
+/// A request whose head never ends, and a connection that never sends one, are cut off
+/// 10 s after they began; other clients are served meanwhile.
+#[test]
+fn http_a_request_head_that_never_ends_is_cut_off_after_10_s() {
+    let mut p = Project::new("mcp-http-slow");
+    p.ext("py", &py("py", &["--tools", "echo", "--commands", ""]));
+    let server = HttpServer::start(&p);
+    let began = Instant::now();
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\n", server.host);
+    let (mut slow, mut idle) = (server.connect(), server.connect());
+    slow.write_all(head.as_bytes()).unwrap();
+    still_answers(&p, &server);
+    for stream in [&mut slow, &mut idle] {
+        let said = read_until(stream, "\r\n\r\n");
+        let took = began.elapsed();
+        println!("cut off after {took:?}, having said {said:?}");
+        assert!(took >= Duration::from_secs(9), "cut off early: {took:?}");
+        assert!(
+            took < Duration::from_secs(60),
+            "not cut off in time: {took:?}"
+        );
+        assert!(!said.contains("200"), "{said}");
+    }
 }

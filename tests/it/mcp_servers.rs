@@ -426,3 +426,30 @@ fn an_oversize_answer_fails_its_call_and_a_server_speaking_no_mcp_is_logged() {
     assert!(said("failed its handshake"), "{log:?}");
     host.shutdown();
 }
+
+/// A server that lists 1100 tools, in pages of 500: the first 1024 are taken and the
+/// log says so; of those the host registers 1000, its cap per extension, and logs the
+/// other 24 as refused.
+#[test]
+fn a_tool_list_past_1024_tools_is_cut_and_logged() {
+    let mut b = HostBuilder::new();
+    let markers = b.scratch().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    let mut manifest = py_mcp("many", &markers, json!({}));
+    let args = manifest["mcp"]["args"].as_array_mut().unwrap();
+    args.extend([json!("--extra-tools"), json!("1100")]);
+    b.explicit("many", &manifest);
+    let host = b.start();
+    assert_eq!(host.ready(), ["many"]);
+    let names = tool_names(&host);
+    assert_eq!(names.len(), 1000, "{names:?}");
+    assert!(names.contains(&"t0991".to_string()), "{names:?}");
+    let log = host.log("many");
+    assert!(
+        log.contains("the MCP server lists more than 1024 tools: only the first 1024 are taken"),
+        "{log}"
+    );
+    assert_eq!(log.matches("refused tool ").count(), 24, "{log}");
+    assert!(log.contains(r#"refused tool "t1015""#), "{log}");
+    host.shutdown();
+}

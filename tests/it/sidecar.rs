@@ -4,6 +4,7 @@
 use crate::common::*;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -635,5 +636,47 @@ fn a_bare_component_given_with_ext_runs_named_after_its_file() {
     assert_eq!(ready["errors"], json!([]), "{ready}");
     let entry = host.entry("probe");
     assert_eq!(entry["transport"], "wasm", "{entry}");
+    host.shutdown();
+}
+
+#[test]
+fn past_256_requests_in_flight_the_next_is_read_when_one_ends() {
+    let mut b = HostBuilder::new();
+    b.explicit("hangs", &py_manifest("hangs", &["--tools", "hang"]));
+    b.explicit("victim", &py_manifest("victim", &["--tools", "hang_v"]));
+    let host = b.start();
+    host.ready();
+    let (victim, _) = parse_started(&host.wait_notify("victim", "started pid="));
+    let hang = |name: &str| {
+        host.send(
+            "call_tool",
+            json!({"name": name, "args": {}, "timeout_ms": 600000}),
+        )
+    };
+    for _ in 0..255 {
+        hang("hang");
+    }
+    let freed = hang("hang_v");
+    for _ in 0..255 {
+        host.wait_notify("hangs", "hanging ");
+    }
+    host.wait_notify("victim", "hanging ");
+    // 256 requests in flight: the next is not read, so not answered.
+    let ping = host.send("ping", json!({}));
+    assert_eq!(host.try_wait_response(&ping, Duration::from_secs(1)), None);
+    // One of them ends: the ping is read and answered after it.
+    assert!(Command::new("kill")
+        .args(["-KILL", &victim.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let ended = host.wait_response(&freed, REQUEST_TIMEOUT);
+    assert_eq!(ended["success"], false, "{ended}");
+    let pong = host.wait_response(&ping, REQUEST_TIMEOUT);
+    assert_eq!(pong["data"]["pong"], true, "{pong}");
+    assert!(
+        ended["_seq"].as_u64() < pong["_seq"].as_u64(),
+        "{ended} {pong}"
+    );
     host.shutdown();
 }

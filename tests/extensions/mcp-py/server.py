@@ -4,7 +4,10 @@
 Hand-written JSON-RPC 2.0, one message per line on stdin/stdout; logs on stderr.
 Each tools/call runs in a thread of its own, so a slow call never blocks reading.
 
-Usage: server.py [--marker-dir DIR]   (marker files go to DIR, default: the cwd)
+Usage: server.py [--marker-dir DIR] [--extra-tools N]
+  (marker files go to DIR, default: the cwd; --extra-tools adds N tools t0000…, listed only)
+
+tools/list answers in pages of 500 tools.
 
 Tools:
   echo  {text}     text block, structuredContent {"echo": text} (has an outputSchema)
@@ -49,6 +52,7 @@ TOOLS = [
                      "required": ["name"]}},
 ]
 LATE = {"name": "late", "description": "Added by grow.", "inputSchema": OPEN}
+PAGE = 500
 
 lock = threading.Lock()  # guards stdout, `tools` and `cancels`
 tools = list(TOOLS)
@@ -161,7 +165,11 @@ def handle(msg):
     elif method == "tools/list":
         with lock:
             listed = list(tools)
-        reply(rid, {"tools": listed})
+        start = int(params.get("cursor") or 0)
+        page = {"tools": listed[start:start + PAGE]}
+        if start + PAGE < len(listed):
+            page["nextCursor"] = str(start + PAGE)
+        reply(rid, page)
     elif method == "tools/call":
         cancelled = threading.Event()
         with lock:
@@ -177,7 +185,11 @@ def main():
     global marker_dir
     parser = argparse.ArgumentParser(description="py-mcp, an MCP stdio test server")
     parser.add_argument("--marker-dir", default=".")
-    marker_dir = parser.parse_args().marker_dir
+    parser.add_argument("--extra-tools", type=int, default=0)
+    args = parser.parse_args()
+    marker_dir = args.marker_dir
+    tools.extend({"name": "t%04d" % i, "description": "Listed only.", "inputSchema": OPEN}
+                 for i in range(args.extra_tools))
     log(f"started pid={os.getpid()}")
     for raw in sys.stdin.buffer:
         if not raw.strip():

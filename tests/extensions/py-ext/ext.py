@@ -17,6 +17,7 @@ Modes:
   stubborn  ignores `shutdown`, stdin EOF and SIGTERM; spawns a grandchild
             (`sleep 1000`) and reports "pids <self> <grandchild>" in a notify
   exit      hello, then exits with --exit-code (default 2)
+  mute      like basic, but never answers an event_intercept (notifies "ignoring <id>")
 
 Every mode but nohello notifies "started pid=<pid> cwd=<cwd>" after its
 registrations and writes "py-ext stderr: started <name>" to stderr.
@@ -32,6 +33,8 @@ Tools (behaviour chosen by the tool name's prefix, so `echo_3` echoes):
   huge   writes one line of args.bytes (default 100 MiB), then notifies
          "after-huge", then answers "huge done"
   fail   answers is_error: true with text "failed on purpose"
+  spawn  starts `sleep 1000` in its process group, answers "pid <its pid>"
+  closeout  closes its stdout (no answer) and keeps running until its stdin ends
   other names echo like `echo`
 Commands answer action "display" with display = the args.
 Events received are notified as "event <json of the frame>", panel frames as
@@ -174,6 +177,16 @@ def handle_tool(msg):
             sys.stdout.flush()
         notify("after-huge")
         emit({"type": "tool_result", "id": tid, "content": [{"type": "text", "text": "huge done"}]})
+    elif name.startswith("spawn"):
+        child = subprocess.Popen(["sleep", "1000"])
+        emit({"type": "tool_result", "id": tid,
+              "content": [{"type": "text", "text": "pid %d" % child.pid}]})
+    elif name.startswith("closeout"):
+        sys.stdout.close()
+        os.close(1)
+        for _ in sys.stdin:
+            pass
+        os._exit(0)
     elif name.startswith("fail"):
         emit({"type": "tool_result", "id": tid, "is_error": True,
               "content": [{"type": "text", "text": "failed on purpose"}]})
@@ -184,6 +197,9 @@ def handle_tool(msg):
 
 def handle_intercept(msg):
     rid, event = msg["id"], msg.get("event")
+    if MODE == "mute":
+        notify("ignoring %s" % rid)
+        return
     resp = {"type": "event_intercept_response", "id": rid}
     if MODE == "guard":
         if event == "tool_call":

@@ -171,6 +171,11 @@ pub fn rs_manifest(name: &str, args: &[&str]) -> Value {
            "args": argv, "language": "rust", "description": "rust test extension"})
 }
 
+/// A manifest running `python3 -c script`.
+pub fn inline_py(name: &str, script: &str) -> Value {
+    json!({"name": name, "version": "0.1.0", "exec": "python3", "args": ["-c", script]})
+}
+
 /// Writes `dir/extension.json` (creating `dir`) and returns `dir`.
 pub fn write_manifest(dir: &Path, manifest: &Value) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));

@@ -160,7 +160,7 @@ impl Adapter {
                     Ok(running) => {
                         self.started(running.peer_info().as_deref());
                         let p = running.peer().clone();
-                        listing = Some(Box::pin(list(p.clone())));
+                        listing = Some(Box::pin(list(p.clone(), self.spec.log.clone())));
                         peer = Some(p);
                         service = Some(running);
                     }
@@ -177,12 +177,12 @@ impl Adapter {
                         Err(e) => self.spec.log.warn(&format!("cannot list the MCP server's tools: {e}")),
                     }
                     if std::mem::take(&mut list_again) {
-                        listing = peer.clone().map(|p| Box::pin(list(p)) as Listing);
+                        listing = peer.clone().map(|p| Box::pin(list(p, self.spec.log.clone())) as Listing);
                     }
                 }
                 () = relist.notified() => match (&listing, &peer) {
                     (Some(_), _) => list_again = true,
-                    (None, Some(p)) => listing = Some(Box::pin(list(p.clone()))),
+                    (None, Some(p)) => listing = Some(Box::pin(list(p.clone(), self.spec.log.clone()))),
                     (None, None) => {}
                 },
                 frame = from_core.recv() => match frame {
@@ -338,8 +338,8 @@ impl Adapter {
 }
 
 /// Every tool the server lists, page by page, at most [`MAX_TOOLS`] of them in
-/// [`MAX_PAGES`] pages.
-async fn list(peer: Peer<RoleClient>) -> Result<Vec<Tool>, String> {
+/// [`MAX_PAGES`] pages; what is left out past either cap is logged.
+async fn list(peer: Peer<RoleClient>, log: ExtLog) -> Result<Vec<Tool>, String> {
     let mut tools = Vec::new();
     let mut cursor = None;
     for _ in 0..MAX_PAGES {
@@ -347,6 +347,10 @@ async fn list(peer: Peer<RoleClient>) -> Result<Vec<Tool>, String> {
         let page = peer.list_tools(params).await.map_err(|e| e.to_string())?;
         tools.extend(page.tools);
         if tools.len() > MAX_TOOLS {
+            log.warn(&format!(
+                "the MCP server lists more than {MAX_TOOLS} tools: only the first \
+                 {MAX_TOOLS} are taken"
+            ));
             tools.truncate(MAX_TOOLS);
             return Ok(tools);
         }
@@ -355,5 +359,9 @@ async fn list(peer: Peer<RoleClient>) -> Result<Vec<Tool>, String> {
             None => return Ok(tools),
         }
     }
+    log.warn(&format!(
+        "the MCP server's tool list runs past {MAX_PAGES} pages: only the tools of the \
+         first {MAX_PAGES} are taken"
+    ));
     Ok(tools)
 }
