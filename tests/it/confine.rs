@@ -902,8 +902,8 @@ fn a_program_beside_a_secret_does_not_open_the_secret() {
 }
 
 /// `zot ext call <ext> <tool>` in a session of its own whose controlling terminal is a new
-/// pseudo-terminal, as when run from a shell: the extension's answer, or why it failed.
-fn call_in_a_terminal(world: &World, tool: &str) -> Result<Value, String> {
+/// pseudo-terminal, as when run from a shell: the extension's answer.
+fn call_in_a_terminal(world: &World, tool: &str) -> Value {
     use std::os::unix::process::CommandExt;
     let (mut leader, mut terminal) = (-1, -1);
     // SAFETY: openpty fills the two descriptors; the other arguments may be null.
@@ -943,11 +943,9 @@ fn call_in_a_terminal(world: &World, tool: &str) -> Result<Value, String> {
         libc::close(leader);
         libc::close(terminal);
     }
-    if !out.status.success() {
-        return Err(text(&out));
-    }
+    assert_ok(&out);
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
-    Ok(serde_json::from_str(&first_text(&result)).unwrap())
+    serde_json::from_str(&first_text(&result)).unwrap()
 }
 
 /// Typing into its terminal (`TIOCSTI` pushes a byte into its input, as if typed;
@@ -958,14 +956,14 @@ fn call_in_a_terminal(world: &World, tool: &str) -> Result<Value, String> {
 fn a_confined_extension_cannot_type_into_its_terminal_and_an_unconfined_one_can() {
     landlock_abi();
     let world = World::new("confine-tty", "hostile-py");
-    let free = call_in_a_terminal(&world, "tty").unwrap();
+    let free = call_in_a_terminal(&world, "tty");
     assert_eq!(
         free,
         json!({"TIOCSTI": "ok", "TIOCLINUX": "denied ENOTTY"}),
         "unconfined"
     );
     world.confine();
-    let fenced = call_in_a_terminal(&world, "tty").unwrap();
+    let fenced = call_in_a_terminal(&world, "tty");
     assert_eq!(
         fenced,
         json!({"TIOCSTI": "denied EPERM", "TIOCLINUX": "denied EPERM"}),

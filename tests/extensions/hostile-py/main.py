@@ -66,6 +66,7 @@ def io_uring(libc):
 
 
 def sock(family, kind, proto=0):
+    """Opens a socket of the family, type and protocol."""
     socket.socket(family, kind, proto).close()
 
 
@@ -137,7 +138,7 @@ def probe(a):
         "rename out": tried(lambda: rename_out(outside, home)),
         "write data dir": tried(lambda: write(home + "/mine")),
         "write temp dir": tried(lambda: write(os.environ.get("TMPDIR", "/tmp") + "/t")),
-        "udp socket": tried(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()),
+        "udp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_DGRAM)),
         "tcp connect": tried(lambda: socket.create_connection(("127.0.0.1", a["port"]), 5).close()),
         "io_uring": tried(lambda: io_uring(libc)),
         "netlink socket": tried(lambda: sock(socket.AF_NETLINK, socket.SOCK_RAW)),
@@ -212,14 +213,10 @@ def reach(a):
 
 TOOLS = {"probe": probe, "reach": reach, "tty": tty, "int80": int80}
 send({"type": "hello", "name": "hostile", "version": "0.1.0", "capabilities": ["tools"]})
-send({"type": "register_tool", "name": "probe", "description": "Try to get out.",
-      "schema": {"type": "object"}})
-send({"type": "register_tool", "name": "reach", "description": "Use what was granted.",
-      "schema": {"type": "object"}})
-send({"type": "register_tool", "name": "tty", "description": "Type into its terminal.",
-      "schema": {"type": "object"}})
-send({"type": "register_tool", "name": "int80", "description": "An i386 system call.",
-      "schema": {"type": "object"}})
+for name, description in [("probe", "Try to get out."), ("reach", "Use what was granted."),
+                          ("tty", "Type into its terminal."), ("int80", "An i386 system call.")]:
+    send({"type": "register_tool", "name": name, "description": description,
+          "schema": {"type": "object"}})
 send({"type": "ready"})
 for line in sys.stdin:
     msg = json.loads(line)
