@@ -86,6 +86,86 @@ fn cost_bomb(units: u64, locals: u64) -> Vec<u8> {
     component(&[body])
 }
 
+/// A command component (`wasi:cli/run`, whose `run` returns `ok`) that first makes
+/// `instances` core instances of a module declaring `tables` tables and `memories`
+/// memories: `instances + 1` core instances in all, with the one of `run`.
+fn counted(instances: u32, tables: u32, memories: u32) -> Vec<u8> {
+    use wasm_encoder::*;
+    let mut filler = Module::new();
+    let mut table_section = TableSection::new();
+    for _ in 0..tables {
+        table_section.table(TableType {
+            element_type: RefType::FUNCREF,
+            table64: false,
+            minimum: 0,
+            maximum: None,
+            shared: false,
+        });
+    }
+    let mut memory_section = MemorySection::new();
+    for _ in 0..memories {
+        memory_section.memory(MemoryType {
+            minimum: 0,
+            maximum: None,
+            memory64: false,
+            shared: false,
+            page_size_log2: None,
+        });
+    }
+    filler.section(&table_section).section(&memory_section);
+
+    let mut run = Module::new();
+    let mut types = TypeSection::new();
+    types.ty().function([], [ValType::I32]);
+    let mut funcs = FunctionSection::new();
+    funcs.function(0);
+    let mut exports = ExportSection::new();
+    exports.export("run", ExportKind::Func, 0);
+    let mut code = CodeSection::new();
+    let mut ok = Function::new([]);
+    ok.instructions().i32_const(0).end();
+    code.function(&ok);
+    run.section(&types)
+        .section(&funcs)
+        .section(&exports)
+        .section(&code);
+
+    let none = || std::iter::empty::<(&str, ModuleArg)>();
+    let mut c = Component::new();
+    c.section(&ModuleSection(&filler))
+        .section(&ModuleSection(&run));
+    let mut core = InstanceSection::new();
+    for _ in 0..instances {
+        core.instantiate(0, none());
+    }
+    core.instantiate(1, none());
+    let mut alias = ComponentAliasSection::new();
+    alias.alias(Alias::CoreInstanceExport {
+        instance: instances,
+        kind: ExportKind::Func,
+        name: "run",
+    });
+    // Type 0: `result`; type 1: `func() -> result`.
+    let mut ty = ComponentTypeSection::new();
+    ty.defined_type().result(None, None);
+    ty.function()
+        .params(std::iter::empty::<(&str, ComponentValType)>())
+        .result(Some(ComponentValType::Type(0)));
+    let mut lift = CanonicalFunctionSection::new();
+    lift.lift(0, 1, []);
+    let mut instance = ComponentInstanceSection::new();
+    instance.export_items([("run", ComponentExportKind::Func, 0)]);
+    let mut export = ComponentExportSection::new();
+    export.export("wasi:cli/run@0.2.0", ComponentExportKind::Instance, 0, None);
+    c.section(&core)
+        .section(&alias)
+        .section(&ty)
+        .section(&lift)
+        .section(&instance)
+        .section(&export);
+    c.finish()
+}
+
 /// Writes `bytes` as `<dir>/<name>/<name>.wasm` with a manifest naming it.
 fn lay_out(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let ext = write_manifest(
@@ -219,6 +299,29 @@ fn a_compile_bomb_is_stopped_at_its_limits_and_the_host_goes_on() {
     println!("the host's peak RSS: {} MiB", peak / 1024);
     assert!(peak < 200 * 1024, "the host grew to {peak} KiB");
     host.shutdown();
+}
+
+/// The same bomb under a lowered memory limit, then a lowered wall limit (its CPU limit
+/// far above): the compile child is stopped at each, naming it. (Its compile needs more
+/// than 128 MiB of address space, and more than a second.)
+#[test]
+fn a_compile_bomb_is_stopped_at_its_memory_and_wall_limits() {
+    let scratch = TempDir::new("bomb-limits");
+    let home = scratch.path().join("home");
+    let ext = lay_out(scratch.path(), "bomb", &cost_bomb(40_000, 4_000));
+    for (limit, said) in [
+        (
+            ("ZOT_COMPILE_MEMORY_MB", "128"),
+            "needed more than 128 MiB of memory",
+        ),
+        (("ZOT_COMPILE_WALL_SECS", "1"), "took longer than 1 s"),
+    ] {
+        let out = zot(&home, &[limit], &["check", ext.to_str().unwrap(), "--json"]);
+        assert_eq!(out.status.code(), Some(1));
+        let report = check_report(&out);
+        let reason = report["violations"][0].as_str().unwrap_or_default();
+        assert!(reason.contains(said), "{limit:?}: {report}");
+    }
 }
 
 /// A compile longer than the ready wait delays nothing: `host_ready` comes on time with
@@ -363,6 +466,36 @@ fn tree_bytes(dir: &Path) -> u64 {
         };
     }
     total
+}
+
+/// A component holding 65 core instances, one with 65 tables, one with 65 memories: each
+/// stopped at its instantiation, naming the count; the same at 64 starts, and its `run`
+/// returns.
+#[test]
+fn instances_tables_and_memories_past_64_are_refused_at_instantiation() {
+    let scratch = TempDir::new("counts");
+    let home = scratch.path().join("home");
+    let exit = |name: &str, bytes: Vec<u8>| -> String {
+        let ext = lay_out(scratch.path(), name, &bytes);
+        let out = zot(&home, &[], &["check", ext.to_str().unwrap(), "--json"]);
+        let report = check_report(&out);
+        println!("{name}: {}", report["exit"]);
+        report["exit"].as_str().unwrap_or_default().to_string()
+    };
+    for (what, at_cap, over) in [
+        ("instance", counted(63, 0, 0), counted(64, 0, 0)),
+        ("table", counted(1, 64, 0), counted(1, 65, 0)),
+        ("memory", counted(1, 0, 64), counted(1, 0, 65)),
+    ] {
+        assert_eq!(
+            exit(&format!("{what}-over"), over),
+            format!("trap: resource limit exceeded: {what} count too high at 65")
+        );
+        assert_eq!(
+            exit(&format!("{what}-at-cap"), at_cap),
+            "exited with status 0"
+        );
+    }
 }
 
 /// 16,000 `wasi:http` fields of 120 KB (what took the host to 1.9 GB): the first value is

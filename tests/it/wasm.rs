@@ -2016,6 +2016,42 @@ fn command_http_follows_the_allow_list() {
     http_follows_the_allow_list(Kind::Command);
 }
 
+/// `wasi:sockets` is off: a component's TCP connection to a listening port, UDP bind and
+/// lookup of `localhost` are each refused by the host, and nothing reaches the listener;
+/// the same guest built natively (unsandboxed) does all three.
+#[test]
+fn sockets_are_off_for_a_component_and_the_same_guest_natively_has_them() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sockets = |manifest: Value| -> Value {
+        let mut b = HostBuilder::new();
+        b.explicit("net", &manifest);
+        let host = b.start();
+        host.ready();
+        let said = tool_ok(&host, "sockets", json!({ "port": port }));
+        host.shutdown();
+        serde_json::from_str(&said).unwrap()
+    };
+    let free = sockets(native("net"));
+    assert_eq!(
+        free,
+        json!({"tcp connect": "ok", "udp bind": "ok", "name lookup": "ok"})
+    );
+    assert!(listener.accept().is_ok(), "natively, the connection came");
+    for kind in [Kind::Reactor, Kind::Command] {
+        let fenced = sockets(component("net", kind.wasm()));
+        assert_eq!(
+            fenced,
+            json!({"tcp connect": "denied access-denied", "udp bind": "denied access-denied",
+                   "name lookup": "denied permanent-resolver-failure"}),
+            "{kind:?}"
+        );
+        let came = listener.accept();
+        assert!(came.is_err(), "{kind:?}: a connection came: {came:?}");
+    }
+}
+
 #[test]
 fn without_http_permissions_every_request_is_refused() {
     let server = LocalServer::text("must not be reached", 4);

@@ -23,6 +23,7 @@ import (
 const (
 	ptraceSeize     = 0x4206
 	sysIoUringSetup = 425
+	ipprotoMPTCP    = 262
 )
 
 // The main goroutine keeps the main thread: a goroutine that traces another process
@@ -79,13 +80,68 @@ func ioUring() error {
 	return syscall.Close(int(fd))
 }
 
-// udp opens a UDP socket with the raw call.
-func udp() error {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM, 0)
+// The numbers of process_vm_readv and process_vm_writev, which package syscall does not
+// name.
+var sysProcessVM = map[string][2]uintptr{"amd64": {310, 311}, "arm64": {270, 271}}[runtime.GOARCH]
+
+// vmCopy copies a buffer of this process into another with process_vm_readv, or with
+// process_vm_writev (write), whichever process it names.
+func vmCopy(write bool) error {
+	if sysProcessVM[0] == 0 {
+		return fmt.Errorf("no process_vm_readv number for %s", runtime.GOARCH)
+	}
+	source, target := []byte("memory"), make([]byte, 6)
+	local, remote := syscall.Iovec{Base: &target[0]}, syscall.Iovec{Base: &source[0]}
+	local.SetLen(6)
+	remote.SetLen(6)
+	call := sysProcessVM[0]
+	if write {
+		local, remote, call = remote, local, sysProcessVM[1]
+	}
+	n, _, errno := syscall.Syscall6(call, uintptr(os.Getpid()), uintptr(unsafe.Pointer(&local)), 1,
+		uintptr(unsafe.Pointer(&remote)), 1, 0)
+	if errno != 0 {
+		return errno
+	}
+	if n != 6 {
+		return fmt.Errorf("copied %d bytes", n)
+	}
+	return nil
+}
+
+// sock opens a socket of the family, type and protocol with the raw call.
+func sock(family, kind, proto int) error {
+	fd, err := syscall.Socket(family, kind, proto)
 	if err == nil {
 		syscall.Close(fd)
 	}
 	return err
+}
+
+// openFiles raises its descriptor limit to the hard one, then holds count descriptors.
+func openFiles(count int) error {
+	var limit syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit); err != nil {
+		return err
+	}
+	limit.Cur = limit.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit); err != nil {
+		return err
+	}
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+	}()
+	for i := 0; i < count; i++ {
+		fd, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		fds = append(fds, fd)
+	}
+	return nil
 }
 
 func tcp(port int) error {
@@ -165,6 +221,7 @@ type args struct {
 	Outside string `json:"outside"`
 	Planted string `json:"planted"`
 	Port    int    `json:"port"`
+	Files   int    `json:"files"`
 }
 
 func probe(a args) map[string]any {
@@ -194,9 +251,16 @@ func probe(a args) map[string]any {
 		"rename out":                tried(renameOut(a.Outside, home)),
 		"write data dir":            tried(write(filepath.Join(home, "mine"))),
 		"write temp dir":            tried(write(filepath.Join(tmp, "t"))),
-		"udp socket":                tried(udp()),
+		"udp socket":                tried(sock(syscall.AF_INET, syscall.SOCK_DGRAM, 0)),
 		"tcp connect":               tried(tcp(a.Port)),
 		"io_uring":                  tried(ioUring()),
+		"netlink socket":            tried(sock(syscall.AF_NETLINK, syscall.SOCK_RAW, 0)),
+		"packet socket":             tried(sock(syscall.AF_PACKET, syscall.SOCK_RAW, 0)),
+		"mptcp socket":              tried(sock(syscall.AF_INET, syscall.SOCK_STREAM, ipprotoMPTCP)),
+		"sctp socket":               tried(sock(syscall.AF_INET, syscall.SOCK_STREAM, syscall.IPPROTO_SCTP)),
+		"process_vm_readv":          tried(vmCopy(false)),
+		"process_vm_writev":         tried(vmCopy(true)),
+		"open files":                tried(openFiles(a.Files)),
 		"signal parent":             tried(syscall.Kill(parent, 0)),
 		"ptrace parent":             tried(traceOnce(parent)),
 		"ptrace sibling":            tried(siblingTraced()),

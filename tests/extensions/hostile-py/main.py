@@ -1,10 +1,15 @@
 """A hostile classic extension: its tool `probe` tries what a confined extension must not
 do and says, for each, "ok" or "denied <error>". The paths come in the tool's arguments
 (the test plants them); a child process tries the secret too. (tests/extensions/hostile-go
-tries the same from a static binary, with raw system calls.)"""
+tries the same from a static binary, with raw system calls.) Its tool `tty` types into its
+terminal, `int80` makes an i386 system call."""
 import ctypes
+import errno
+import fcntl
 import json
+import mmap
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -60,6 +65,42 @@ def io_uring(libc):
     os.close(fd)
 
 
+def sock(family, kind, proto=0):
+    """Opens a socket of the family, type and protocol."""
+    socket.socket(family, kind, proto).close()
+
+
+class Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def vm_copy(libc, name):
+    """Copies a buffer of this process into another with `process_vm_readv` or
+    `process_vm_writev` (`name`), whichever process it names."""
+    source, target = ctypes.create_string_buffer(b"memory"), ctypes.create_string_buffer(6)
+    local, remote = Iovec(ctypes.addressof(target), 6), Iovec(ctypes.addressof(source), 6)
+    if name == "process_vm_writev":
+        local, remote = remote, local
+    call = getattr(libc, name)
+    call.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p,
+                     ctypes.c_ulong, ctypes.c_ulong]
+    if call(os.getpid(), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) != 6:
+        raise OSError(ctypes.get_errno(), name)
+
+
+def open_files(count):
+    """Raises its descriptor limit to the hard one, then holds `count` descriptors."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    fds = []
+    try:
+        for _ in range(count):
+            fds.append(os.open("/dev/null", os.O_RDONLY))
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def trace_once(libc, pid):
     """PTRACE_SEIZE `pid` (which does not stop it) in a forked child that then exits: a
     tracer's exit detaches its tracees, so `pid` is never left stopped."""
@@ -97,9 +138,16 @@ def probe(a):
         "rename out": tried(lambda: rename_out(outside, home)),
         "write data dir": tried(lambda: write(home + "/mine")),
         "write temp dir": tried(lambda: write(os.environ.get("TMPDIR", "/tmp") + "/t")),
-        "udp socket": tried(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()),
+        "udp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_DGRAM)),
         "tcp connect": tried(lambda: socket.create_connection(("127.0.0.1", a["port"]), 5).close()),
         "io_uring": tried(lambda: io_uring(libc)),
+        "netlink socket": tried(lambda: sock(socket.AF_NETLINK, socket.SOCK_RAW)),
+        "packet socket": tried(lambda: sock(socket.AF_PACKET, socket.SOCK_RAW)),
+        "mptcp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 262)),
+        "sctp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 132)),
+        "process_vm_readv": tried(lambda: vm_copy(libc, "process_vm_readv")),
+        "process_vm_writev": tried(lambda: vm_copy(libc, "process_vm_writev")),
+        "open files": tried(lambda: open_files(a.get("files", 0))),
         "signal parent": tried(lambda: os.kill(parent, 0)),
         "ptrace parent": trace_once(libc, parent),
         "ptrace sibling": "ok" if traced == 0 else "denied",
@@ -107,6 +155,33 @@ def probe(a):
         "env": sorted(k for k in os.environ if k not in ("LC_CTYPE",)),
         "pid": os.getpid(),
     }
+
+
+def tty(_):
+    """`TIOCSTI` (a byte pushed into its terminal's input, as if typed) and `TIOCLINUX`
+    on its controlling terminal: "ok" or "denied <errno>"."""
+    def ioctl(request, arg):
+        try:
+            fd = os.open("/dev/tty", os.O_RDWR)
+        except OSError as e:
+            return "no terminal " + errno.errorcode[e.errno]
+        try:
+            fcntl.ioctl(fd, request, arg)
+            return "ok"
+        except OSError as e:
+            return "denied " + errno.errorcode[e.errno]
+        finally:
+            os.close(fd)
+    return {"TIOCSTI": ioctl(0x5412, b"#"), "TIOCLINUX": ioctl(0x541C, b"\x06")}
+
+
+def int80(_):
+    """getpid through the i386 system call gate (`int 0x80`) of this 64-bit process."""
+    code = b"\xb8\x14\x00\x00\x00\xcd\x80\xc3"  # mov eax, 20; int 0x80; ret
+    page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(code)
+    call = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page)))
+    return {"i386 getpid": call(), "pid": os.getpid()}
 
 
 def write_mb(path, mb):
@@ -136,12 +211,12 @@ def reach(a):
     return out
 
 
-TOOLS = {"probe": probe, "reach": reach}
+TOOLS = {"probe": probe, "reach": reach, "tty": tty, "int80": int80}
 send({"type": "hello", "name": "hostile", "version": "0.1.0", "capabilities": ["tools"]})
-send({"type": "register_tool", "name": "probe", "description": "Try to get out.",
-      "schema": {"type": "object"}})
-send({"type": "register_tool", "name": "reach", "description": "Use what was granted.",
-      "schema": {"type": "object"}})
+for name, description in [("probe", "Try to get out."), ("reach", "Use what was granted."),
+                          ("tty", "Type into its terminal."), ("int80", "An i386 system call.")]:
+    send({"type": "register_tool", "name": name, "description": description,
+          "schema": {"type": "object"}})
 send({"type": "ready"})
 for line in sys.stdin:
     msg = json.loads(line)

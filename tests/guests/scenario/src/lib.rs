@@ -51,6 +51,7 @@
 //! | `poll_spin` | `polls` | `polls` times (at least once) a `wasi:io/poll.poll` of stdin and a 1 ms timer together, then never returns; natively only the latter |
 //! | `disk_attack` | `mode`, `amount` | a `/data` quota attack (`big`, `unlinked`, `sparse`, `deep`: MiB; `files`, `dirs`: entries), see `disk.rs`: `{"done":…,"error":…}` |
 //! | `listings` | `path`, `count` | opens `count` listings of `path` at once, reading one entry of each: `{"opened":…,"first":…}` |
+//! | `sockets` | `port` | a TCP connection to `127.0.0.1:port`, a UDP bind and a lookup of `localhost`, through `wasi:sockets` (natively `std::net`): `{"tcp connect":…,"udp bind":…,"name lookup":…}`, each `ok` or `denied <error>` |
 
 mod disk;
 
@@ -90,6 +91,7 @@ pub const TOOLS: &[&str] = &[
     "fill_data",
     "disk_attack",
     "listings",
+    "sockets",
 ];
 /// Intercepted events.
 pub const INTERCEPT: &[&str] = &["tool_call", "turn_start", "assistant_message"];
@@ -381,6 +383,7 @@ fn tool(out: &mut dyn FnMut(String), call: ToolCall) {
             id,
             disk::listings(str_arg(&args, "path"), u64_arg(&args, "count")).to_string(),
         ),
+        "sockets" => text_result(id, sockets(u64_arg(&args, "port") as u16).to_string()),
         other => ToolResult::error(id, format!("guest: no tool {other}")),
     };
     send(out, &ExtFrame::ToolResult(result));
@@ -449,6 +452,67 @@ fn http_get(url: &str) -> Result<(u16, String), String> {
 #[cfg(not(all(target_os = "wasi", target_env = "p2")))]
 fn http_get(_url: &str) -> Result<(u16, String), String> {
     Err("http_get is only available in the sandbox".into())
+}
+
+/// `ok`, or `denied <error>`.
+fn tried<E>(r: Result<(), E>, error: impl Fn(E) -> String) -> String {
+    r.map_or_else(|e| format!("denied {}", error(e)), |()| "ok".into())
+}
+
+/// A TCP connection to `127.0.0.1:port`, a UDP bind and a lookup of `localhost`, each
+/// through `wasi:sockets` and waited for to its end.
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
+fn sockets(port: u16) -> Value {
+    use wasi::io::poll::Pollable;
+    use wasi::sockets::network::{ErrorCode, IpAddressFamily, IpSocketAddress, Ipv4SocketAddress};
+    use wasi::sockets::{instance_network, ip_name_lookup};
+    use wasi::sockets::{tcp_create_socket, udp_create_socket};
+
+    /// `finish` until it no longer would block.
+    fn wait<T>(ready: Pollable, finish: impl Fn() -> Result<T, ErrorCode>) -> Result<T, ErrorCode> {
+        loop {
+            match finish() {
+                Err(ErrorCode::WouldBlock) => ready.block(),
+                done => return done,
+            }
+        }
+    }
+    let network = instance_network::instance_network();
+    let at = |port| {
+        IpSocketAddress::Ipv4(Ipv4SocketAddress {
+            port,
+            address: (127, 0, 0, 1),
+        })
+    };
+    let tcp = || {
+        let socket = tcp_create_socket::create_tcp_socket(IpAddressFamily::Ipv4)?;
+        socket.start_connect(&network, at(port))?;
+        wait(socket.subscribe(), || socket.finish_connect()).map(drop)
+    };
+    let udp = || {
+        let socket = udp_create_socket::create_udp_socket(IpAddressFamily::Ipv4)?;
+        socket.start_bind(&network, at(0))?;
+        wait(socket.subscribe(), || socket.finish_bind())
+    };
+    let lookup = || {
+        let names = ip_name_lookup::resolve_addresses(&network, "localhost")?;
+        wait(names.subscribe(), || names.resolve_next_address()).map(drop)
+    };
+    let name = |e: ErrorCode| e.name().to_string();
+    json!({"tcp connect": tried(tcp(), name), "udp bind": tried(udp(), name),
+           "name lookup": tried(lookup(), name)})
+}
+
+/// The same through `std::net`, natively (under preview 1, which has no sockets, each
+/// fails).
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
+fn sockets(port: u16) -> Value {
+    use std::net::{TcpStream, ToSocketAddrs, UdpSocket};
+    json!({
+        "tcp connect": tried(TcpStream::connect(("127.0.0.1", port)).map(drop), io_error),
+        "udp bind": tried(UdpSocket::bind("127.0.0.1:0").map(drop), io_error),
+        "name lookup": tried(("localhost", 0).to_socket_addrs().map(drop), io_error),
+    })
 }
 
 thread_local! {
