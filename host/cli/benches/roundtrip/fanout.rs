@@ -4,7 +4,7 @@
 //! the host's memory stays bounded and the deaf one loses only its own events.
 
 use crate::library::{config, load};
-use crate::measure::rss_kib;
+use crate::procfs::rss_kib;
 use crate::Bench;
 use serde_json::json;
 use std::collections::HashMap;

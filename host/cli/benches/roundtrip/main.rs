@@ -20,6 +20,8 @@ mod latency;
 mod library;
 mod lines;
 mod measure;
+#[path = "../../../../tests/shared/procfs.rs"]
+mod procfs;
 mod roles;
 mod startup;
 

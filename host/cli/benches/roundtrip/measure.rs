@@ -1,5 +1,5 @@
-//! Figures: percentiles, the median over rounds, the tables and targets that print them,
-//! and resident memory.
+//! Figures: percentiles, the median over rounds, and the tables and targets that print
+//! them.
 
 use std::time::Duration;
 
@@ -100,14 +100,4 @@ pub fn table(title: &str, lines: &[Line]) {
 pub fn target(what: &str, ratio: f64, limit: f64) {
     let verdict = if ratio <= limit { "PASS" } else { "MISS" };
     println!("{verdict}  {what:<44} {ratio:>6.2}x");
-}
-
-/// VmRSS in KiB of process `pid` (`self`: this one).
-pub fn rss_kib(pid: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }

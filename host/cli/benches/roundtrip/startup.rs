@@ -4,7 +4,8 @@
 use crate::interleave::{self, Plan, Row};
 use crate::library::{config, host, load};
 use crate::lines::sidecar;
-use crate::measure::{rss_kib, table, Figure, Line};
+use crate::measure::{table, Figure, Line};
+use crate::procfs::rss_kib;
 use crate::Bench;
 use serde_json::json;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,9 @@
 //! # start
 //! If `/data/start-mode` holds `spin`, `start` never returns; `trap`, it panics. Otherwise
 //! it sends `hello` (name `guest`, version `0.1.0`), `register_command` `guest-cmd`,
-//! `register_tool` for every tool in [`TOOLS`] (schema `{"type":"object"}`), `subscribe`
+//! `register_tool` for every tool in [`TOOLS`] (schema `{"type":"object"}`; each name
+//! after the text of `/data/tool-prefix`, if that file exists, so several copies of the
+//! guest in one host own tools of their own: the soak's), `subscribe`
 //! to all five events and intercept `tool_call`, `turn_start`, `assistant_message` (not
 //! [`Scenario::plain`]), and `ready`.
 //!
@@ -16,7 +18,7 @@
 //! * `command_invoked` `guest-cmd`: args `prompt X`, `insert X`, `panel` (open_panel),
 //!   `noop`, `error X` (noop + error) pick the action; anything else → display the args.
 //!   Another command name → noop with an error.
-//! * `tool_call` → the tools below; an unknown tool → `is_error`
+//! * `tool_call` → the tools below (the prefix taken off); an unknown tool → `is_error`
 //! * `tool_result` (the answer to our `call_tool`) → notify `tool_result <frame json>`
 //! * `event` → notify `event <frame json>`
 //! * `event_intercept`: `tool_call` of `bash` whose `command` contains `rm -rf` → block,
@@ -97,6 +99,8 @@ pub const TOOLS: &[&str] = &[
 pub const INTERCEPT: &[&str] = &["tool_call", "turn_start", "assistant_message"];
 /// Read by `start`: `spin` → loop forever, `trap` → panic.
 pub const START_MODE_FILE: &str = "/data/start-mode";
+/// Read by `start`: put before each tool's name.
+pub const TOOL_PREFIX_FILE: &str = "/data/tool-prefix";
 
 /// The behaviour of the test extension; see the crate docs.
 #[derive(Debug, Default)]
@@ -105,6 +109,8 @@ pub struct Scenario {
     shut_down: bool,
     /// Sends no `subscribe`: no event or interception reaches it.
     plain: bool,
+    /// Before each tool's name ([`TOOL_PREFIX_FILE`]).
+    prefix: String,
 }
 
 impl Scenario {
@@ -138,6 +144,9 @@ impl Scenario {
             Ok(mode) if mode.trim() == "trap" => panic!("guest: start-mode trap"),
             _ => {}
         }
+        self.prefix = std::fs::read_to_string(TOOL_PREFIX_FILE)
+            .map(|p| p.trim().to_string())
+            .unwrap_or_default();
         send(out, &zot_test_fixtures::hello(NAME, VERSION));
         send(
             out,
@@ -151,7 +160,7 @@ impl Scenario {
             send(
                 out,
                 &ExtFrame::RegisterTool(RegisterTool {
-                    name: (*tool).into(),
+                    name: format!("{}{tool}", self.prefix),
                     description: format!("guest tool {tool}"),
                     schema: json!({"type": "object"}),
                     ..Default::default()
@@ -182,7 +191,12 @@ impl Scenario {
                 report(out, "hello_ack", &frame);
             }
             HostFrame::CommandInvoked(c) => command(out, c.id, &c.name, &c.args),
-            HostFrame::ToolCall(call) => tool(out, call),
+            HostFrame::ToolCall(mut call) => {
+                if let Some(name) = call.name.strip_prefix(&self.prefix) {
+                    call.name = name.to_string();
+                }
+                tool(out, call)
+            }
             HostFrame::ToolResult(_) => report(out, "tool_result", &frame),
             HostFrame::Event(_) => report(out, "event", &frame),
             HostFrame::EventIntercept(ev) => intercept(out, ev),
