@@ -6,7 +6,8 @@
 //! MPTCP and SCTP sockets and `io_uring`; to copy memory with `process_vm_readv` and
 //! `process_vm_writev`; to hold more descriptors than its limit; to signal and trace the
 //! host and trace a sibling; and a child of it reads the secret. The Python one also types
-//! into its terminal (`TIOCSTI`, `TIOCLINUX`) and makes an i386 system call.
+//! into its terminal (`TIOCSTI`, `TIOCLINUX`), makes an i386 system call and reads a
+//! descriptor the host left open.
 //! Unconfined it can do all of it (the test proves the fence, not the absence of the
 //! files); confined, none, and its environment is the documented base. A change to its
 //! files stops it from starting until it is confined again, also at a `reload` of a
@@ -501,22 +502,35 @@ fn a_component_is_not_confined_it_is_sandboxed() {
     );
 }
 
-/// `zot ext call <dir> reach <args>` with `ZOT_TEST_TOKEN` set in the host's
-/// environment; what the extension reached.
-fn reach(world: &World, args: Value) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
-        .args(["ext", "call", world.ext.to_str().unwrap(), "reach"])
+/// `zot ext call <ext> <tool> <args> --json` in the world, to be run.
+fn ext_call(world: &World, tool: &str, args: &Value) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zot"));
+    command
+        .args(["ext", "call", world.ext.to_str().unwrap(), tool])
         .arg(args.to_string())
         .arg("--json")
         .env("ZOT_HOME", &world.home)
-        .env("ZOT_TEST_TOKEN", "t0ken")
         .current_dir(&world.cwd)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_ok(&out);
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// The extension's answer, from the output of an [`ext_call`] that succeeded.
+#[track_caller]
+fn answer(out: &std::process::Output) -> Value {
+    assert_ok(out);
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     serde_json::from_str(&first_text(&result)).unwrap()
+}
+
+/// `zot ext call <dir> reach <args>` with `ZOT_TEST_TOKEN` set in the host's
+/// environment; what the extension reached.
+fn reach(world: &World, args: Value) -> Value {
+    let out = ext_call(world, "reach", &args)
+        .env("ZOT_TEST_TOKEN", "t0ken")
+        .output()
+        .unwrap();
+    answer(&out)
 }
 
 /// The grants a component gets, in the same words, open the same things to a confined
@@ -922,12 +936,7 @@ fn call_in_a_terminal(world: &World, tool: &str) -> Value {
         // children.
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     }
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zot"));
-    command
-        .args(["ext", "call", world.ext.to_str().unwrap(), tool, "--json"])
-        .env("ZOT_HOME", &world.home)
-        .current_dir(&world.cwd)
-        .stdin(std::process::Stdio::null());
+    let mut command = ext_call(world, tool, &json!({}));
     // SAFETY: between fork and exec, system calls only.
     unsafe {
         command.pre_exec(move || {
@@ -943,9 +952,7 @@ fn call_in_a_terminal(world: &World, tool: &str) -> Value {
         libc::close(leader);
         libc::close(terminal);
     }
-    assert_ok(&out);
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
-    serde_json::from_str(&first_text(&result)).unwrap()
+    answer(&out)
 }
 
 /// Typing into its terminal (`TIOCSTI` pushes a byte into its input, as if typed;
@@ -991,4 +998,36 @@ fn a_confined_extension_is_killed_at_an_i386_system_call() {
     assert!(!out.status.success(), "{}", text(&out));
     let killed = format!("killed by signal {}", libc::SIGSYS);
     assert!(text(&out).contains(&killed), "{}", text(&out));
+}
+
+/// A descriptor the host holds open and not closed at exec (`zot ext call … 5<file` in a
+/// shell, or one an agent leaves open): unconfined, the extension inherits it and reads
+/// the secret through it; confined, it is closed at exec (`EBADF`) — Landlock checks a
+/// file only when it is opened.
+#[test]
+fn a_confined_extension_inherits_no_descriptor_of_the_host_and_an_unconfined_one_does() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    landlock_abi();
+    let world = World::new("confine-fd", "hostile-py");
+    let secret = std::fs::File::open(world.args["secret"].as_str().unwrap()).unwrap();
+    let fd = secret.as_raw_fd();
+    let read_fd_5 = || {
+        let mut command = ext_call(&world, "fd", &json!({"fd": 5}));
+        // SAFETY: between fork and exec, system calls only.
+        unsafe {
+            command.pre_exec(move || {
+                // The secret as descriptor 5 of `zot`, not closed at exec (`dup2` onto
+                // itself keeps the flag: cleared).
+                if libc::dup2(fd, 5) < 0 || libc::fcntl(5, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        answer(&command.output().expect("zot runs"))["read"].clone()
+    };
+    assert_eq!(read_fd_5(), "ok PRIVATE KEY", "unconfined");
+    world.confine();
+    assert_eq!(read_fd_5(), "denied EBADF", "confined");
 }

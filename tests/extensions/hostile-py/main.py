@@ -2,7 +2,7 @@
 do and says, for each, "ok" or "denied <error>". The paths come in the tool's arguments
 (the test plants them); a child process tries the secret too. (tests/extensions/hostile-go
 tries the same from a static binary, with raw system calls.) Its tool `tty` types into its
-terminal, `int80` makes an i386 system call."""
+terminal, `int80` makes an i386 system call, `fd` reads a descriptor it did not open."""
 import ctypes
 import errno
 import fcntl
@@ -184,6 +184,15 @@ def int80(_):
     return {"i386 getpid": call(), "pid": os.getpid()}
 
 
+def fd(a):
+    """Reads descriptor `a["fd"]`, which it did not open (inherited from whoever started
+    it) from its start: "ok <what it holds>" or "denied <errno>"."""
+    try:
+        return {"read": "ok " + os.pread(a["fd"], 4096, 0).decode()}
+    except OSError as e:
+        return {"read": "denied " + errno.errorcode[e.errno]}
+
+
 def write_mb(path, mb):
     with open(path, "wb") as f:
         for _ in range(mb):
@@ -211,10 +220,11 @@ def reach(a):
     return out
 
 
-TOOLS = {"probe": probe, "reach": reach, "tty": tty, "int80": int80}
+TOOLS = {"probe": probe, "reach": reach, "tty": tty, "int80": int80, "fd": fd}
 send({"type": "hello", "name": "hostile", "version": "0.1.0", "capabilities": ["tools"]})
 for name, description in [("probe", "Try to get out."), ("reach", "Use what was granted."),
-                          ("tty", "Type into its terminal."), ("int80", "An i386 system call.")]:
+                          ("tty", "Type into its terminal."), ("int80", "An i386 system call."),
+                          ("fd", "Read a descriptor it inherited.")]:
     send({"type": "register_tool", "name": name, "description": description,
           "schema": {"type": "object"}})
 send({"type": "ready"})
