@@ -17,11 +17,12 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
-use tokio::sync::Semaphore;
+use tokio::sync::{Mutex, Semaphore};
 use tower_service::Service as _;
 
 /// The one path MCP is served at.
@@ -163,6 +164,8 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
     let gate = Arc::new(Gate {
         mcp,
         sessions,
+        opening: AtomicUsize::new(0),
+        admission: Mutex::new(()),
         token: listen.token,
     });
     eprintln!("zot mcp: serving MCP at http://{addr}{PATH}");
@@ -239,7 +242,22 @@ fn origins(port: u16, remote: &[String]) -> Vec<String> {
 struct Gate {
     mcp: Mcp,
     sessions: Arc<LocalSessionManager>,
+    /// Requests without a session, each of which may open one, being served: counted
+    /// with the open sessions, so that `initialize`s at once cannot pass the cap together.
+    opening: AtomicUsize,
+    /// Held while a request is checked and counted, which are one step.
+    admission: Mutex<()>,
     token: String,
+}
+
+/// A request counted in [`Gate::opening`] until it is answered: by then a session it
+/// opened is in the session manager's map.
+struct Opening<'a>(&'a AtomicUsize);
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Gate {
@@ -254,18 +272,36 @@ impl Gate {
         if req.uri().path() != PATH {
             return plain(StatusCode::NOT_FOUND, "MCP is served at /mcp");
         }
-        if !req.headers().contains_key("mcp-session-id")
-            && self.sessions.sessions.read().await.len() >= SESSIONS
-        {
-            return plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many sessions are open: try again later",
-            );
-        }
+        // A request without a session may open one: counted in until it is answered.
+        let _opening = if req.headers().contains_key("mcp-session-id") {
+            None
+        } else {
+            let Some(opening) = self.admit().await else {
+                return plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many sessions are open: try again later",
+                );
+            };
+            Some(opening)
+        };
         match self.mcp.clone().call(req).await {
             Ok(response) => response,
             Err(never) => match never {},
         }
+    }
+
+    /// Counts in a request that may open a session, or `None` if the sessions open and
+    /// being opened are at [`SESSIONS`]. The requests being opened are read before the
+    /// sessions: one that ends in between (its session in the map, then uncounted) is
+    /// counted twice, never missed.
+    async fn admit(&self) -> Option<Opening<'_>> {
+        let _admission = self.admission.lock().await;
+        let opening = self.opening.load(Ordering::SeqCst);
+        if opening + self.sessions.sessions.read().await.len() >= SESSIONS {
+            return None;
+        }
+        self.opening.fetch_add(1, Ordering::SeqCst);
+        Some(Opening(&self.opening))
     }
 }
 
