@@ -28,6 +28,16 @@ def tried(action):
         return "denied " + type(e).__name__
 
 
+def tried_errno(action):
+    """As `tried`, the failure named by its errno ("denied EPERM"), which tells the
+    filter's refusal from the kernel's (a protocol it does not have)."""
+    try:
+        action()
+        return "ok"
+    except OSError as e:
+        return "denied " + errno.errorcode[e.errno]
+
+
 def write(path):
     with open(path, "w") as f:
         f.write("x")
@@ -138,16 +148,17 @@ def probe(a):
         "rename out": tried(lambda: rename_out(outside, home)),
         "write data dir": tried(lambda: write(home + "/mine")),
         "write temp dir": tried(lambda: write(os.environ.get("TMPDIR", "/tmp") + "/t")),
-        "udp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_DGRAM)),
+        "udp socket": tried_errno(lambda: sock(socket.AF_INET, socket.SOCK_DGRAM)),
         "tcp connect": tried(lambda: socket.create_connection(("127.0.0.1", a["port"]), 5).close()),
         "io_uring": tried(lambda: io_uring(libc)),
-        "netlink socket": tried(lambda: sock(socket.AF_NETLINK, socket.SOCK_RAW)),
-        "packet socket": tried(lambda: sock(socket.AF_PACKET, socket.SOCK_RAW)),
-        "mptcp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 262)),
-        "sctp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 132)),
+        "netlink socket": tried_errno(lambda: sock(socket.AF_NETLINK, socket.SOCK_RAW)),
+        "packet socket": tried_errno(lambda: sock(socket.AF_PACKET, socket.SOCK_RAW)),
+        "mptcp socket": tried_errno(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 262)),
+        "sctp socket": tried_errno(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 132)),
         "process_vm_readv": tried(lambda: vm_copy(libc, "process_vm_readv")),
         "process_vm_writev": tried(lambda: vm_copy(libc, "process_vm_writev")),
         "open files": tried(lambda: open_files(a.get("files", 0))),
+        "files limit": resource.getrlimit(resource.RLIMIT_NOFILE)[1],
         "signal parent": tried(lambda: os.kill(parent, 0)),
         "ptrace parent": trace_once(libc, parent),
         "ptrace sibling": "ok" if traced == 0 else "denied",
