@@ -8,16 +8,22 @@
 use super::{forward, Server};
 use crate::cli::error::{self, CliError};
 use bytes::Bytes;
+use futures_core::Stream;
 use http::{header, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, SessionError,
+};
+use rmcp::transport::streamable_http_server::session::{EventStore, ServerSseMessage};
+use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -41,7 +47,7 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 const TOKEN_FILE_MAX: u64 = 4096;
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
-type Mcp = StreamableHttpService<Server, LocalSessionManager>;
+type Mcp = StreamableHttpService<Server, Capped>;
 
 /// Where to listen and the token to ask for, checked before anything starts.
 pub(super) struct Listen {
@@ -158,14 +164,12 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
         .enforce_origin_validation()
         .with_max_request_body_bytes(max_body);
     let stop = mcp_config.cancellation_token.clone();
-    let sessions = Arc::new(LocalSessionManager::default());
+    let sessions = Arc::new(Capped::default());
     let first = server.clone();
     let mcp = StreamableHttpService::new(move || Ok(first.session()), sessions.clone(), mcp_config);
     let gate = Arc::new(Gate {
         mcp,
         sessions,
-        opening: AtomicUsize::new(0),
-        admission: Mutex::new(()),
         token: listen.token,
     });
     eprintln!("zot mcp: serving MCP at http://{addr}{PATH}");
@@ -241,23 +245,8 @@ fn origins(port: u16, remote: &[String]) -> Vec<String> {
 /// What every request passes before rmcp's service (which checks `Host` and `Origin`).
 struct Gate {
     mcp: Mcp,
-    sessions: Arc<LocalSessionManager>,
-    /// Requests without a session, each of which may open one, being served: counted
-    /// with the open sessions, so that `initialize`s at once cannot pass the cap together.
-    opening: AtomicUsize,
-    /// Held while a request is checked and counted, which are one step.
-    admission: Mutex<()>,
+    sessions: Arc<Capped>,
     token: String,
-}
-
-/// A request counted in [`Gate::opening`] until it is answered: by then a session it
-/// opened is in the session manager's map.
-struct Opening<'a>(&'a AtomicUsize);
-
-impl Drop for Opening<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
 }
 
 impl Gate {
@@ -272,36 +261,118 @@ impl Gate {
         if req.uri().path() != PATH {
             return plain(StatusCode::NOT_FOUND, "MCP is served at /mcp");
         }
-        // A request without a session may open one: counted in until it is answered.
-        let _opening = if req.headers().contains_key("mcp-session-id") {
-            None
-        } else {
-            let Some(opening) = self.admit().await else {
-                return plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many sessions are open: try again later",
-                );
-            };
-            Some(opening)
+        let full = || {
+            plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many sessions are open: try again later",
+            )
         };
-        match self.mcp.clone().call(req).await {
+        // Said at once when full (rmcp would log an error); the session manager's own check
+        // is the one that holds.
+        if !req.headers().contains_key("mcp-session-id") && self.sessions.len().await >= SESSIONS {
+            return full();
+        }
+        let refused = Arc::new(AtomicBool::new(false));
+        let response = match REFUSED
+            .scope(refused.clone(), self.mcp.clone().call(req))
+            .await
+        {
             Ok(response) => response,
             Err(never) => match never {},
+        };
+        // rmcp answers the session manager's refusal 500: said as the check above says it.
+        if refused.load(Ordering::SeqCst) {
+            return full();
         }
+        response
+    }
+}
+
+tokio::task_local! {
+    /// Set by [`Capped::create_session`] when it refuses the session of the request the
+    /// task serves.
+    static REFUSED: Arc<AtomicBool>;
+}
+
+/// rmcp's session manager, with at most [`SESSIONS`] sessions: the count is checked and
+/// the session made in one step, so `initialize`s at once cannot pass it together.
+#[derive(Default)]
+struct Capped {
+    local: LocalSessionManager,
+    /// Held while a session is counted and made.
+    opening: Mutex<()>,
+}
+
+impl Capped {
+    /// How many sessions are open.
+    async fn len(&self) -> usize {
+        self.local.sessions.read().await.len()
+    }
+}
+
+impl SessionManager for Capped {
+    type Error = LocalSessionManagerError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let _opening = self.opening.lock().await;
+        if self.len().await >= SESSIONS {
+            let _ = REFUSED.try_with(|refused| refused.store(true, Ordering::SeqCst));
+            let full = std::io::Error::other("too many sessions are open");
+            return Err(SessionError::Io(full).into());
+        }
+        self.local.create_session().await
     }
 
-    /// Counts in a request that may open a session, or `None` if the sessions open and
-    /// being opened are at [`SESSIONS`]. The requests being opened are read before the
-    /// sessions: one that ends in between (its session in the map, then uncounted) is
-    /// counted twice, never missed.
-    async fn admit(&self) -> Option<Opening<'_>> {
-        let _admission = self.admission.lock().await;
-        let opening = self.opening.load(Ordering::SeqCst);
-        if opening + self.sessions.sessions.read().await.len() >= SESSIONS {
-            return None;
-        }
-        self.opening.fetch_add(1, Ordering::SeqCst);
-        Some(Opening(&self.opening))
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.local.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.local.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.local.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.local.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.local.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.local.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.local.resume(id, last_event_id).await
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.local.event_store()
     }
 }
 
