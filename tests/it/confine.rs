@@ -6,17 +6,21 @@
 //! MPTCP and SCTP sockets and `io_uring`; to copy memory with `process_vm_readv` and
 //! `process_vm_writev`; to hold more descriptors than its limit; to signal and trace the
 //! host and trace a sibling; and a child of it reads the secret. The Python one also types
-//! into its terminal (`TIOCSTI`, `TIOCLINUX`) and makes an i386 system call.
+//! into its terminal (`TIOCSTI`, `TIOCLINUX`), makes an i386 system call and reads a
+//! descriptor the host left open.
 //! Unconfined it can do all of it (the test proves the fence, not the absence of the
-//! files); confined, none, and its environment is the documented base. A change to its
-//! files stops it from starting until it is confined again, also at a `reload` of a
-//! `zot host` session, after which a confined one is still confined; `unconfine` lifts it.
+//! files), but for what this kernel or its limits refuse themselves (MPTCP turned off, no
+//! SCTP, a hard limit of descriptors it cannot raise); confined, none, and its environment
+//! is the documented base. A change to its files stops it from starting until it is
+//! confined again, also at a `reload` of a `zot host` session, after which a confined one
+//! is still confined; `unconfine` lifts it.
 
 use crate::common::*;
 use serde_json::{json, Value};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use zot_host::confine::MAX_FILES;
 
 /// What a hostile probe tries, each denied when it is confined and "ok" when not.
 const ATTACKS: &[&str] = &[
@@ -35,7 +39,6 @@ const ATTACKS: &[&str] = &[
     "io_uring",
     "netlink socket",
     "packet socket",
-    "mptcp socket",
     "process_vm_readv",
     "process_vm_writev",
     "open files",
@@ -45,20 +48,59 @@ const ATTACKS: &[&str] = &[
     "child reads secret",
 ];
 
-/// An attack this kernel may not support at all (SCTP: the test kernel has none):
-/// unconfined, it reaches the kernel, which creates the socket or refuses the protocol;
-/// confined, the filter refuses it first.
-const SCTP: &str = "sctp socket";
+/// Attacks through a protocol this kernel may not have, or have turned off (MPTCP with
+/// `net.mptcp.enabled=0`): unconfined, the kernel creates the socket or refuses the
+/// protocol itself ([`protocol_refused`]); confined, the filter refuses it first
+/// ([`permission_denied`]).
+const KERNEL_MAY_LACK: &[&str] = &["mptcp socket", "sctp socket"];
+
+/// Holding more descriptors than a confined extension may: shown unconfined only where
+/// the hard limit is above [`MAX_FILES`] ([`files_limit_above_the_confined_one`]).
+const OPEN_FILES: &str = "open files";
 
 /// Whether a probe's answer is a refusal for want of permission (`EPERM`, `EACCES`), in
-/// Python's words or Go's.
+/// Python's words (the errno's name) or Go's.
 fn permission_denied(answer: &Value) -> bool {
     [
-        "denied PermissionError",
+        "denied EPERM",
+        "denied EACCES",
         "denied operation not permitted",
         "denied permission denied",
     ]
     .contains(&answer.as_str().unwrap_or_default())
+}
+
+/// Whether a probe's answer is the kernel's own refusal of a protocol: one it does not
+/// have (`EPROTONOSUPPORT`), has turned off (`ENOPROTOOPT`) or, before Linux 5.6, a
+/// protocol number it does not know (`EINVAL`), in Python's words or Go's.
+fn protocol_refused(answer: &Value) -> bool {
+    [
+        "denied EPROTONOSUPPORT",
+        "denied ENOPROTOOPT",
+        "denied EINVAL",
+        "denied protocol not supported",
+        "denied protocol not available",
+        "denied invalid argument",
+    ]
+    .contains(&answer.as_str().unwrap_or_default())
+}
+
+/// Raises this process's hard limit of descriptors, which the extensions it starts
+/// unconfined inherit, above [`MAX_FILES`] where it is not and may be raised
+/// (`CAP_SYS_RESOURCE`), so that the unconfined probe can hold more descriptors than a
+/// confined one may; where it cannot, the probe says its limit ([`assert_free`]).
+fn files_limit_above_the_confined_one() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a valid pointer to a local.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_max <= MAX_FILES {
+            limit.rlim_max = MAX_FILES + 1;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 /// What a confined probe may do.
@@ -116,12 +158,13 @@ impl World {
         std::fs::create_dir_all(home.join("grants")).unwrap();
         let ext = root.join("hostile");
         copy_dir(&workspace().join("tests/extensions").join(source), &ext);
+        files_limit_above_the_confined_one();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let args = json!({
             "secret": secret, "grants": home.join("grants"), "outside": root.join("outside"),
             "planted": root.join("outside/planted"),
             "port": listener.local_addr().unwrap().port(),
-            "files": zot_host::confine::MAX_FILES + 1,
+            "files": MAX_FILES + 1,
         });
         let world = World {
             _scratch: scratch,
@@ -196,20 +239,34 @@ fn change(file: &Path) {
     std::fs::write(file, code).unwrap();
 }
 
-/// Unconfined, every attack works (so that a denial, confined, is the fence's).
+/// Unconfined, every attack works (so that a denial, confined, is the fence's), but for
+/// a protocol the kernel itself refuses, and holding more descriptors where the hard
+/// limit is too low to (then only the confined limit is checked, [`GotOut::check`]).
 #[track_caller]
 fn assert_free(free: &Value) {
+    let files_limit = free["files limit"].as_u64().unwrap();
+    if files_limit <= MAX_FILES {
+        println!(
+            "unconfined, the hard limit of descriptors ({files_limit}) cannot show \
+             {OPEN_FILES:?} (no CAP_SYS_RESOURCE to raise it)"
+        );
+    }
     let refused: Vec<String> = ATTACKS
         .iter()
         .chain(ALLOWED)
+        .filter(|what| **what != OPEN_FILES || files_limit > MAX_FILES)
         .filter(|what| free[**what] != "ok")
+        .chain(
+            KERNEL_MAY_LACK
+                .iter()
+                .filter(|what| free[**what] != "ok" && !protocol_refused(&free[**what])),
+        )
         .map(|what| format!("{what}: {}", free[*what]))
         .collect();
     assert!(
         refused.is_empty(),
         "unconfined, these do not work: {refused:#?}\n{free}"
     );
-    assert!(!permission_denied(&free[SCTP]), "unconfined: {free}");
 }
 
 /// The attacks that were not denied, confined: each probe's are added (and printed) as
@@ -219,19 +276,29 @@ fn assert_free(free: &Value) {
 struct GotOut(Vec<String>);
 
 impl GotOut {
-    /// Confined (`when`), every attack is denied and its own folders are writable.
+    /// Confined (`when`), every attack is denied, its hard limit of descriptors is at most
+    /// [`MAX_FILES`] and its own folders are writable.
     #[track_caller]
     fn check(&mut self, when: &str, fenced: &Value) {
-        let denied = |what: &str| match what {
-            SCTP => permission_denied(&fenced[what]),
-            _ => fenced[what].as_str().unwrap_or("").starts_with("denied"),
-        };
-        for what in ATTACKS.iter().chain(&[SCTP]) {
-            if !denied(what) {
-                let got_out = format!("{when}, {what}: {}", fenced[*what]);
-                println!("NOT DENIED: {got_out}");
-                self.0.push(got_out);
+        let denied = |what: &str| {
+            if KERNEL_MAY_LACK.contains(&what) {
+                permission_denied(&fenced[what])
+            } else {
+                fenced[what].as_str().unwrap_or("").starts_with("denied")
             }
+        };
+        let mut got_out: Vec<String> = ATTACKS
+            .iter()
+            .chain(KERNEL_MAY_LACK)
+            .filter(|what| !denied(what))
+            .map(|what| format!("{when}, {what}: {}", fenced[*what]))
+            .collect();
+        if fenced["files limit"].as_u64().is_none_or(|n| n > MAX_FILES) {
+            got_out.push(format!("{when}, files limit: {}", fenced["files limit"]));
+        }
+        for what in got_out {
+            println!("NOT DENIED: {what}");
+            self.0.push(what);
         }
         for what in ALLOWED {
             assert_eq!(fenced[*what], "ok", "{when}, {what}: {fenced}");
@@ -501,22 +568,35 @@ fn a_component_is_not_confined_it_is_sandboxed() {
     );
 }
 
-/// `zot ext call <dir> reach <args>` with `ZOT_TEST_TOKEN` set in the host's
-/// environment; what the extension reached.
-fn reach(world: &World, args: Value) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
-        .args(["ext", "call", world.ext.to_str().unwrap(), "reach"])
+/// `zot ext call <ext> <tool> <args> --json` in the world, to be run.
+fn ext_call(world: &World, tool: &str, args: &Value) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zot"));
+    command
+        .args(["ext", "call", world.ext.to_str().unwrap(), tool])
         .arg(args.to_string())
         .arg("--json")
         .env("ZOT_HOME", &world.home)
-        .env("ZOT_TEST_TOKEN", "t0ken")
         .current_dir(&world.cwd)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_ok(&out);
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// The extension's answer, from the output of an [`ext_call`] that succeeded.
+#[track_caller]
+fn answer(out: &std::process::Output) -> Value {
+    assert_ok(out);
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     serde_json::from_str(&first_text(&result)).unwrap()
+}
+
+/// `zot ext call <dir> reach <args>` with `ZOT_TEST_TOKEN` set in the host's
+/// environment; what the extension reached.
+fn reach(world: &World, args: Value) -> Value {
+    let out = ext_call(world, "reach", &args)
+        .env("ZOT_TEST_TOKEN", "t0ken")
+        .output()
+        .unwrap();
+    answer(&out)
 }
 
 /// The grants a component gets, in the same words, open the same things to a confined
@@ -922,12 +1002,7 @@ fn call_in_a_terminal(world: &World, tool: &str) -> Value {
         // children.
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     }
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zot"));
-    command
-        .args(["ext", "call", world.ext.to_str().unwrap(), tool, "--json"])
-        .env("ZOT_HOME", &world.home)
-        .current_dir(&world.cwd)
-        .stdin(std::process::Stdio::null());
+    let mut command = ext_call(world, tool, &json!({}));
     // SAFETY: between fork and exec, system calls only.
     unsafe {
         command.pre_exec(move || {
@@ -943,9 +1018,7 @@ fn call_in_a_terminal(world: &World, tool: &str) -> Value {
         libc::close(leader);
         libc::close(terminal);
     }
-    assert_ok(&out);
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
-    serde_json::from_str(&first_text(&result)).unwrap()
+    answer(&out)
 }
 
 /// Typing into its terminal (`TIOCSTI` pushes a byte into its input, as if typed;
@@ -991,4 +1064,36 @@ fn a_confined_extension_is_killed_at_an_i386_system_call() {
     assert!(!out.status.success(), "{}", text(&out));
     let killed = format!("killed by signal {}", libc::SIGSYS);
     assert!(text(&out).contains(&killed), "{}", text(&out));
+}
+
+/// A descriptor the host holds open and not closed at exec (`zot ext call … 5<file` in a
+/// shell, or one an agent leaves open): unconfined, the extension inherits it and reads
+/// the secret through it; confined, it is closed at exec (`EBADF`) — Landlock checks a
+/// file only when it is opened.
+#[test]
+fn a_confined_extension_inherits_no_descriptor_of_the_host_and_an_unconfined_one_does() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    landlock_abi();
+    let world = World::new("confine-fd", "hostile-py");
+    let secret = std::fs::File::open(world.args["secret"].as_str().unwrap()).unwrap();
+    let fd = secret.as_raw_fd();
+    let read_fd_5 = || {
+        let mut command = ext_call(&world, "fd", &json!({"fd": 5}));
+        // SAFETY: between fork and exec, system calls only.
+        unsafe {
+            command.pre_exec(move || {
+                // The secret as descriptor 5 of `zot`, not closed at exec (`dup2` onto
+                // itself keeps the flag: cleared).
+                if libc::dup2(fd, 5) < 0 || libc::fcntl(5, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        answer(&command.output().expect("zot runs"))["read"].clone()
+    };
+    assert_eq!(read_fd_5(), "ok PRIVATE KEY", "unconfined");
+    world.confine();
+    assert_eq!(read_fd_5(), "denied EBADF", "confined");
 }

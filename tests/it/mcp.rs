@@ -688,12 +688,7 @@ impl HttpServer {
     fn request(&self, headers: &[(&str, &str)], body: &Value, until: &str) -> (u16, String) {
         let mut stream = self.send("POST", headers, &body.to_string());
         let said = read_until(&mut stream, until);
-        let status = said
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no HTTP status in {said:?}"));
-        (status, said)
+        (http_status(&said), said)
     }
 
     /// Writes one request; the connection, to read the answer from.
@@ -780,6 +775,15 @@ fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "by-hand", "version": "1"}}})
+}
+
+/// The status of an HTTP answer.
+#[track_caller]
+fn http_status(said: &str) -> u16 {
+    said.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {said:?}"))
 }
 
 /// What `stream` says until it closes (or is reset) or says `until`.
@@ -1098,6 +1102,44 @@ fn http_sessions_are_capped_at_32() {
     let said = read_until(&mut closed, "\r\n\r\n");
     assert!(said.starts_with("HTTP/1.1 2"), "{said}");
     server.session();
+}
+
+/// 40 `initialize`s at once: 32 open a session, the 8 others are answered 503 (the count
+/// is checked and the session made in one step: neither raced past nor counted twice).
+#[test]
+fn http_40_initializes_at_once_open_32_sessions() {
+    let mut p = Project::new("mcp-http-session-race");
+    p.ext("py", &py("py", &["--tools", "echo", "--commands", ""]));
+    let server = HttpServer::start(&p);
+    let auth = format!("Bearer {TOKEN}");
+    let body = initialize().to_string();
+    // Every head first, while no session is open, then every body at once, each by a
+    // thread of its own.
+    let heads: Vec<TcpStream> = (0..40)
+        .map(|_| server.send_head("POST", &[("Authorization", &auth)], body.len()))
+        .collect();
+    let at_once = std::sync::Barrier::new(heads.len());
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let asked: Vec<_> = heads
+            .into_iter()
+            .map(|mut stream| {
+                let (at_once, body) = (&at_once, &body);
+                s.spawn(move || {
+                    at_once.wait();
+                    stream.write_all(body.as_bytes()).unwrap();
+                    http_status(&read_until(&mut stream, "\"id\":1"))
+                })
+            })
+            .collect();
+        asked.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let opened = statuses.iter().filter(|s| **s == 200).count();
+    println!("{opened} of 40 opened a session: {statuses:?}");
+    assert_eq!(opened, 32, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 503),
+        "{statuses:?}"
+    );
 }
 
 /// A request whose head never ends, and a connection that never sends one, are cut off

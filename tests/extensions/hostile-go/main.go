@@ -118,6 +118,13 @@ func sock(family, kind, proto int) error {
 	return err
 }
 
+// filesLimit is its hard limit of descriptors.
+func filesLimit() uint64 {
+	var limit syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit)
+	return limit.Max
+}
+
 // openFiles raises its descriptor limit to the hard one, then holds count descriptors.
 func openFiles(count int) error {
 	var limit syscall.Rlimit
@@ -261,6 +268,7 @@ func probe(a args) map[string]any {
 		"process_vm_readv":          tried(vmCopy(false)),
 		"process_vm_writev":         tried(vmCopy(true)),
 		"open files":                tried(openFiles(a.Files)),
+		"files limit":               filesLimit(),
 		"signal parent":             tried(syscall.Kill(parent, 0)),
 		"ptrace parent":             tried(traceOnce(parent)),
 		"ptrace sibling":            tried(siblingTraced()),

@@ -2,7 +2,7 @@
 do and says, for each, "ok" or "denied <error>". The paths come in the tool's arguments
 (the test plants them); a child process tries the secret too. (tests/extensions/hostile-go
 tries the same from a static binary, with raw system calls.) Its tool `tty` types into its
-terminal, `int80` makes an i386 system call."""
+terminal, `int80` makes an i386 system call, `fd` reads a descriptor it did not open."""
 import ctypes
 import errno
 import fcntl
@@ -26,6 +26,16 @@ def tried(action):
         return "ok"
     except Exception as e:  # noqa: BLE001 - the kind of failure is the answer
         return "denied " + type(e).__name__
+
+
+def tried_errno(action):
+    """As `tried`, the failure named by its errno ("denied EPERM"), which tells the
+    filter's refusal from the kernel's (a protocol it does not have)."""
+    try:
+        action()
+        return "ok"
+    except OSError as e:
+        return "denied " + errno.errorcode[e.errno]
 
 
 def write(path):
@@ -138,16 +148,17 @@ def probe(a):
         "rename out": tried(lambda: rename_out(outside, home)),
         "write data dir": tried(lambda: write(home + "/mine")),
         "write temp dir": tried(lambda: write(os.environ.get("TMPDIR", "/tmp") + "/t")),
-        "udp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_DGRAM)),
+        "udp socket": tried_errno(lambda: sock(socket.AF_INET, socket.SOCK_DGRAM)),
         "tcp connect": tried(lambda: socket.create_connection(("127.0.0.1", a["port"]), 5).close()),
         "io_uring": tried(lambda: io_uring(libc)),
-        "netlink socket": tried(lambda: sock(socket.AF_NETLINK, socket.SOCK_RAW)),
-        "packet socket": tried(lambda: sock(socket.AF_PACKET, socket.SOCK_RAW)),
-        "mptcp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 262)),
-        "sctp socket": tried(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 132)),
+        "netlink socket": tried_errno(lambda: sock(socket.AF_NETLINK, socket.SOCK_RAW)),
+        "packet socket": tried_errno(lambda: sock(socket.AF_PACKET, socket.SOCK_RAW)),
+        "mptcp socket": tried_errno(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 262)),
+        "sctp socket": tried_errno(lambda: sock(socket.AF_INET, socket.SOCK_STREAM, 132)),
         "process_vm_readv": tried(lambda: vm_copy(libc, "process_vm_readv")),
         "process_vm_writev": tried(lambda: vm_copy(libc, "process_vm_writev")),
         "open files": tried(lambda: open_files(a.get("files", 0))),
+        "files limit": resource.getrlimit(resource.RLIMIT_NOFILE)[1],
         "signal parent": tried(lambda: os.kill(parent, 0)),
         "ptrace parent": trace_once(libc, parent),
         "ptrace sibling": "ok" if traced == 0 else "denied",
@@ -184,6 +195,15 @@ def int80(_):
     return {"i386 getpid": call(), "pid": os.getpid()}
 
 
+def fd(a):
+    """Reads descriptor `a["fd"]`, which it did not open (inherited from whoever started
+    it) from its start: "ok <what it holds>" or "denied <errno>"."""
+    try:
+        return {"read": "ok " + os.pread(a["fd"], 4096, 0).decode()}
+    except OSError as e:
+        return {"read": "denied " + errno.errorcode[e.errno]}
+
+
 def write_mb(path, mb):
     with open(path, "wb") as f:
         for _ in range(mb):
@@ -211,10 +231,11 @@ def reach(a):
     return out
 
 
-TOOLS = {"probe": probe, "reach": reach, "tty": tty, "int80": int80}
+TOOLS = {"probe": probe, "reach": reach, "tty": tty, "int80": int80, "fd": fd}
 send({"type": "hello", "name": "hostile", "version": "0.1.0", "capabilities": ["tools"]})
 for name, description in [("probe", "Try to get out."), ("reach", "Use what was granted."),
-                          ("tty", "Type into its terminal."), ("int80", "An i386 system call.")]:
+                          ("tty", "Type into its terminal."), ("int80", "An i386 system call."),
+                          ("fd", "Read a descriptor it inherited.")]:
     send({"type": "register_tool", "name": name, "description": description,
           "schema": {"type": "object"}})
 send({"type": "ready"})

@@ -8,20 +8,27 @@
 use super::{forward, Server};
 use crate::cli::error::{self, CliError};
 use bytes::Bytes;
+use futures_core::Stream;
 use http::{header, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, SessionError,
+};
+use rmcp::transport::streamable_http_server::session::{EventStore, ServerSseMessage};
+use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
-use tokio::sync::Semaphore;
+use tokio::sync::{Mutex, Semaphore};
 use tower_service::Service as _;
 
 /// The one path MCP is served at.
@@ -40,7 +47,7 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 const TOKEN_FILE_MAX: u64 = 4096;
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
-type Mcp = StreamableHttpService<Server, LocalSessionManager>;
+type Mcp = StreamableHttpService<Server, Capped>;
 
 /// Where to listen and the token to ask for, checked before anything starts.
 pub(super) struct Listen {
@@ -157,7 +164,7 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
         .enforce_origin_validation()
         .with_max_request_body_bytes(max_body);
     let stop = mcp_config.cancellation_token.clone();
-    let sessions = Arc::new(LocalSessionManager::default());
+    let sessions = Arc::new(Capped::default());
     let first = server.clone();
     let mcp = StreamableHttpService::new(move || Ok(first.session()), sessions.clone(), mcp_config);
     let gate = Arc::new(Gate {
@@ -238,7 +245,7 @@ fn origins(port: u16, remote: &[String]) -> Vec<String> {
 /// What every request passes before rmcp's service (which checks `Host` and `Origin`).
 struct Gate {
     mcp: Mcp,
-    sessions: Arc<LocalSessionManager>,
+    sessions: Arc<Capped>,
     token: String,
 }
 
@@ -254,18 +261,118 @@ impl Gate {
         if req.uri().path() != PATH {
             return plain(StatusCode::NOT_FOUND, "MCP is served at /mcp");
         }
-        if !req.headers().contains_key("mcp-session-id")
-            && self.sessions.sessions.read().await.len() >= SESSIONS
-        {
-            return plain(
+        let full = || {
+            plain(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "too many sessions are open: try again later",
-            );
+            )
+        };
+        // Said at once when full (rmcp would log an error); the session manager's own check
+        // is the one that holds.
+        if !req.headers().contains_key("mcp-session-id") && self.sessions.len().await >= SESSIONS {
+            return full();
         }
-        match self.mcp.clone().call(req).await {
+        let refused = Arc::new(AtomicBool::new(false));
+        let response = match REFUSED
+            .scope(refused.clone(), self.mcp.clone().call(req))
+            .await
+        {
             Ok(response) => response,
             Err(never) => match never {},
+        };
+        // rmcp answers the session manager's refusal 500: said as the check above says it.
+        if refused.load(Ordering::SeqCst) {
+            return full();
         }
+        response
+    }
+}
+
+tokio::task_local! {
+    /// Set by [`Capped::create_session`] when it refuses the session of the request the
+    /// task serves.
+    static REFUSED: Arc<AtomicBool>;
+}
+
+/// rmcp's session manager, with at most [`SESSIONS`] sessions: the count is checked and
+/// the session made in one step, so `initialize`s at once cannot pass it together.
+#[derive(Default)]
+struct Capped {
+    local: LocalSessionManager,
+    /// Held while a session is counted and made.
+    opening: Mutex<()>,
+}
+
+impl Capped {
+    /// How many sessions are open.
+    async fn len(&self) -> usize {
+        self.local.sessions.read().await.len()
+    }
+}
+
+impl SessionManager for Capped {
+    type Error = LocalSessionManagerError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let _opening = self.opening.lock().await;
+        if self.len().await >= SESSIONS {
+            let _ = REFUSED.try_with(|refused| refused.store(true, Ordering::SeqCst));
+            let full = std::io::Error::other("too many sessions are open");
+            return Err(SessionError::Io(full).into());
+        }
+        self.local.create_session().await
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.local.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.local.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.local.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.local.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.local.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.local.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.local.resume(id, last_event_id).await
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.local.event_store()
     }
 }
 
