@@ -253,14 +253,10 @@ pub fn core(script: &[u8]) {
     use std::sync::Arc;
     use std::time::Duration;
 
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let dir = scratch("core");
-        std::fs::create_dir_all(dir.join("ext")).expect("scratch");
-        let manifest = r#"{"name": "fuzzed", "exec": "fuzzed"}"#;
-        std::fs::write(dir.join("ext/extension.json"), manifest).expect("scratch");
-        dir
-    });
+    let dir = scratch("core");
+    std::fs::create_dir_all(dir.join("ext")).expect("scratch");
+    let manifest = r#"{"name": "fuzzed", "exec": "fuzzed"}"#;
+    std::fs::write(dir.join("ext/extension.json"), manifest).expect("scratch");
     let script: Arc<Vec<Vec<u8>>> =
         Arc::new(script.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect());
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -315,6 +311,7 @@ pub fn core(script: &[u8]) {
             .await
             .expect("the shutdown ends");
     });
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Plays the extension of [`core`]: `script`, then silence until the shutdown.

@@ -156,5 +156,11 @@ mod tests {
             let line = serde_json::json!({"id": id, "type": "tool_result", "pad": pad});
             leading_ids(line.to_string().as_bytes());
         }
+
+        #[test]
+        fn a_float_id_reads_back_as_itself(id in any::<f64>()) {
+            let line = serde_json::json!({"id": id, "type": "ping"});
+            leading_ids(line.to_string().as_bytes());
+        }
     }
 }

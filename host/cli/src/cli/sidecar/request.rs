@@ -293,6 +293,10 @@ mod tests {
             .request
             .unwrap_err()
             .starts_with("invalid \"call_tool\" request: missing field `name`"));
+        // A number id is read as the closest float, so it is echoed as the value sent.
+        let p = parsed(r#"{"id":2.1111111111111112e+45,"type":"ping"}"#);
+        let sent: f64 = "2.1111111111111112e+45".parse().unwrap();
+        assert_eq!(p.id.as_f64(), Some(sent));
         let p = parsed(r#"{"id":"6","type":7}"#);
         assert_eq!((p.id, p.kind.as_str()), (json!("6"), ""));
         assert_eq!(p.request.unwrap_err(), "a request needs a string \"type\"");
