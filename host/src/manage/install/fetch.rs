@@ -226,10 +226,19 @@ impl LinkFault {
 /// the real location of what it names.
 pub(super) fn resolve(root: &Dir, path: &Path) -> Result<PathBuf, LinkFault> {
     let mut real = PathBuf::new();
+    // Whether `real` is a folder: only a folder can be passed through, as the kernel
+    // has it (`file/..`, `file/.` and `file/` are ENOTDIR, not where they seem to lead).
+    let mut in_folder = true;
     let mut todo = Vec::new();
     push_parts(&mut todo, path)?;
     let mut hops = 0;
     while let Some(part) = todo.pop() {
+        if !in_folder {
+            return Err(LinkFault::Missing);
+        }
+        if part == "." {
+            continue;
+        }
         if part == ".." {
             if !real.pop() {
                 return Err(LinkFault::Outside);
@@ -250,6 +259,7 @@ pub(super) fn resolve(root: &Dir, path: &Path) -> Result<PathBuf, LinkFault> {
                 .map_err(|_| LinkFault::Missing)?;
             push_parts(&mut todo, &target)?;
         } else {
+            in_folder = meta.is_dir();
             real = next;
         }
     }
@@ -257,8 +267,11 @@ pub(super) fn resolve(root: &Dir, path: &Path) -> Result<PathBuf, LinkFault> {
 }
 
 /// Pushes the parts of the relative `path` onto `todo`, last first (so the first is
-/// popped first); `..` stays `..`, `.` is dropped. An absolute path leads outside.
+/// popped first); `..` stays `..`, a `.` inside is dropped, and a path that ends with
+/// `/` or `/.` ends with a `.` (what it names must be a folder). An absolute path leads
+/// outside.
 fn push_parts(todo: &mut Vec<std::ffi::OsString>, path: &Path) -> Result<(), LinkFault> {
+    let text = path.to_string_lossy();
     let mut parts = Vec::new();
     for part in path.components() {
         match part {
@@ -267,6 +280,9 @@ fn push_parts(todo: &mut Vec<std::ffi::OsString>, path: &Path) -> Result<(), Lin
             Component::CurDir => {}
             Component::RootDir | Component::Prefix(_) => return Err(LinkFault::Outside),
         }
+    }
+    if text.ends_with('/') || text.ends_with("/.") {
+        parts.push(".".into());
     }
     todo.extend(parts.into_iter().rev());
     Ok(())
@@ -500,6 +516,17 @@ mod tests {
         link("loop2", "loop1").unwrap();
         link("loop1", "loop2").unwrap();
         assert_eq!(inside("", "loop1"), Err(LinkFault::Loop));
+        // Only a folder is passed through, as the kernel has it (found by the
+        // install_tree fuzz target: `a.txt/..` was kept, and leads nowhere).
+        for through_a_file in ["a.txt/..", "a.txt/.", "a.txt/", "a.txt/x", "sub/../a.txt/"] {
+            assert_eq!(
+                inside("", through_a_file),
+                Err(LinkFault::Missing),
+                "{through_a_file}"
+            );
+        }
+        assert_eq!(inside("", "sub/."), Ok(PathBuf::from("sub")));
+        assert_eq!(inside("", "sub/"), Ok(PathBuf::from("sub")));
         std::fs::remove_dir_all(outer).unwrap();
     }
 
