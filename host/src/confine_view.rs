@@ -1,14 +1,16 @@
 //! A classic extension's confinement as people and programs see it: one view for `zot
 //! ext info`, `zot ext list --json` and `zot ext check` (docs/cli.md). Whether the user
 //! confined it, whether that decision is for the files on disk, and each rule with
-//! whether this kernel enforces it (read from the kernel, not assumed).
+//! whether it is enforced: as its last confined start applied them (each start records
+//! what it applied, [`record_applied`]), else as this kernel and this process would
+//! apply them, said as such.
 
 use crate::confine_decision::{decide, Confinement};
 use crate::identity::Identity;
 use crate::manifest::{Launch, Manifest};
 use crate::paths::ZotHome;
 use crate::sandbox::Grant;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The confinement of a classic extension.
@@ -24,12 +26,48 @@ pub struct ConfineView {
     /// The Landlock ABI of this kernel (0: none); `null` where confinement does not exist
     /// (not Linux).
     pub landlock_abi: Option<i64>,
-    /// Confined: each rule and whether this kernel enforces it; else empty.
+    /// Confined: each rule and whether it is enforced; else empty.
     pub rules: Vec<RuleView>,
+    /// When its last confined start applied `rules` (RFC 3339); `null`: not started
+    /// confined yet, `rules` being what this kernel would apply.
+    pub applied_at: Option<String>,
+}
+
+/// What a confined start applied, as recorded in `$ZOT_HOME/confined/`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Applied {
+    applied_at: String,
+    landlock_abi: i64,
+    rules: Vec<RuleView>,
+}
+
+/// Records what the confined start of `identity` just applied (`abi`, `rules`): what
+/// `info` and `list` then say. A record that cannot be written is logged by the caller;
+/// the view then says what the kernel would apply.
+#[cfg(target_os = "linux")]
+pub(crate) fn record_applied(
+    home: &ZotHome,
+    identity: &Identity,
+    abi: i64,
+    rules: &[crate::confine::Rule],
+) -> std::io::Result<()> {
+    let applied = Applied {
+        applied_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        landlock_abi: abi,
+        rules: rules.iter().map(RuleView::from).collect(),
+    };
+    let bytes = serde_json::to_vec_pretty(&applied).map_err(std::io::Error::other)?;
+    crate::paths::write_atomic(&home.confined_record_path(identity), &bytes)
+}
+
+/// The record of the last confined start of `identity`, if there is one that reads.
+fn last_applied(home: &ZotHome, identity: &Identity) -> Option<Applied> {
+    let bytes = crate::tree::read_regular(&home.confined_record_path(identity), 1 << 20).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// One rule of a confinement.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RuleView {
     pub rule: String,
     pub enforced: bool,
@@ -51,7 +89,17 @@ impl ConfineView {
             Confinement::Refused(_) => Self::of(true, true, false, None),
             Confinement::Confined {
                 grant, by_default, ..
-            } => Self::of(true, false, by_default, Some((m, grant.as_ref()))),
+            } => match last_applied(home, identity) {
+                Some(applied) => ConfineView {
+                    confined: true,
+                    stale: false,
+                    by_default,
+                    landlock_abi: Some(applied.landlock_abi),
+                    rules: applied.rules,
+                    applied_at: Some(applied.applied_at),
+                },
+                None => Self::of(true, false, by_default, Some((m, grant.as_ref()))),
+            },
         })
     }
 
@@ -70,14 +118,7 @@ impl ConfineView {
             };
             let (abi, rules) = crate::confine::kernel_report(&network);
             let rules = match confined {
-                true => rules
-                    .into_iter()
-                    .map(|r| RuleView {
-                        rule: r.what.to_string(),
-                        enforced: r.not_enforced.is_none(),
-                        why: r.not_enforced,
-                    })
-                    .collect(),
+                true => rules.iter().map(RuleView::from).collect(),
                 false => Vec::new(),
             };
             ConfineView {
@@ -86,6 +127,7 @@ impl ConfineView {
                 by_default,
                 landlock_abi: Some(abi),
                 rules,
+                applied_at: None,
             }
         }
         #[cfg(not(target_os = "linux"))]
@@ -97,7 +139,19 @@ impl ConfineView {
                 by_default,
                 landlock_abi: None,
                 rules: Vec::new(),
+                applied_at: None,
             }
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl From<&crate::confine::Rule> for RuleView {
+    fn from(r: &crate::confine::Rule) -> Self {
+        RuleView {
+            rule: r.what.to_string(),
+            enforced: r.not_enforced.is_none(),
+            why: r.not_enforced.clone(),
         }
     }
 }
@@ -136,7 +190,7 @@ mod tests {
             landlock_abi: Some(7),
             rules: vec![
                 RuleView {
-                    rule: "files: read only the system and its folder".into(),
+                    rule: "files: read only the program folders".into(),
                     enforced: true,
                     why: None,
                 },
@@ -147,10 +201,11 @@ mod tests {
                     why: Some("needs Landlock ABI 9, this kernel has 7".into()),
                 },
             ],
+            applied_at: Some("2026-12-03T08:00:00Z".into()),
         };
         assert_eq!(
             serde_json::to_string(&view).unwrap(),
-            r#"{"confined":true,"stale":false,"by_default":false,"landlock_abi":7,"rules":[{"rule":"files: read only the system and its folder","enforced":true},{"rule":"no connection to UNIX socket files outside its data and temp dirs","enforced":false,"why":"needs Landlock ABI 9, this kernel has 7"}]}"#
+            r#"{"confined":true,"stale":false,"by_default":false,"landlock_abi":7,"rules":[{"rule":"files: read only the program folders","enforced":true},{"rule":"no connection to UNIX socket files outside its data and temp dirs","enforced":false,"why":"needs Landlock ABI 9, this kernel has 7"}],"applied_at":"2026-12-03T08:00:00Z"}"#
         );
     }
 }

@@ -148,6 +148,14 @@ impl ZotHome {
         self.root().join("data").join(identity.key())
     }
 
+    /// What the last confined start of an extension applied:
+    /// `$ZOT_HOME/confined/<its identity's key>.json`.
+    pub fn confined_record_path(&self, identity: &Identity) -> PathBuf {
+        let mut path = self.root().join("confined").join(identity.key());
+        path.as_mut_os_string().push(".json");
+        path
+    }
+
     /// One extension's grant: `$ZOT_HOME/grants/<its identity's key>.json`.
     pub fn grant_path(&self, identity: &Identity) -> PathBuf {
         let mut path = self.root().join("grants").join(identity.key());

@@ -297,6 +297,21 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
             ))
         }
     }
+    // A confined extension is told the project dir only where it may read it.
+    #[cfg(target_os = "linux")]
+    let cwd = match &confine {
+        Some(confined) => confined
+            .project
+            .as_ref()
+            .map_or_else(|| UNSEEN.to_string(), |p| p.display().to_string()),
+        None => context.cwd.display().to_string(),
+    };
+    #[cfg(not(target_os = "linux"))]
+    let cwd = context.cwd.display().to_string();
+    #[cfg(target_os = "linux")]
+    let applied = confine
+        .as_ref()
+        .map(|c| (c.prepared.abi(), c.prepared.report().to_vec()));
     let spec = StdioSpec {
         program: program.clone(),
         args: m.program_args().to_vec(),
@@ -313,13 +328,19 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         cause,
     })?;
     log.info(&format!("started {} (stdio)", program.display()));
+    #[cfg(target_os = "linux")]
+    if let Some((abi, rules)) = applied {
+        if let Err(e) = crate::confine_view::record_applied(context.home, identity, abi, &rules) {
+            log.warn(&format!("cannot record the rules it was started with: {e}"));
+        }
+    }
     Ok(Launched {
         connection,
         transport: TransportKind::Stdio,
         sandbox: None,
         paths: SeenPaths {
             extension_dir: dir.display().to_string(),
-            cwd: context.cwd.display().to_string(),
+            cwd,
             data_dir: data_dir.display().to_string(),
         },
     })
@@ -370,28 +391,18 @@ fn confinement(
         request.run_grant,
         log,
     );
-    // The rules are bound to what a path resolves to: a data dir an unconfined run
-    // replaced by a link (to the home folder, say) would be granted where it leads.
-    let data_root = crate::paths::real(&home.root().join("data"));
-    let is_link = data_dir
-        .symlink_metadata()
-        .map_or(true, |meta| !meta.is_dir());
-    if is_link || !crate::paths::real(data_dir).starts_with(&data_root) {
-        return Err(StartError::Confine(format!(
-            "its data dir {} is not a folder of {} (a link?): remove it, or the \
-             extension with its data (`zot ext remove --purge`)",
-            data_dir.display(),
-            data_root.display()
-        )));
-    }
-    let tmp = data_dir.join(".tmp");
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp)
-        .map_err(|e| StartError::Confine(format!("cannot make its temp dir: {e}")))?;
+    let data = open_data_dir(home, identity, data_dir)?;
+    let tmp = data_dir.join(TMP);
+    let data_handle = data
+        .dir()
+        .try_clone()
+        .map(|dir| std::sync::Arc::new(std::os::fd::OwnedFd::from(dir.into_std_file())))
+        .map_err(|e| StartError::Confine(format!("cannot open its data dir: {e}")))?;
     let place = crate::confine::Place {
         ext_dir: dir,
         program,
         data_dir,
+        data_handle,
         tmp_dir: &tmp,
     };
     let in_force = |limit: sandbox::Limit| limit.in_force_confined(&m.limits.caps, &granted);
@@ -411,14 +422,54 @@ fn confinement(
             Some(why) => log.warn(&format!("not enforced: {} ({why})", rule.what)),
         }
     }
+    let disk = crate::confine::DiskQuota {
+        dir: data.into_dir(),
+        path: data_dir.to_path_buf(),
+        mb: disk_mb,
+    };
+    stdio::check_disk_at_start(&disk).map_err(StartError::Confine)?;
     Ok(Some(crate::confine::Confined {
         env,
         prepared,
-        disk: Some(crate::confine::DiskQuota {
-            dir: data_dir.to_path_buf(),
-            mb: disk_mb,
-        }),
+        disk: Some(disk),
+        project: decision.policy.cwd.clone(),
     }))
+}
+
+/// A confined extension's private temp dir, inside its data dir (`TMPDIR`).
+#[cfg(target_os = "linux")]
+const TMP: &str = ".tmp";
+
+/// The data dir of a confined extension, opened below `$ZOT_HOME/data` without following
+/// a link (one an earlier, unconfined run planted is refused: a rule on it would be a rule
+/// on where it leads), with an empty temp dir made inside it the same way. What the
+/// extension may swap at these paths while it runs — a second start of it, say — changes
+/// nothing: the rule is on the handle, and the temp dir needs none of its own.
+#[cfg(target_os = "linux")]
+fn open_data_dir(
+    home: &ZotHome,
+    identity: &Identity,
+    data_dir: &Path,
+) -> Result<crate::safe_write::SafeDir, StartError> {
+    let data_root = home.root().join("data");
+    let data =
+        crate::safe_write::SafeDir::beneath(&data_root, &identity.key(), true).map_err(|e| {
+            StartError::Confine(format!(
+                "its data dir {} is not a folder of {} (a link?): remove it, or the \
+                 extension with its data (`zot ext remove --purge`) ({e})",
+                data_dir.display(),
+                data_root.display()
+            ))
+        })?;
+    let fresh = |e: std::io::Error| StartError::Confine(format!("cannot make its temp dir: {e}"));
+    match data.dir().symlink_metadata(TMP) {
+        Ok(meta) if meta.is_dir() => data.dir().remove_dir_all(TMP).map_err(fresh)?,
+        Ok(_) => data.dir().remove_file(TMP).map_err(fresh)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(fresh(e)),
+    }
+    data.create_sub(TMP).map_err(fresh)?;
+    Ok(data)
 }
 
 /// A component in the sandbox, with what the manifest asks and the user granted for

@@ -35,8 +35,30 @@ impl SafeDir {
         Self::walk(path, true)
     }
 
+    /// Opens the folder `below` (plain names) inside `anchor`: the anchor is opened as
+    /// any path is, every name below it without following a link, created where missing
+    /// when `create`. A data dir is opened so: its anchor is `$ZOT_HOME/data`, the
+    /// user's; what an extension could swap for a link is below it.
+    pub fn beneath(anchor: &Path, below: &Path, create: bool) -> io::Result<SafeDir> {
+        let names = below
+            .components()
+            .map(|c| match c {
+                Component::Normal(name) => Ok(name.to_os_string()),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is not a plain folder path", below.display()),
+                )),
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Self::from_anchor(anchor.to_path_buf(), &names, create)
+    }
+
     fn walk(path: &Path, create: bool) -> io::Result<SafeDir> {
         let (anchor, below) = anchor(path)?;
+        Self::from_anchor(anchor, &below, create)
+    }
+
+    fn from_anchor(anchor: PathBuf, below: &[OsString], create: bool) -> io::Result<SafeDir> {
         if create {
             std::fs::create_dir_all(&anchor)?;
         }
@@ -45,7 +67,7 @@ impl SafeDir {
             dir: Dir::from_std_file(file),
             path: anchor,
         };
-        for name in &below {
+        for name in below {
             here = here.sub(name, create)?;
         }
         Ok(here)
@@ -87,6 +109,11 @@ impl SafeDir {
     /// The handle, for operations within the folder (rename, remove, list).
     pub fn dir(&self) -> &Dir {
         &self.dir
+    }
+
+    /// The handle, kept.
+    pub fn into_dir(self) -> Dir {
+        self.dir
     }
 
     /// The path it was opened as.

@@ -156,7 +156,7 @@ fn start_prepared(mut b: HostBuilder, ex: Example, build: Build) -> Host {
     if build != Build::Wasm {
         let log = host.log(ex.name);
         assert_eq!(
-            log.contains("confined: files: read only the system and its folder"),
+            log.contains("confined: files: read only the program folders"),
             build == Build::Confined,
             "{build:?}: {log}"
         );

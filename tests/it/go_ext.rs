@@ -262,7 +262,7 @@ fn session(label: &str, dir: &Path, transport: &str, run: Run) -> Vec<String> {
     assert!(log.contains("acknowledged shutdown"), "{log}");
     assert!(log.contains("exited with status 0"), "{log}");
     assert_eq!(
-        log.contains("] info: confined: files: read only the system and its folder"),
+        log.contains("] info: confined: files: read only the program folders"),
         run != Run::Free,
         "{log}"
     );

@@ -88,7 +88,7 @@ fn quick_start_session(label: &str, confined: bool) -> Vec<String> {
     assert!(log.contains("exited with status 0"), "{log}");
     assert!(!log.contains("[stderr]"), "{log}");
     assert_eq!(
-        log.contains("] info: confined: files: read only the system and its folder"),
+        log.contains("] info: confined: files: read only the program folders"),
         confined,
         "{log}"
     );

@@ -353,7 +353,7 @@ fn start(build: Build) -> (Host, TempDir) {
         let log = host.log(NAME);
         let confined = !matches!(build, Build::Node);
         assert_eq!(
-            log.contains("] info: confined: files: read only the system and its folder"),
+            log.contains("] info: confined: files: read only the program folders"),
             confined,
             "{build:?}: {log}"
         );

@@ -4,15 +4,19 @@
 
 use super::{Network, Policy, DEVICES};
 use crate::sandbox::Policy as Decided;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where a confined extension lives: its folder, its program, its data dir (always
-/// writable and its `HOME`, as a classic extension's data dir is always given) and its
-/// private temp dir (made by the caller).
+/// writable and its `HOME`, as a classic extension's data dir is always given: its path,
+/// and the handle its rule is made from) and its private temp dir inside it (made by the
+/// caller).
 pub struct Place<'a> {
     pub ext_dir: &'a Path,
     pub program: &'a Path,
     pub data_dir: &'a Path,
+    pub data_handle: Arc<OwnedFd>,
     pub tmp_dir: &'a Path,
 }
 
@@ -31,6 +35,7 @@ pub fn policy_for(
         ext_dir,
         program,
         data_dir,
+        ref data_handle,
         tmp_dir,
     } = *place;
     let mut read_only = super::system::paths();
@@ -46,7 +51,7 @@ pub fn policy_for(
     if let Some(cwd) = &decided.cwd {
         read_only.push(cwd.clone());
     }
-    let read_write = vec![data_dir.to_path_buf(), tmp_dir.to_path_buf()];
+    let read_write = vec![data_handle.clone()];
     let mut ports: Vec<u16> = decided
         .http
         .iter()

@@ -2,8 +2,9 @@
 
 use super::{ConfineError, Network, Policy, Rule};
 use landlock::{
-    path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset,
-    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+    path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope,
+    ABI,
 };
 
 /// The Landlock ABI whose rights are asked: files (with `refer`, `truncate`, device
@@ -26,6 +27,16 @@ pub(super) fn kernel_abi() -> i64 {
     version.max(0)
 }
 
+/// What `restrict_self` answers on a kernel of Landlock ABI `abi` for the ruleset of
+/// [`ruleset`] (which asks for [`TARGET`]'s rights).
+pub(super) fn expected_status(abi: i64) -> RulesetStatus {
+    match abi {
+        ..=0 => RulesetStatus::NotEnforced,
+        9.. => RulesetStatus::FullyEnforced,
+        _ => RulesetStatus::PartiallyEnforced,
+    }
+}
+
 /// Each rule, and whether a kernel of Landlock ABI `abi` enforces it.
 pub(super) fn report(abi: i64, network: &Network) -> Vec<Rule> {
     let needs = |what: &'static str, min: i64| Rule {
@@ -37,10 +48,12 @@ pub(super) fn report(abi: i64, network: &Network) -> Vec<Rule> {
                 format!("needs Landlock ABI {min}, this kernel has {abi}")
             }
         }),
+        watched: false,
     };
     let mut rules = vec![
         needs(
-            "files: read only the system and its folder, write only its data and temp dirs",
+            "files: read only the program folders, what programs need of /etc and its own \
+             folder; write only its data dir (its temp dir is inside)",
             1,
         ),
         needs("files: no link or rename out of its folders", 2),
@@ -50,6 +63,7 @@ pub(super) fn report(abi: i64, network: &Network) -> Vec<Rule> {
         Network::Off => Rule {
             what: "network: no IP sockets (seccomp)",
             not_enforced: None,
+            watched: false,
         },
         Network::TcpPorts(_) => needs("network: TCP connections to the granted ports only", 4),
     });
@@ -65,6 +79,12 @@ pub(super) fn report(abi: i64, network: &Network) -> Vec<Rule> {
         ),
     ]);
     rules
+}
+
+/// What a confined extension may do in its data dir: everything but make a character or
+/// block device (which root could otherwise make there, and then read the disk through).
+fn writable() -> landlock::BitFlags<AccessFs> {
+    AccessFs::from_all(TARGET) & !(AccessFs::MakeChar | AccessFs::MakeBlock)
 }
 
 /// The ruleset for `policy`, created and filled (its descriptor is kept for the child).
@@ -88,10 +108,12 @@ pub(super) fn ruleset(policy: &Policy) -> Result<RulesetCreated, ConfineError> {
             AccessFs::from_read(TARGET),
         ))
         .and_then(|r| {
-            r.add_rules(path_beneath_rules(
-                &policy.read_write,
-                AccessFs::from_all(TARGET),
-            ))
+            r.add_rules(
+                policy
+                    .read_write
+                    .iter()
+                    .map(|dir| Ok::<_, RulesetError>(PathBeneath::new(dir.as_ref(), writable()))),
+            )
         })
         .and_then(|r| {
             r.add_rules(path_beneath_rules(

@@ -1,7 +1,7 @@
-//! Confinement of a classic extension (a subprocess) on Linux, without root: a Landlock
-//! ruleset (files, TCP ports, abstract sockets and signals) and a seccomp filter (what
-//! Landlock cannot filter: other socket families and types, `ptrace`, `io_uring`, TTY
-//! input injection), with `no_new_privs`, and none of the host's open descriptors but
+//! Confinement of a classic extension (a subprocess) on Linux, as a user or as root: a
+//! Landlock ruleset (files, TCP ports, abstract sockets and signals), a seccomp
+//! allow-list of system calls (what Landlock cannot filter), no capability in any set,
+//! an empty session keyring, `no_new_privs`, and none of the host's open descriptors but
 //! 0, 1 and 2. Its children inherit all of it.
 //!
 //! Everything that allocates or opens a path is done by [`Prepared::build`] in the host,
@@ -9,6 +9,7 @@
 //! exec (`pre_exec`). What this kernel cannot enforce is in [`Prepared::report`], never
 //! pretended; with `require`, it is an error instead.
 
+mod caps;
 mod env;
 mod from_grant;
 mod landlock;
@@ -17,17 +18,21 @@ mod system;
 
 pub use env::environment;
 pub use from_grant::{policy_for, Place};
-pub use system::ETC_SECRETS;
+pub use system::{etc_allows, ETC_ALLOWED};
 
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What a confined extension may reach.
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
     /// Read and execute: the system, the extension's own folder, a granted project dir.
     pub read_only: Vec<PathBuf>,
-    /// Everything: its data dir and its private temp dir.
-    pub read_write: Vec<PathBuf>,
+    /// Everything but making device nodes: its data dir (its temp dir is inside), as a
+    /// handle opened without following links, so the rule is on the folder the host
+    /// checked, whatever is swapped in at its path.
+    pub read_write: Vec<Arc<OwnedFd>>,
     /// Device files it may read and write (no ioctl): `/dev/null`, `/dev/urandom`, …
     pub devices: Vec<PathBuf>,
     /// The network it may use.
@@ -57,6 +62,9 @@ pub struct Rule {
     pub what: &'static str,
     /// `None`: enforced; `Some(why)`: not enforced here.
     pub not_enforced: Option<String>,
+    /// Held by zot's own watch on every kernel, never by the kernel: said as not
+    /// enforced, and no reason for a required confinement not to start.
+    pub watched: bool,
 }
 
 /// Why confinement could not be prepared or applied.
@@ -87,40 +95,88 @@ pub struct Confined {
     pub env: Vec<(String, String)>,
     pub prepared: Prepared,
     pub disk: Option<DiskQuota>,
+    /// The project dir it may read (`read:cwd`): the only one `hello_ack` names.
+    pub project: Option<PathBuf>,
 }
 
-/// A data dir measured every second (`transport::disk_walk`): the extension is stopped
-/// once it holds more than `mb` MiB (and a slack of 1 MiB).
-#[derive(Debug, Clone)]
+/// A data dir measured every [`DISK_CHECK`] (`transport::disk_walk`), with the files its
+/// processes hold open after unlinking them: the extension is stopped once it holds more
+/// than `mb` MiB (and a slack of 1 MiB). No kernel interface open to a user enforces a
+/// quota on a folder, so it is checked, not enforced (docs/sandbox.md).
+#[derive(Debug)]
 pub struct DiskQuota {
-    pub dir: PathBuf,
+    /// The data dir, as the handle its rule was made from.
+    pub dir: cap_std::fs::Dir,
+    /// Its path, for messages.
+    pub path: PathBuf,
     pub mb: u64,
 }
+
+/// How often a confined extension's disk use is measured (at least: a walk that takes
+/// longer waits ten times as long).
+pub const DISK_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The most descriptors a confined extension may hold open (`RLIMIT_NOFILE`).
 pub const MAX_FILES: u64 = 4096;
 
-/// What this kernel enforces of a confinement with `network`, and its Landlock ABI.
+/// What this kernel enforces of a confinement with `network`, and its Landlock ABI, for
+/// an extension started by this process (whose capabilities decide whether the bounding
+/// set can be emptied).
 pub fn kernel_report(network: &Network) -> (i64, Vec<Rule>) {
     let abi = landlock::kernel_abi();
-    (abi, landlock::report(abi, network))
+    (abi, report(abi, network, &caps::Drop::for_this_process()))
+}
+
+/// Every rule of a confinement: Landlock's by the kernel's ABI, then what the host applies
+/// itself (and checks in the child, refusing the start where it did not hold).
+fn report(abi: i64, network: &Network, drop: &caps::Drop) -> Vec<Rule> {
+    let mut rules = landlock::report(abi, network);
+    let holds = |what| Rule {
+        what,
+        not_enforced: None,
+        watched: false,
+    };
+    rules.extend([
+        holds(drop.rule()),
+        holds("kernel keyrings: a new empty session keyring; keyctl, add_key, request_key refused"),
+        holds(
+            "system calls: an allow-list (seccomp); no namespaces, mounts, bpf, perf events, \
+             kernel log, System V IPC; limits, priority and CPUs of itself only",
+        ),
+        holds("devices: none made (no capability, Landlock) and none in its data dir at start"),
+        Rule {
+            what: "disk quota: its data dir and the files it holds open after unlinking them",
+            not_enforced: Some(format!(
+                "checked every {} ms, not enforced by the kernel: a fast writer gets past it \
+                 before it is stopped",
+                DISK_CHECK.as_millis()
+            )),
+            watched: true,
+        },
+    ]);
+    rules
 }
 
 /// A confinement ready to be applied in a child: the Landlock ruleset's descriptor and
-/// the compiled seccomp program.
+/// the compiled seccomp programs.
 pub struct Prepared {
     ruleset: Option<::landlock::RulesetCreated>,
-    filter: seccompiler::BpfProgram,
+    /// What `restrict_self` must answer: the report says what this ABI enforces, and a
+    /// kernel that applied anything else refuses the start.
+    expected: ::landlock::RulesetStatus,
+    filters: Vec<seccompiler::BpfProgram>,
     /// `setrlimit` calls: (resource, soft and hard limit).
     rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
+    drop: caps::Drop,
     require: bool,
+    abi: i64,
     report: Vec<Rule>,
 }
 
 impl std::fmt::Debug for Prepared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Prepared")
-            .field("filter_len", &self.filter.len())
+            .field("filters", &self.filters.len())
             .field("require", &self.require)
             .field("report", &self.report)
             .finish()
@@ -128,12 +184,16 @@ impl std::fmt::Debug for Prepared {
 }
 
 impl Prepared {
-    /// Builds the ruleset and the filter for `policy` (in the host, before the fork).
+    /// Builds the ruleset and the filters for `policy` (in the host, before the fork).
     pub fn build(policy: &Policy) -> Result<Prepared, ConfineError> {
         let abi = landlock::kernel_abi();
-        let report = landlock::report(abi, &policy.network);
+        let drop = caps::Drop::for_this_process();
+        let report = report(abi, &policy.network, &drop);
         if policy.require {
-            if let Some(rule) = report.iter().find(|r| r.not_enforced.is_some()) {
+            if let Some(rule) = report
+                .iter()
+                .find(|r| r.not_enforced.is_some() && !r.watched)
+            {
                 return Err(ConfineError(format!(
                     "confinement is required, and this kernel cannot enforce: {} ({})",
                     rule.what,
@@ -150,7 +210,7 @@ impl Prepared {
             ))
         })?;
         let ruleset = landlock::ruleset(policy)?;
-        let filter = seccomp::filter(&policy.network)?;
+        let filters = seccomp::filters(&policy.network)?;
         let mut rlimits = vec![(libc::RLIMIT_CORE, 0), (libc::RLIMIT_NOFILE, MAX_FILES)];
         if let Some(mb) = policy.memory_mb {
             rlimits.push((libc::RLIMIT_DATA, mb << 20));
@@ -160,22 +220,32 @@ impl Prepared {
         }
         Ok(Prepared {
             ruleset: Some(ruleset),
-            filter,
+            expected: landlock::expected_status(abi),
+            filters,
             rlimits,
+            drop,
             require: policy.require,
+            abi,
             report,
         })
     }
 
-    /// The rules, each enforced or not on this kernel.
+    /// The rules, each enforced or not on this kernel; the child refuses to start where
+    /// what it applied differs.
     pub fn report(&self) -> &[Rule] {
         &self.report
     }
 
+    /// The Landlock ABI of this kernel.
+    pub fn abi(&self) -> i64 {
+        self.abi
+    }
+
     /// Confines the calling process: every descriptor but 0, 1 and 2 closed at exec
     /// (Landlock checks a file when it is opened: one the host holds open would be read
-    /// past it), its resource limits (no core file, descriptors, memory, file size),
-    /// `no_new_privs`, the Landlock ruleset, the seccomp filter. Called between fork and
+    /// past it), its resource limits (no core file, descriptors, memory, file size), a
+    /// new session keyring, `no_new_privs`, no capability, the Landlock ruleset (which
+    /// must be applied as the report says), the seccomp filters. Called between fork and
     /// exec, it allocates nothing and takes no lock; an error is a raw OS error, which
     /// makes the spawn fail.
     pub fn apply_in_child(&mut self) -> std::io::Result<()> {
@@ -199,20 +269,48 @@ impl Prepared {
                 return Err(std::io::Error::last_os_error());
             }
         }
+        join_empty_session_keyring()?;
         // SAFETY: prctl with constant arguments.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
+        self.drop.apply()?;
         if let Some(ruleset) = self.ruleset.take() {
             let status = ruleset
                 .restrict_self()
                 .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
-            if self.require && status.ruleset != ::landlock::RulesetStatus::FullyEnforced {
+            if status.ruleset != self.expected {
                 return Err(std::io::Error::from_raw_os_error(libc::ENOTSUP));
             }
         }
-        seccompiler::apply_filter(&self.filter)
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::EACCES))
+        for filter in &self.filters {
+            seccompiler::apply_filter(filter)
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EACCES))?;
+        }
+        Ok(())
+    }
+}
+
+/// Joins a new, empty session keyring (`KEYCTL_JOIN_SESSION_KEYRING` with no name): the
+/// keys the user's session holds are not its. A kernel without keyrings (`ENOSYS`) has
+/// none to keep from it.
+fn join_empty_session_keyring() -> std::io::Result<()> {
+    const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
+    // SAFETY: keyctl with a null name makes an anonymous keyring; nothing is written to
+    // memory.
+    let joined = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<libc::c_char>(),
+        )
+    };
+    match joined {
+        -1 => match std::io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::ENOSYS) => Ok(()),
+            e => Err(e),
+        },
+        _ => Ok(()),
     }
 }
 
@@ -264,7 +362,9 @@ mod tests {
                     .into_iter()
                     .map(PathBuf::from)
                     .collect(),
-                read_write: vec![self.0.join("data"), self.0.join("tmp")],
+                read_write: vec![Arc::new(OwnedFd::from(
+                    std::fs::File::open(self.0.join("data")).unwrap(),
+                ))],
                 devices: vec!["/dev/null".into(), "/dev/urandom".into()],
                 network,
                 memory_mb: Some(256),

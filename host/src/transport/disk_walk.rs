@@ -3,11 +3,13 @@
 //! by a component's quota (`wasm::disk`) and a confined classic extension's watcher
 //! (`stdio`).
 
-use cap_std::fs::{Dir, MetadataExt};
+use cap_std::fs::{Dir, FileTypeExt, MetadataExt};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The shortest time between two measurements by the watcher.
+/// The shortest time between two measurements by a component's watcher (a component's
+/// writes are charged one by one; a confined extension's are measured every
+/// `confine::DISK_CHECK`).
 pub(crate) const INTERVAL: Duration = Duration::from_secs(1);
 /// How far over the quota a measurement may find the directory before the extension is
 /// stopped.
@@ -27,6 +29,8 @@ pub(crate) struct Measure {
     pub bytes: u64,
     /// Whether every entry was counted (a walk over the limit counts as complete).
     pub complete: bool,
+    /// A character or block device found in the tree, by name.
+    pub device: Option<std::ffi::OsString>,
 }
 
 /// The bytes `size` counts as: whole blocks, at least one.
@@ -49,10 +53,12 @@ pub(crate) fn measure(root: &Dir, limit: u64) -> Measure {
     let mut pending: Vec<(Arc<Dir>, std::ffi::OsString, u64, u64)> = Vec::new();
     let mut bytes = 0u64;
     let mut open_parents = 0usize;
+    let mut device = None;
     let Ok(root) = root.open_dir(".") else {
         return Measure {
             bytes: 0,
             complete: true,
+            device,
         };
     };
     let mut next = Some(Arc::new(root));
@@ -92,13 +98,19 @@ pub(crate) fn measure(root: &Dir, limit: u64) -> Measure {
                 return Measure {
                     bytes,
                     complete: true,
+                    device,
                 };
+            }
+            let kind = meta.file_type();
+            if device.is_none() && (kind.is_char_device() || kind.is_block_device()) {
+                device = Some(entry.file_name());
             }
             if meta.is_dir() {
                 if pending.len() >= MAX_PENDING {
                     return Measure {
                         bytes,
                         complete: false,
+                        device,
                     };
                 }
                 has_children = true;
@@ -111,6 +123,7 @@ pub(crate) fn measure(root: &Dir, limit: u64) -> Measure {
                 return Measure {
                     bytes,
                     complete: false,
+                    device,
                 };
             }
         }
@@ -118,5 +131,6 @@ pub(crate) fn measure(root: &Dir, limit: u64) -> Measure {
     Measure {
         bytes,
         complete: true,
+        device,
     }
 }

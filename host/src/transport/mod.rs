@@ -5,6 +5,8 @@
 
 pub(crate) mod disk_walk;
 mod exit;
+#[cfg(target_os = "linux")]
+mod held;
 pub(crate) mod mcp;
 #[cfg(any(test, feature = "test-support"))]
 pub mod memory;

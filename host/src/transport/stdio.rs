@@ -42,6 +42,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         env,
         mut prepared,
         disk: quota,
+        project: _,
     }) = spec.confine
     {
         disk = quota;
@@ -144,43 +145,72 @@ struct Group {
     stopped_for: Mutex<Option<ExitReason>>,
 }
 
-/// Measures the data dir of a confined extension every second (or ten times as long as
-/// the last walk took) and stops its process group once it holds more than its quota
+/// What a confined extension's data dir holds before it starts: refused when it is over
+/// its quota (and the slack) already, holds a device node (which an earlier, unconfined
+/// run could have made to reach a disk), or cannot be measured.
+#[cfg(target_os = "linux")]
+pub fn check_disk_at_start(quota: &crate::confine::DiskQuota) -> Result<(), String> {
+    use super::disk_walk::{measure, SLACK};
+    let limit = (quota.mb << 20).saturating_add(SLACK);
+    let measured = measure(&quota.dir, limit);
+    if let Some(device) = measured.device {
+        return Err(format!(
+            "its data dir {} holds a device node ({}): remove it",
+            quota.path.display(),
+            device.to_string_lossy()
+        ));
+    }
+    if !measured.complete {
+        return Err(format!(
+            "its data dir {} holds too many folders to be measured for its disk quota",
+            quota.path.display()
+        ));
+    }
+    if measured.bytes > limit {
+        return Err(format!(
+            "its data dir {} holds more than its disk quota ({} MiB): remove files from it, \
+             or grant it more (`zot ext grant NAME -p disk:N`)",
+            quota.path.display(),
+            quota.mb
+        ));
+    }
+    Ok(())
+}
+
+/// Measures the data dir of a confined extension every `confine::DISK_CHECK` (or ten
+/// times as long as the last measurement took), with the files its processes hold open
+/// after unlinking them, and stops its process group once it holds more than its quota
 /// and the slack: a write cannot be refused as a component's is, so it is stopped
 /// instead (`RLIMIT_FSIZE` keeps any one file within the quota meanwhile).
 #[cfg(target_os = "linux")]
 async fn watch_disk(quota: crate::confine::DiskQuota, group: Arc<Group>, log: Option<ExtLog>) {
-    use super::disk_walk::{measure, INTERVAL, SLACK};
+    use super::disk_walk::{measure, SLACK};
     use crate::caps::Limit;
-    let root = match cap_std::fs::Dir::open_ambient_dir(&quota.dir, cap_std::ambient_authority()) {
-        Ok(root) => Arc::new(root),
-        Err(e) => {
-            // Not measured is not unbounded: it does not run.
-            if let Some(log) = &log {
-                log.warn(&format!(
-                    "stopped: its data dir {} cannot be measured for its disk quota: {e}",
-                    quota.dir.display()
-                ));
-            }
-            stop(
-                &group,
-                ExitReason::LimitExceeded(Limit::Disk.named(quota.mb)),
-            );
-            return;
-        }
-    };
     let limit = (quota.mb << 20).saturating_add(SLACK);
-    let mut interval = INTERVAL;
+    let device = quota.dir.dir_metadata().map(|m| {
+        use cap_std::fs::MetadataExt;
+        m.dev()
+    });
+    let root = Arc::new(quota.dir);
+    let pgid = group.pgid;
+    let mut interval = crate::confine::DISK_CHECK;
     while !group.reaped.load(Ordering::SeqCst) {
         tokio::time::sleep(interval).await;
         let started = std::time::Instant::now();
         let dir = root.clone();
+        let device = device.as_ref().ok().copied();
         // A tree too deep or too wide to be measured counts as over: what cannot be
         // counted is not left unbounded.
-        let measured = tokio::task::spawn_blocking(move || measure(&dir, limit))
-            .await
-            .ok();
-        interval = INTERVAL.max(started.elapsed() * 10);
+        let measured = tokio::task::spawn_blocking(move || {
+            let mut m = measure(&dir, limit);
+            if let Some(device) = device {
+                m.bytes = m.bytes.saturating_add(super::held::unlinked(pgid, device));
+            }
+            m
+        })
+        .await
+        .ok();
+        interval = crate::confine::DISK_CHECK.max(started.elapsed() * 10);
         let over = match measured {
             Some(m) if !m.complete => {
                 if let Some(log) = &log {
@@ -192,6 +222,14 @@ async fn watch_disk(quota: crate::confine::DiskQuota, group: Arc<Group>, log: Op
             None => false,
         };
         if over {
+            if let Some(log) = &log {
+                log.warn(&format!(
+                    "stopped: its data dir {} (with the files it holds open after unlinking \
+                     them) is over its disk quota of {} MiB",
+                    quota.path.display(),
+                    quota.mb
+                ));
+            }
             stop(
                 &group,
                 ExitReason::LimitExceeded(Limit::Disk.named(quota.mb)),

@@ -2,7 +2,9 @@
 do and says, for each, "ok" or "denied <error>". The paths come in the tool's arguments
 (the test plants them); a child process tries the secret too. (tests/extensions/hostile-go
 tries the same from a static binary, with raw system calls.) Its tool `tty` types into its
-terminal, `int80` makes an i386 system call, `fd` reads a descriptor it did not open."""
+terminal, `int80` makes an i386 system call, `fd` reads a descriptor it did not open,
+`power` tries what root's capabilities, the user's keyring and other processes' limits
+would give it, and `tmp_swap` swaps its temp dir for a link to a folder outside."""
 import ctypes
 import errno
 import fcntl
@@ -11,8 +13,11 @@ import mmap
 import os
 import resource
 import socket
+import stat
 import subprocess
 import sys
+import threading
+import time
 
 
 def send(frame):
@@ -204,6 +209,192 @@ def fd(a):
         return {"read": "denied " + errno.errorcode[e.errno]}
 
 
+def caps_held(libc):
+    """"ok <sets>" if it holds any capability (effective, permitted, inheritable or
+    ambient), else "denied"."""
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    if libc.capget(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    held = [name for name, words in (("effective", (0, 3)), ("permitted", (1, 4)),
+                                     ("inheritable", (2, 5))) if any(data[i] for i in words)]
+    held += ["ambient"] * any(libc.prctl(47, 2, cap, 0, 0) == 1 for cap in range(64))
+    return "ok " + ",".join(held) if held else "denied"
+
+
+def bounding_set(libc):
+    """"ok <count>" if its bounding set holds any capability (what an exec could grant
+    without no_new_privs), else "denied"."""
+    held = sum(libc.prctl(23, cap, 0, 0, 0) == 1 for cap in range(64))
+    return "ok %d" % held if held else "denied"
+
+
+def checked(libc, result, name):
+    if result < 0:
+        raise OSError(ctypes.get_errno(), name)
+    return result
+
+
+def kernel_log(libc):
+    buf = ctypes.create_string_buffer(4096)
+    checked(libc, libc.klogctl(3, buf, 4096), "klogctl")  # SYSLOG_ACTION_READ_ALL
+
+
+def bpf_map(libc):
+    attr = (ctypes.c_uint32 * 30)(2, 4, 4, 1)  # BPF_MAP_TYPE_ARRAY, key 4, value 4, 1 entry
+    os.close(checked(libc, libc.syscall(321, 0, attr, ctypes.sizeof(attr)), "bpf"))
+
+
+def keyring(libc):
+    checked(libc, libc.syscall(250, 0, ctypes.c_int(-4), 0), "keyctl")  # the user keyring
+
+
+def add_key(libc):
+    checked(libc, libc.syscall(248, b"user", b"zot-probe", b"x", 1, ctypes.c_int(-2)), "add_key")
+
+
+def io_priority(libc, pid):
+    now = checked(libc, libc.syscall(252, 1, pid), "ioprio_get")  # IOPRIO_WHO_PROCESS
+    checked(libc, libc.syscall(251, 1, pid, now), "ioprio_set")
+
+
+def in_child(libc, call):
+    """`call` in a forked child (what it changes stays there): "ok" or "denied <errno>"."""
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(r)
+        result = call(libc)
+        os.write(w, b"ok" if result == 0 else errno.errorcode[ctypes.get_errno()].encode())
+        os._exit(0)
+    os.close(w)
+    said = os.read(r, 64).decode()
+    os.close(r)
+    os.waitpid(child, 0)
+    return "ok" if said == "ok" else "denied " + said
+
+
+def system_v_memory(libc):
+    segment = checked(libc, libc.shmget(0, 4096, 0o1600), "shmget")  # IPC_PRIVATE, IPC_CREAT
+    libc.shmctl(segment, 0, None)  # IPC_RMID
+
+
+def readable(paths):
+    """The paths of `paths` it could open."""
+    got = []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                f.read(1)
+            got.append(path)
+        except OSError:
+            pass
+    return got
+
+
+def a_thread():
+    done = []
+    t = threading.Thread(target=lambda: done.append(1))
+    t.start()
+    t.join()
+    assert done
+
+
+def power(a):
+    """What privileges would give it, each "ok" or "denied …"; and what it may still do to
+    itself ("own …"); `etc`: files of /etc a confined extension must not read."""
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    home = os.environ["HOME"]
+    etc = readable(a.get("etc", []))
+    limits = lambda pid: resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    return {
+        "capabilities": caps_held(libc),
+        "bounding set": bounding_set(libc),
+        "make a character device": tried_errno(
+            lambda: os.mknod(home + "/null-%d" % os.getpid(), stat.S_IFCHR | 0o600,
+                             os.makedev(1, 3))),
+        "make a block device": tried_errno(
+            lambda: os.mknod(home + "/disk-%d" % os.getpid(), stat.S_IFBLK | 0o600,
+                             os.makedev(7, 0))),
+        "read the kernel log": tried_errno(lambda: kernel_log(libc)),
+        "make a bpf map": tried_errno(lambda: bpf_map(libc)),
+        "find the user keyring": tried_errno(lambda: keyring(libc)),
+        "add a key": tried_errno(lambda: add_key(libc)),
+        "set the host's limits": tried_errno(
+            lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE, limits(parent))),
+        "set the host's priority": tried_errno(lambda: os.setpriority(
+            os.PRIO_PROCESS, parent, os.getpriority(os.PRIO_PROCESS, parent))),
+        "set the host's CPUs": tried_errno(
+            lambda: os.sched_setaffinity(parent, os.sched_getaffinity(parent))),
+        "set the host's I/O priority": tried_errno(lambda: io_priority(libc, parent)),
+        "make a user namespace": in_child(libc, lambda c: c.unshare(0x10000000)),
+        "make System V shared memory": tried_errno(lambda: system_v_memory(libc)),
+        "read /etc beyond the list": ("ok " + " ".join(etc)) if etc else "denied",
+        "own limits": tried_errno(lambda: resource.prlimit(0, resource.RLIMIT_NOFILE, limits(0))),
+        "own priority": tried_errno(lambda: os.setpriority(
+            os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0))),
+        "own thread": tried(a_thread),
+        "uid": os.geteuid(),
+    }
+
+
+def tmp_swap(a):
+    """For `a["seconds"]`, swaps its temp dir for a link to `a["outside"]` and back, over
+    and over (as a second start of it makes the temp dir anew); how many times."""
+    tmp = os.environ["TMPDIR"]
+    moved = tmp + ".moved"
+    deadline = time.time() + a["seconds"]
+    swaps = 0
+    while time.time() < deadline:
+        try:
+            os.rename(tmp, moved)
+        except OSError:
+            pass
+        try:
+            os.symlink(a["outside"], tmp)
+            swaps += 1
+        except OSError:
+            pass
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        try:
+            os.rename(moved, tmp)
+        except OSError:
+            pass
+    return {"swaps": swaps}
+
+
+def write_tmp(a):
+    """Writes a file in its temp dir: where it landed ("ok"), or "denied <error>"."""
+    path = os.environ["TMPDIR"] + "/written-%d" % os.getpid()
+    return {"write": tried(lambda: write(path))}
+
+
+def fill(a):
+    """Writes `a["mb"]` MiB files into its data dir, `a["files"]` of them, in writes of
+    `a["chunk_mb"]` MiB (1), saying on stderr how many MiB it wrote after each write; with `unlink`, each file is unlinked as
+    soon as it is made and kept open. Then waits `a["wait"]` seconds (to be stopped) and
+    says how much it wrote."""
+    home, kept, written = os.environ["HOME"], [], 0
+    for i in range(a["files"]):
+        path = home + "/fill-%d" % i
+        f = open(path, "wb")
+        if a.get("unlink"):
+            os.unlink(path)
+        chunk = a.get("chunk_mb", 1)
+        for _ in range(a["mb"] // chunk):
+            os.write(f.fileno(), b"x" * (chunk << 20))
+            written += chunk
+            sys.stderr.write("wrote %d MiB\n" % written)
+            sys.stderr.flush()
+        kept.append(f)
+    time.sleep(a.get("wait", 0))
+    return {"written_mb": written}
+
+
 def write_mb(path, mb):
     with open(path, "wb") as f:
         for _ in range(mb):
@@ -231,17 +422,33 @@ def reach(a):
     return out
 
 
-TOOLS = {"probe": probe, "reach": reach, "tty": tty, "int80": int80, "fd": fd}
+TOLD = {}
+
+
+def told(_):
+    """What its `hello_ack` said."""
+    return TOLD
+
+
+TOOLS = {"told": told, "probe": probe, "reach": reach, "tty": tty, "int80": int80, "fd": fd, "power": power,
+         "tmp_swap": tmp_swap, "write_tmp": write_tmp, "fill": fill}
 send({"type": "hello", "name": "hostile", "version": "0.1.0", "capabilities": ["tools"]})
 for name, description in [("probe", "Try to get out."), ("reach", "Use what was granted."),
                           ("tty", "Type into its terminal."), ("int80", "An i386 system call."),
-                          ("fd", "Read a descriptor it inherited.")]:
+                          ("fd", "Read a descriptor it inherited."),
+                          ("power", "Use what privileges would give."),
+                          ("tmp_swap", "Swap its temp dir for a link."),
+                          ("write_tmp", "Write in its temp dir."),
+                          ("fill", "Fill its data dir."),
+                          ("told", "What hello_ack said.")]:
     send({"type": "register_tool", "name": name, "description": description,
           "schema": {"type": "object"}})
 send({"type": "ready"})
 for line in sys.stdin:
     msg = json.loads(line)
-    if msg.get("type") == "tool_call":
+    if msg.get("type") == "hello_ack":
+        TOLD.update(msg)
+    elif msg.get("type") == "tool_call":
         text = json.dumps(TOOLS[msg["name"]](msg.get("args") or {}))
         send({"type": "tool_result", "id": msg["id"], "content": [{"type": "text", "text": text}]})
     elif msg.get("type") == "shutdown":

@@ -722,8 +722,9 @@ pub(crate) fn info(
     Ok(())
 }
 
-/// The `confined` and `rules` rows of `info` (and `check`): whether it is confined, for
-/// these files, and each rule with whether this kernel enforces it.
+/// The `confined`, `as of` and `rules` rows of `info` (and `check`): whether it is
+/// confined, for these files, and each rule with whether it is enforced, as its last
+/// confined start applied them (or this kernel would).
 pub(crate) fn confinement_rows(name: &str, view: &ConfineView) -> Vec<(&'static str, String)> {
     let abi = match view.landlock_abi {
         Some(abi) => format!("Landlock ABI {abi} here"),
@@ -739,6 +740,15 @@ pub(crate) fn confinement_rows(name: &str, view: &ConfineView) -> Vec<(&'static 
         (true, false) => format!("yes ({abi})"),
     };
     let mut rows = vec![("confined", confined)];
+    if view.confined && !view.stale {
+        rows.push((
+            "as of",
+            match &view.applied_at {
+                Some(at) => format!("its last start, {at}: what it applied"),
+                None => "not started confined yet: what this kernel would apply".to_string(),
+            },
+        ));
+    }
     for (i, rule) in view.rules.iter().enumerate() {
         let k = if i == 0 { "rules" } else { "" };
         rows.push(match &rule.why {
