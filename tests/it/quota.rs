@@ -80,7 +80,8 @@ fn every_way_past_the_disk_quota_is_refused_and_the_component_goes_on() {
     ];
     for (kind, wasm) in KINDS {
         for (mode, amount) in attacks {
-            // Below PATH_MAX needs directory handles, which preview 1's std has not.
+            // Below PATH_MAX needs directory handles, which preview 1's std has not (raw
+            // calls do: a_preview1_module_cannot_outrun_its_quota_through_unlinked_files).
             if kind == "preview1" && mode == "deep" {
                 continue;
             }

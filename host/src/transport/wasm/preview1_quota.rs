@@ -262,13 +262,9 @@ fn iovecs_len(c: &mut Caller<'_, GuestData>, iovs: i32, n: i32) -> Option<u64> {
     if count > IOV_MAX {
         return None;
     }
-    let Some(Extern::Memory(memory)) = c.get_export("memory") else {
+    let Some(list) = read_memory(c, iovs, count * 8) else {
         return Some(0);
     };
-    let mut list = vec![0u8; count * 8];
-    if memory.read(&*c, iovs as u32 as usize, &mut list).is_err() {
-        return Some(0);
-    }
     let lens = list
         .chunks_exact(8)
         .map(|v| u32::from_le_bytes([v[4], v[5], v[6], v[7]]));
@@ -328,22 +324,22 @@ async fn track_opened(
         Some(Descriptor::File(f)) if !f.perms.write_not_permitted() => usage.track(&f.file),
         Some(Descriptor::File(_) | Descriptor::Dir(_)) => {}
         None => {
-            let fd = read_u32(c, opened).unwrap_or(u32::MAX);
-            call(c, "fd_close", (fd as i32,)).await?;
+            let fd = read_memory(c, opened, 4).and_then(|b| b.try_into().ok());
+            call(c, "fd_close", (fd.map_or(-1, i32::from_le_bytes),)).await?;
             return Ok(NOTCAPABLE);
         }
     }
     Ok(0)
 }
 
-/// The little-endian `u32` at `at` in the module's memory.
-fn read_u32(c: &mut Caller<'_, GuestData>, at: i32) -> Option<u32> {
+/// The `len` bytes at `at` in the module's memory, if they can be read.
+fn read_memory(c: &mut Caller<'_, GuestData>, at: i32, len: usize) -> Option<Vec<u8>> {
     let Some(Extern::Memory(memory)) = c.get_export("memory") else {
         return None;
     };
-    let mut bytes = [0u8; 4];
+    let mut bytes = vec![0u8; len];
     memory.read(&*c, at as u32 as usize, &mut bytes).ok()?;
-    Some(u32::from_le_bytes(bytes))
+    Some(bytes)
 }
 
 /// Calls the original of `name` through the trampoline.
