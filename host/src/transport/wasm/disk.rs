@@ -13,7 +13,10 @@
 //! the quota too). A write is charged the growth it causes (its new end against the
 //! file's size); a new name one block plus its bytes (the directory holding it grows).
 //! The first measurement runs before the guest does; until then the quota counts as full.
-//! Files the component holds open count while open, also once unlinked.
+//! Files the component holds open count while open, also once unlinked: each is tracked
+//! by its handle when it is opened ([`Usage::track`]), never looked up by a name. A
+//! failed operation gives its charge back ([`Usage::refund`]) unless a measurement began
+//! since, which already counted what the operation left on disk.
 //!
 //! A watcher re-measures the directory every [`INTERVAL`] (or ten times as long as the
 //! last walk took, if that is longer: a walk costs at most a tenth of a core), and a
@@ -42,12 +45,6 @@ const NAME_OVERHEAD: u64 = 32;
 pub(super) struct Usage {
     /// The data directory.
     root: Dir,
-    /// Its real path, where this process's open descriptors are looked up when the files
-    /// the guest opened are not tracked one by one (a preview-1 module's).
-    real: std::path::PathBuf,
-    /// Whether files are tracked one by one ([`Usage::track`]); else the unlinked open
-    /// ones are found among this process's descriptors.
-    tracked: AtomicBool,
     /// The quota, in MiB and in bytes.
     mb: u64,
     limit: u64,
@@ -70,11 +67,22 @@ struct State {
     used: u64,
     /// What was charged since the measurement under way started.
     charged_in_walk: u64,
+    /// How many measurements have begun.
+    walks: u64,
 }
 
 /// Why a charge was refused: the quota is reached.
 #[derive(Debug)]
 pub(super) struct QuotaFull;
+
+/// A charge made, to give back with [`Usage::refund`] if its operation fails.
+#[derive(Debug, Clone, Copy)]
+#[must_use = "a charge is refunded if its operation fails"]
+pub(super) struct Charge {
+    bytes: u64,
+    /// The measurements begun when it was made.
+    walk: u64,
+}
 
 impl Usage {
     /// The usage of `dir` under a quota of `mb` MiB: full until [`Usage::measure_first`]
@@ -84,13 +92,11 @@ impl Usage {
         let limit = mb << 20;
         Ok(Arc::new(Usage {
             root,
-            real: std::fs::canonicalize(dir)?,
-            tracked: AtomicBool::new(true),
             mb,
             limit,
             state: Mutex::new(State {
                 used: limit,
-                charged_in_walk: 0,
+                ..State::default()
             }),
             open: Mutex::new(Vec::new()),
             walking: Mutex::new(Instant::now()),
@@ -112,15 +118,14 @@ impl Usage {
 
     /// Charges `bytes` of growth, or refuses it if it would take the usage past the
     /// quota (after measuring again, if something was given back since).
-    pub(super) fn charge(&self, bytes: u64) -> Result<(), QuotaFull> {
-        if bytes == 0 {
-            return Ok(());
+    pub(super) fn charge(&self, bytes: u64) -> Result<Charge, QuotaFull> {
+        if let Some(charge) = self.try_charge(bytes) {
+            return Ok(charge);
         }
-        if self.try_charge(bytes) {
-            return Ok(());
-        }
-        if self.shrunk.load(Ordering::SeqCst) && self.remeasure(false) && self.try_charge(bytes) {
-            return Ok(());
+        if self.shrunk.load(Ordering::SeqCst) && self.remeasure(false) {
+            if let Some(charge) = self.try_charge(bytes) {
+                return Ok(charge);
+            }
         }
         if !self.refusing.swap(true, Ordering::SeqCst) {
             self.log.warn(&format!(
@@ -134,31 +139,44 @@ impl Usage {
     /// [`Usage::charge`] of an upper bound of the growth (a preview-1 module's write,
     /// whose offset is not known here): before a refusal the directory is measured
     /// again, since the bounds charged so far may have over-counted.
-    pub(super) fn charge_bound(&self, bytes: u64) -> Result<(), QuotaFull> {
-        if bytes == 0 || self.try_charge(bytes) {
-            return Ok(());
+    pub(super) fn charge_bound(&self, bytes: u64) -> Result<Charge, QuotaFull> {
+        if let Some(charge) = self.try_charge(bytes) {
+            return Ok(charge);
         }
         self.shrunk();
         self.charge(bytes)
     }
 
-    fn try_charge(&self, bytes: u64) -> bool {
+    /// Charges `bytes` if they fit (nothing always fits).
+    fn try_charge(&self, bytes: u64) -> Option<Charge> {
         let mut state = self.state.lock().unwrap();
+        let charge = Charge {
+            bytes,
+            walk: state.walks,
+        };
+        if bytes == 0 {
+            return Some(charge);
+        }
         if state.used.saturating_add(bytes) > self.limit {
-            return false;
+            return None;
         }
         state.used += bytes;
         state.charged_in_walk = state.charged_in_walk.saturating_add(bytes);
         drop(state);
         self.refusing.store(false, Ordering::SeqCst);
-        true
+        Some(charge)
     }
 
-    /// Gives back a charge whose operation failed.
-    pub(super) fn refund(&self, bytes: u64) {
+    /// Gives back a charge whose operation failed: all of it, or nothing if a measurement
+    /// began since it was made (that measurement replaces the count with what is on disk,
+    /// which holds what the operation really wrote, and not the rest of the charge).
+    pub(super) fn refund(&self, charge: Charge) {
         let mut state = self.state.lock().unwrap();
-        state.used = state.used.saturating_sub(bytes);
-        state.charged_in_walk = state.charged_in_walk.saturating_sub(bytes);
+        if state.walks != charge.walk {
+            return;
+        }
+        state.used = state.used.saturating_sub(charge.bytes);
+        state.charged_in_walk = state.charged_in_walk.saturating_sub(charge.bytes);
     }
 
     /// Something was deleted or shrunk: the next refusal measures again first.
@@ -200,7 +218,10 @@ impl Usage {
             return false;
         }
         self.shrunk.store(false, Ordering::SeqCst);
-        self.state.lock().unwrap().charged_in_walk = 0;
+        let mut state = self.state.lock().unwrap();
+        state.charged_in_walk = 0;
+        state.walks += 1;
+        drop(state);
         let tree = measure(&self.root, self.limit);
         *next = Instant::now() + started.elapsed() * 9;
         if !tree.complete {
@@ -215,18 +236,8 @@ impl Usage {
         true
     }
 
-    /// The files the guest opens are not tracked one by one: count the unlinked ones
-    /// among this process's open descriptors (a preview-1 module's, whose files
-    /// `wasmtime-wasi` opens itself).
-    pub(super) fn untracked(&self) {
-        self.tracked.store(false, Ordering::SeqCst);
-    }
-
     /// The bytes of the files the component holds open and has unlinked.
     fn unlinked_open_bytes(&self) -> u64 {
-        if !self.tracked.load(Ordering::SeqCst) {
-            return unlinked_in(&self.real);
-        }
         let mut open = self.open.lock().unwrap();
         open.retain(|f| f.strong_count() > 0);
         open.iter()
@@ -267,34 +278,6 @@ impl Usage {
             }
         }
     }
-}
-
-/// The bytes of the unlinked files under `dir` that this process holds open (Linux:
-/// `/proc/self/fd`, where such a descriptor reads `<path> (deleted)`); elsewhere,
-/// nothing can be found, so nothing is given back for them.
-fn unlinked_in(dir: &std::path::Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
-        return 0;
-    };
-    let mut total = 0u64;
-    for fd in fds.flatten() {
-        let Ok(target) = std::fs::read_link(fd.path()) else {
-            continue;
-        };
-        let text = target.to_string_lossy();
-        let Some(path) = text.strip_suffix(" (deleted)") else {
-            continue;
-        };
-        if !std::path::Path::new(path).starts_with(dir) {
-            continue;
-        }
-        if let Ok(meta) = std::fs::metadata(fd.path()) {
-            total =
-                total.saturating_add(blocks_of(meta.len().max(meta.blocks().saturating_mul(512))));
-        }
-    }
-    total
 }
 
 #[cfg(test)]
@@ -357,12 +340,42 @@ mod tests {
         let usage = Usage::new(dir.path(), 1, dir.log()).unwrap();
         usage.measure_first();
         assert_eq!(usage.used(), 512 << 10);
-        assert!(usage.charge(256 << 10).is_ok());
+        let charge = usage.charge(256 << 10).unwrap();
         assert!(usage.charge(512 << 10).is_err());
-        usage.refund(256 << 10);
+        usage.refund(charge);
         std::fs::remove_file(dir.path().join("old")).unwrap();
         usage.shrunk();
         assert!(usage.charge(900 << 10).is_ok(), "measured again: room");
+    }
+
+    /// A failed operation's charge is given back whole while the count still holds it,
+    /// and not at all once a measurement began after it: that measurement counted what
+    /// is on disk, so a refund then would give back bytes no longer counted (a write of
+    /// 3 MiB that failed, refunded after a measurement of the 1 MiB stored, took the
+    /// count to 0: 1 MiB more for the guest each time).
+    #[test]
+    fn a_refund_gives_back_only_what_the_count_still_holds() {
+        let dir = dir("refund");
+        std::fs::write(dir.path().join("old"), vec![0u8; 1 << 20]).unwrap();
+        let usage = Usage::new(dir.path(), 4, dir.log()).unwrap();
+        usage.measure_first();
+        let failed = usage.charge(2 << 20).unwrap();
+        assert_eq!(usage.used(), 3 << 20);
+        usage.refund(failed);
+        assert_eq!(usage.used(), 1 << 20, "given back whole");
+        let failed = usage.charge(3 << 20).unwrap();
+        assert!(usage.remeasure(true));
+        assert_eq!(usage.used(), 1 << 20, "measured: what is on disk");
+        usage.refund(failed);
+        assert_eq!(
+            usage.used(),
+            1 << 20,
+            "nothing given back past the measurement"
+        );
+        // Charged after that measurement: given back whole.
+        let after = usage.charge(1 << 20).unwrap();
+        usage.refund(after);
+        assert_eq!(usage.used(), 1 << 20);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //!
 //! Linked over wasmtime-wasi's `wasi:filesystem/types` by [`add_to_linker`].
 
-use super::disk::{blocks_of, Usage};
+use super::disk::{blocks_of, Charge, Usage};
 use bytes::Bytes;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -85,39 +85,37 @@ impl Files<'_> {
         &self,
         fd: &Resource<types::Descriptor>,
         end: impl FnOnce(u64) -> u64,
-    ) -> FsResult<(Option<Arc<Usage>>, u64)> {
+    ) -> FsResult<Charged> {
         let Some(usage) = self.charged(fd) else {
-            return Ok((None, 0));
+            return Ok(None);
         };
         let Ok(Descriptor::File(f)) = self.fs.table.get(fd) else {
-            return Ok((None, 0));
+            return Ok(None);
         };
         let old = f.file.metadata()?.len();
-        let bytes = growth(old, end(old));
-        usage.charge(bytes).map_err(|_| no_space())?;
-        Ok((Some(usage), bytes))
+        let charge = usage
+            .charge(growth(old, end(old)))
+            .map_err(|_| no_space())?;
+        Ok(Some((usage, charge)))
     }
 
     /// Charges `bytes` for a new entry under the directory `fd`.
-    fn charge_entry(
-        &self,
-        fd: &Resource<types::Descriptor>,
-        bytes: u64,
-    ) -> FsResult<(Option<Arc<Usage>>, u64)> {
+    fn charge_entry(&self, fd: &Resource<types::Descriptor>, bytes: u64) -> FsResult<Charged> {
         let Some(usage) = self.charged(fd) else {
-            return Ok((None, 0));
+            return Ok(None);
         };
-        usage.charge(bytes).map_err(|_| no_space())?;
-        Ok((Some(usage), bytes))
+        let charge = usage.charge(bytes).map_err(|_| no_space())?;
+        Ok(Some((usage, charge)))
     }
 }
 
-/// Gives back `charge` if the operation failed.
-fn settle<T>(result: FsResult<T>, charge: (Option<Arc<Usage>>, u64)) -> FsResult<T> {
-    if result.is_err() {
-        if let (Some(usage), bytes) = charge {
-            usage.refund(bytes);
-        }
+/// A charge made to a quota; `None`: nothing to charge.
+type Charged = Option<(Arc<Usage>, Charge)>;
+
+/// Gives back `charged` if the operation failed.
+fn settle<T>(result: FsResult<T>, charged: Charged) -> FsResult<T> {
+    if let (Err(_), Some((usage, charge))) = (&result, charged) {
+        usage.refund(charge);
     }
     result
 }
@@ -170,7 +168,7 @@ impl HostDescriptor for Files<'_> {
         size: types::Filesize,
     ) -> FsResult<()> {
         let charge = self.charge_growth(&fd, |_| size)?;
-        let shrinks = charge.0.clone();
+        let shrinks = charge.as_ref().map(|(usage, _)| usage.clone());
         let result = settle(self.fs.set_size(fd, size).await, charge);
         if let Some(usage) = shrinks.filter(|_| result.is_ok()) {
             usage.shrunk();
@@ -292,7 +290,7 @@ impl HostDescriptor for Files<'_> {
         flags: types::DescriptorFlags,
     ) -> FsResult<Resource<types::Descriptor>> {
         let usage = self.charged(&fd);
-        let mut charge = (None, 0);
+        let mut charge = None;
         if usage.is_some() && oflags.contains(types::OpenFlags::CREATE) {
             let exists = self
                 .fs
@@ -352,7 +350,7 @@ impl HostDescriptor for Files<'_> {
     ) -> FsResult<()> {
         // The new name grows its directory; a file it replaces is given back later.
         let charge = self.charge_entry(&new_fd, Usage::entry_bytes(&new_path))?;
-        let shrinks = charge.0.clone();
+        let shrinks = charge.as_ref().map(|(usage, _)| usage.clone());
         let renamed = settle(
             self.fs.rename_at(fd, old_path, new_fd, new_path).await,
             charge,
@@ -486,15 +484,17 @@ impl ChargedStream {
             At::Offset(at) => at,
             At::End => old,
         };
-        let charge = growth(old, old.max(start.saturating_add(bytes.len() as u64)));
-        if let Some(usage) = &self.usage {
-            if usage.charge(charge).is_err() {
-                return Err(io::Error::from_raw_os_error(ENOSPC));
-            }
-        }
+        let grows = growth(old, old.max(start.saturating_add(bytes.len() as u64)));
+        let charge = match &self.usage {
+            Some(usage) => match usage.charge(grows) {
+                Ok(charge) => Some(charge),
+                Err(_) => return Err(io::Error::from_raw_os_error(ENOSPC)),
+            },
+            None => None,
+        };
         let written = self.file.write_all_at(bytes, start);
         if written.is_err() {
-            if let Some(usage) = &self.usage {
+            if let (Some(usage), Some(charge)) = (&self.usage, charge) {
                 usage.refund(charge);
             }
             self.closed = true;

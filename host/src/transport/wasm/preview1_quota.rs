@@ -9,8 +9,14 @@
 //! here). An upper bound over-counts rewrites; a refused charge then measures the
 //! directory again before it refuses ([`Usage::shrunk`]), so what is refused is what
 //! the directory really cannot take. A refused call returns `nospc` and does nothing; a
-//! call that fails is refunded. Writes to the module's own stdout and stderr are not
-//! charged — and a descriptor stops counting as those once it is closed or renumbered.
+//! call that fails is refunded ([`Usage::refund`]: never past a measurement). Writes to
+//! the module's own stdout and stderr are not charged — and a descriptor stops counting
+//! as those once it is closed or renumbered.
+//!
+//! Each file `path_open` opens in a writable directory is tracked by its handle, as a
+//! component's are ([`Usage::track`]): it counts while open, also once unlinked, however
+//! deep its path. The handle is the entry `path_open` adds to the module's resource
+//! table, in the slot that was next free before the call ([`next_slot`]).
 
 use super::disk::{blocks_of, Usage};
 use super::GuestData;
@@ -21,6 +27,8 @@ use wasm_encoder::{
     Instruction, MemoryType, Module as Encoded, TypeSection, ValType,
 };
 use wasmtime::{Caller, Engine, Extern, Instance, Linker, Memory, Module, Store};
+use wasmtime_wasi::filesystem::Descriptor;
+use wasmtime_wasi::WasiView;
 
 /// The preview-1 functions' module.
 const P1: &str = "wasi_snapshot_preview1";
@@ -136,7 +144,11 @@ pub(super) fn add_to_linker(linker: &mut Linker<GuestData>) -> wasmtime::Result<
                 } else {
                     0
                 };
-                charged(&mut c, cost, "path_open", args).await
+                let slot = next_slot(&mut c);
+                match charged(&mut c, cost, "path_open", args).await? {
+                    0 => track_opened(&mut c, slot, args.8).await,
+                    errno => Ok(errno),
+                }
             })
         },
     )?;
@@ -250,13 +262,9 @@ fn iovecs_len(c: &mut Caller<'_, GuestData>, iovs: i32, n: i32) -> Option<u64> {
     if count > IOV_MAX {
         return None;
     }
-    let Some(Extern::Memory(memory)) = c.get_export("memory") else {
+    let Some(list) = read_memory(c, iovs, count * 8) else {
         return Some(0);
     };
-    let mut list = vec![0u8; count * 8];
-    if memory.read(&*c, iovs as u32 as usize, &mut list).is_err() {
-        return Some(0);
-    }
     let lens = list
         .chunks_exact(8)
         .map(|v| u32::from_le_bytes([v[4], v[5], v[6], v[7]]));
@@ -274,14 +282,64 @@ async fn charged<P: wasmtime::WasmParams + Sync>(
     let Some(usage) = usage(c).filter(|_| cost > 0) else {
         return call(c, name, args).await;
     };
-    if usage.charge_bound(cost).is_err() {
+    let Ok(charge) = usage.charge_bound(cost) else {
         return Ok(NOSPC);
-    }
+    };
     let errno = call(c, name, args).await?;
     if errno != 0 {
-        usage.refund(cost);
+        usage.refund(charge);
     }
     Ok(errno)
+}
+
+/// The slot of the module's resource table that its next entry takes (the head of the
+/// table's free list, else its end), found by adding a placeholder and taking it out.
+/// `None` without a quota (nothing to track) or if the table is full.
+fn next_slot(c: &mut Caller<'_, GuestData>) -> Option<u32> {
+    c.data().disk.as_ref()?;
+    let table = c.data_mut().p1.as_mut()?.ctx().table;
+    let placeholder = table.push(()).ok()?;
+    let slot = placeholder.rep();
+    table.delete(placeholder).ok()?;
+    Some(slot)
+}
+
+/// After `path_open` succeeded: tracks the file it opened, the descriptor it added in
+/// `slot` (if opened in a writable directory; a directory is not tracked). If `slot`
+/// holds no descriptor, the file cannot be counted: the new descriptor (at `opened` in
+/// the module's memory) is closed and `notcapable` returned.
+async fn track_opened(
+    c: &mut Caller<'_, GuestData>,
+    slot: Option<u32>,
+    opened: i32,
+) -> wasmtime::Result<i32> {
+    let Some(usage) = usage(c) else {
+        return Ok(0);
+    };
+    let table = c.data_mut().p1.as_mut().map(|p1| p1.ctx().table);
+    let entry = slot
+        .zip(table)
+        .and_then(|(slot, t)| t.get_any_mut(slot).ok());
+    match entry.and_then(|e| e.downcast_ref::<Descriptor>()) {
+        Some(Descriptor::File(f)) if !f.perms.write_not_permitted() => usage.track(&f.file),
+        Some(Descriptor::File(_) | Descriptor::Dir(_)) => {}
+        None => {
+            let fd = read_memory(c, opened, 4).and_then(|b| b.try_into().ok());
+            call(c, "fd_close", (fd.map_or(-1, i32::from_le_bytes),)).await?;
+            return Ok(NOTCAPABLE);
+        }
+    }
+    Ok(0)
+}
+
+/// The `len` bytes at `at` in the module's memory, if they can be read.
+fn read_memory(c: &mut Caller<'_, GuestData>, at: i32, len: usize) -> Option<Vec<u8>> {
+    let Some(Extern::Memory(memory)) = c.get_export("memory") else {
+        return None;
+    };
+    let mut bytes = vec![0u8; len];
+    memory.read(&*c, at as u32 as usize, &mut bytes).ok()?;
+    Some(bytes)
 }
 
 /// Calls the original of `name` through the trampoline.
@@ -311,6 +369,11 @@ pub(super) async fn connect(store: &mut Store<GuestData>, memory: Memory) -> was
     let module = trampoline(store.engine())?;
     let instance: Instance = linker.instantiate_async(&mut *store, &module).await?;
     store.data_mut().p1_trampoline = Some(instance);
+    // wasmtime-wasi makes the module's first descriptors (stdio, preopens) in its table
+    // on the first call: here, so none is made within a `path_open` (see `next_slot`).
+    // Closing a descriptor that does not exist does nothing else.
+    let close = instance.get_typed_func::<(i32,), i32>(&mut *store, "fd_close")?;
+    close.call_async(&mut *store, (-1,)).await?;
     Ok(())
 }
 

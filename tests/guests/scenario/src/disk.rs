@@ -29,6 +29,8 @@ pub fn attack(mode: &str, amount: u64) -> Value {
         "files" => entries(amount, |i| std::fs::write(format!("/data/many/f{i}"), b"x")),
         "dirs" => entries(amount, |i| std::fs::create_dir(format!("/data/many/d{i}"))),
         "deep" => deep(amount),
+        "deep_unlinked" => deep_unlinked(amount),
+        "many_unlinked" => many_unlinked(amount),
         "iovecs" => iovecs(amount),
         "raw_iovecs" => raw_iovecs(amount),
         other => json!({"error": format!("no attack {other}")}),
@@ -89,6 +91,11 @@ fn write_file(path: &str, mb: u64, unlink: bool) -> Value {
             return report(0, kind(e));
         }
     }
+    fill(&mut file, mb)
+}
+
+/// Writes `mb` MiB to `file`, 1 MiB at a time, until one is refused.
+fn fill(file: &mut std::fs::File, mb: u64) -> Value {
     let piece = piece();
     for i in 0..mb {
         if let Err(e) = file.write_all(&piece) {
@@ -96,6 +103,135 @@ fn write_file(path: &str, mb: u64, unlink: bool) -> Value {
         }
     }
     report(mb, None)
+}
+
+/// `count` files in `/data`, each unlinked once opened, then written 1 MiB, all kept open:
+/// `done` is how many MiB were written.
+fn many_unlinked(count: u64) -> Value {
+    let piece = piece();
+    let mut open = Vec::new();
+    for i in 0..count {
+        let path = format!("/data/unlinked-{i}");
+        let made = std::fs::File::create(&path).and_then(|mut file| {
+            std::fs::remove_file(&path)?;
+            file.write_all(&piece)?;
+            Ok(file)
+        });
+        match made {
+            Ok(file) => open.push(file),
+            Err(e) => return report(i, kind(e)),
+        }
+    }
+    report(count, None)
+}
+
+/// Preview 1's path functions on a directory descriptor, which std does not offer.
+#[cfg(all(target_os = "wasi", target_env = "p1"))]
+mod p1 {
+    use std::fs::File;
+    use std::os::fd::{AsRawFd, FromRawFd};
+
+    #[link(wasm_import_module = "wasi_snapshot_preview1")]
+    extern "C" {
+        fn path_create_directory(fd: i32, path: *const u8, len: usize) -> i32;
+        fn path_open(
+            fd: i32,
+            dirflags: i32,
+            path: *const u8,
+            len: usize,
+            oflags: i32,
+            rights: u64,
+            inheriting: u64,
+            fdflags: i32,
+            opened: *mut i32,
+        ) -> i32;
+        fn path_unlink_file(fd: i32, path: *const u8, len: usize) -> i32;
+    }
+    /// `oflags::creat`, `oflags::directory`; `rights::fd_read`, `rights::fd_write`.
+    const CREAT: i32 = 1;
+    const DIRECTORY: i32 = 2;
+    const READ: u64 = 1 << 1;
+    const WRITE: u64 = 1 << 6;
+
+    /// A WASI errno, as text.
+    fn failed(call: &str, errno: i32) -> Result<(), String> {
+        match errno {
+            0 => Ok(()),
+            e => Err(format!("{call}: errno {e}")),
+        }
+    }
+
+    /// Makes the folder `name` in `dir`.
+    pub fn mkdir(dir: &File, name: &str) -> Result<(), String> {
+        // SAFETY: `name` is valid for `name.len()` bytes during the call.
+        let errno = unsafe { path_create_directory(dir.as_raw_fd(), name.as_ptr(), name.len()) };
+        failed("path_create_directory", errno)
+    }
+
+    /// Opens the folder `name` in `dir`.
+    pub fn open_dir(dir: &File, name: &str) -> Result<File, String> {
+        open(dir, name, DIRECTORY, READ)
+    }
+
+    /// Creates (or opens) the file `name` in `dir`, to write.
+    pub fn create(dir: &File, name: &str) -> Result<File, String> {
+        open(dir, name, CREAT, READ | WRITE)
+    }
+
+    fn open(dir: &File, name: &str, oflags: i32, rights: u64) -> Result<File, String> {
+        let mut fd = -1;
+        // SAFETY: `name` is valid for `name.len()` bytes, `fd` is a valid out-pointer.
+        let errno = unsafe {
+            path_open(
+                dir.as_raw_fd(),
+                0,
+                name.as_ptr(),
+                name.len(),
+                oflags,
+                rights,
+                rights,
+                0,
+                &mut fd,
+            )
+        };
+        failed("path_open", errno)?;
+        // SAFETY: preview 1 just opened `fd`; nothing else owns it.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Unlinks the file `name` in `dir`.
+    pub fn unlink(dir: &File, name: &str) -> Result<(), String> {
+        // SAFETY: `name` is valid for `name.len()` bytes during the call.
+        let errno = unsafe { path_unlink_file(dir.as_raw_fd(), name.as_ptr(), name.len()) };
+        failed("path_unlink_file", errno)
+    }
+}
+
+/// Preview 1 only: 20 nested folders of 250-character names (deeper than the host's
+/// PATH_MAX), each made and opened from its parent's descriptor, then a file at the
+/// bottom opened, unlinked, and `mb` MiB written to it.
+#[cfg(all(target_os = "wasi", target_env = "p1"))]
+fn deep_unlinked(mb: u64) -> Value {
+    let made = (|| {
+        let name = "d".repeat(250);
+        let mut dir = std::fs::File::open("/data").map_err(|e| format!("/data: {e}"))?;
+        for _ in 0..20 {
+            p1::mkdir(&dir, &name)?;
+            dir = p1::open_dir(&dir, &name)?;
+        }
+        let file = p1::create(&dir, "bottom")?;
+        p1::unlink(&dir, "bottom")?;
+        Ok::<_, String>(file)
+    })();
+    match made {
+        Ok(mut file) => fill(&mut file, mb),
+        Err(e) => report(0, Some(e)),
+    }
+}
+
+#[cfg(not(all(target_os = "wasi", target_env = "p1")))]
+fn deep_unlinked(_mb: u64) -> Value {
+    json!({"error": "deep_unlinked is for preview 1 only"})
 }
 
 /// Makes `/data/sparse` `mb` MiB long without writing.

@@ -51,7 +51,7 @@
 //! | `http_pending` | `url`, `count` | starts `count` GETs of `url` through `wasi:http` without waiting for them, keeps them, waits 500 ms, then `{"started":…,"failed":…,"first_error":…}` (`failed`: those already answered with an error) |
 //! | `fill_data` | `mb` | writes `/data/fill` in 1 MiB pieces until `mb` MiB or an error: `{"written_mb":…,"error":…}` (`error` null when all were written) |
 //! | `poll_spin` | `polls` | `polls` times (at least once) a `wasi:io/poll.poll` of stdin and a 1 ms timer together, then never returns; natively only the latter |
-//! | `disk_attack` | `mode`, `amount` | a `/data` quota attack (`big`, `unlinked`, `sparse`, `deep`: MiB; `files`, `dirs`: entries), see `disk.rs`: `{"done":…,"error":…}` |
+//! | `disk_attack` | `mode`, `amount` | a `/data` quota attack (`big`, `unlinked`, `sparse`, `deep`, `deep_unlinked`: MiB; `files`, `dirs`, `many_unlinked`: entries), see `disk.rs`: `{"done":…,"error":…}` |
 //! | `listings` | `path`, `count` | opens `count` listings of `path` at once, reading one entry of each: `{"opened":…,"first":…}` |
 //! | `sockets` | `port` | a TCP connection to `127.0.0.1:port`, a UDP bind and a lookup of `localhost`, through `wasi:sockets` (natively `std::net`): `{"tcp connect":…,"udp bind":…,"name lookup":…}`, each `ok` or `denied <error>` |
 
