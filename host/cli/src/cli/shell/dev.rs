@@ -354,7 +354,8 @@ impl Watcher {
     }
 
     /// What inotify told, after the first change and quiet; the folders made meanwhile
-    /// watched too. An error of inotify turns to walking.
+    /// watched too. An error of inotify turns to walking, and is a change (one may have
+    /// gone untold).
     async fn told(&mut self) -> Option<Option<PathBuf>> {
         while !self.pause().await? {}
         while self.pause().await? {}
