@@ -264,7 +264,6 @@ mod tests {
             ),
             "{text}"
         );
-        assert_eq!(one_line("tab\tand text"), "tab\tand text");
     }
 
     #[tokio::test]

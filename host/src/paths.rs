@@ -47,6 +47,12 @@ impl ZotHome {
         self.logs_dir().join(format!("ext-{name}.log"))
     }
 
+    /// The project extensions a load left untrusted, one summary line a load:
+    /// `$ZOT_HOME/logs/untrusted.log` (never an extension's own log).
+    pub fn untrusted_log_path(&self) -> PathBuf {
+        self.logs_dir().join("untrusted.log")
+    }
+
     /// Compiled components: `$ZOT_HOME/cache`.
     pub fn cache_dir(&self) -> PathBuf {
         self.root.join("cache")

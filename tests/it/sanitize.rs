@@ -259,3 +259,109 @@ fn errors_that_quote_a_manifest_or_an_extension_show_it_visibly() {
     assert!(!out.status.success(), "{}", text(&out));
     assert_inert("install error", &out);
 }
+
+/// A record forged by an extension: a newline, then a line that would pass for one of
+/// zot's own (`zot: …` on stderr, a tool or an extension in a listing).
+const FORGED: &str = "\nzot: FORGED\tcolumn";
+
+/// How `FORGED` is shown inside one line.
+const FORGED_SHOWN: &str = r"\x0azot: FORGED\x09column";
+
+/// A Python extension whose tool name and description, command name, description and
+/// error, and tool error text each carry `FORGED`.
+fn forging_py(layout: &Layout) -> PathBuf {
+    let dir = layout.root().join("src/forger");
+    write_manifest(
+        &dir,
+        &json!({"name": "forger", "version": "1.0.0", "exec": "python3",
+                "args": [dir.join("ext.py")], "description": format!("d{FORGED}")}),
+    );
+    std::fs::write(
+        dir.join("forged.json"),
+        serde_json::to_string(FORGED).unwrap(),
+    )
+    .unwrap();
+    let script = r#"import json, os, sys
+F = json.load(open(os.path.join(os.path.dirname(__file__), "forged.json")))
+def emit(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit({"type": "hello", "name": "forger", "version": "1", "capabilities": ["tools", "commands"]})
+emit({"type": "register_tool", "name": "t" + F, "description": "d" + F, "schema": {"type": "object"}})
+emit({"type": "register_tool", "name": "fails", "description": "d", "schema": {"type": "object"}})
+emit({"type": "register_command", "name": "c" + F, "description": "d" + F})
+emit({"type": "register_command", "name": "c", "description": "d"})
+emit({"type": "ready"})
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["type"] == "tool_call":
+        emit({"type": "tool_result", "id": m["id"], "is_error": True,
+              "content": [{"type": "text", "text": "bad" + F}]})
+    elif m["type"] == "command_invoked":
+        emit({"type": "command_response", "id": m["id"], "action": "noop", "error": "bad" + F})
+    elif m["type"] == "shutdown":
+        emit({"type": "shutdown_ack"}); break
+"#;
+    std::fs::write(dir.join("ext.py"), script).unwrap();
+    dir
+}
+
+/// No line of `out` is a forged record, none has a raw tab, and `shown` is in it.
+#[track_caller]
+fn no_forged_record(what: &str, out: &Output, shown: &str) {
+    let all = text(out);
+    for line in all.lines() {
+        assert!(!line.starts_with("zot: FORGED"), "{what}: forged: {all}");
+        assert!(!line.contains('\t'), "{what}: a raw tab: {all}");
+    }
+    assert!(all.contains(shown), "{what}: no {shown:?} in {all}");
+}
+
+#[test]
+fn newlines_and_tabs_an_extension_sends_start_no_record_of_their_own() {
+    let _serial = serial();
+    let layout = Layout::new("sanitize-records");
+    let dir = forging_py(&layout);
+    let dir = dir.to_str().unwrap();
+
+    // The tools named in an error, a tool's error text, a command's error.
+    let out = layout.zot(&["ext", "call", dir]);
+    no_forged_record("call (no tool)", &out, &format!("t{FORGED_SHOWN}"));
+    let out = layout.zot(&["ext", "call", dir, "fails"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    no_forged_record("call's error", &out, "error: bad\n  zot: FORGED");
+    let out = layout.zot(&["ext", "invoke", dir, "c"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    no_forged_record("invoke's error", &out, "error: bad\n  zot: FORGED");
+
+    // The shell's listings: one record a line.
+    let script = layout.root().join("records.txt");
+    std::fs::write(&script, "tools\ncommands\nlist\n").unwrap();
+    let out = layout.zot(&[
+        "ext",
+        "shell",
+        "--ext",
+        dir,
+        "--script",
+        script.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    no_forged_record(
+        "shell",
+        &out,
+        &format!("t{FORGED_SHOWN} (forger): d{FORGED_SHOWN}"),
+    );
+    let shown = text(&out);
+    assert!(
+        shown.contains(&format!("/c{FORGED_SHOWN} (forger): d{FORGED_SHOWN}")),
+        "{shown}"
+    );
+
+    // `list`'s columns: the description's tab does not shift them.
+    write_manifest(
+        &layout.home().join("extensions/forger"),
+        &json!({"name": "forger", "version": "1.0.0", "exec": "true",
+                "description": format!("d{FORGED}")}),
+    );
+    let out = layout.zot(&["ext", "list"]);
+    no_forged_record("list", &out, &format!("d{FORGED_SHOWN}"));
+}

@@ -203,6 +203,43 @@ fn an_untrusted_project_extension_shadows_nothing() {
     assert_eq!(info(&[]), "project");
 }
 
+/// A repository's untrusted folders cost one summary line a load in one log, whatever
+/// their number: 200 of them, and one named like a global extension, write nothing into
+/// that extension's log (before: a log file each, and a line in the global one's).
+#[test]
+fn untrusted_folders_cost_one_summary_line_and_nothing_in_an_extensions_log() {
+    let scratch = TempDir::new("trust-logs");
+    let root = scratch.path();
+    let (host, ready) = host_in(root, |b| {
+        b.global("guard", &py_manifest("guard", &[]));
+        b.project("guard", &py_manifest("guard", &[]));
+        for i in 0..200 {
+            let name = format!("u{i:03}");
+            b.project(&name, &py_manifest(&name, &[]));
+        }
+    });
+    assert_eq!(ready["extensions"], json!(["guard"]), "{ready}");
+    assert_eq!(ready["untrusted"].as_array().map(Vec::len), Some(201));
+    host.shutdown();
+    let logs = root.join("home/logs");
+    let mut files: Vec<String> = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["ext-guard.log", "untrusted.log"]);
+    let guard = std::fs::read_to_string(logs.join("ext-guard.log")).unwrap();
+    assert!(!guard.contains("untrusted"), "{guard}");
+    let summary = std::fs::read_to_string(logs.join("untrusted.log")).unwrap();
+    assert_eq!(summary.lines().count(), 1, "{summary}");
+    assert!(summary.len() < 4096, "{} bytes: {summary}", summary.len());
+    assert!(
+        summary.contains("201 untrusted project extension(s) not started: guard (")
+            && summary.contains("and 191 more; `zot ext trust "),
+        "{summary}"
+    );
+}
+
 /// What the component reads of [`SECRET_VAR`] (its `env` tool).
 fn secret(host: &Host) -> String {
     first_text(&host.call_tool("env", json!({"name": SECRET_VAR})))

@@ -22,6 +22,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use zot_protocol::{HelloAck, PROTOCOL_VERSION};
 
+/// How many untrusted extensions the untrusted log's line names; it counts the others.
+const UNTRUSTED_NAMED: usize = 10;
+
 /// An extension to start: the one at `rank` in load order.
 struct Pending {
     rank: usize,
@@ -70,6 +73,7 @@ impl Inner {
         for (f, untrusted) in found.untrusted {
             entries.push(self.untrusted_entry(f, untrusted, &mut report));
         }
+        self.log_untrusted(&report.untrusted);
         *self.entries.lock().unwrap() = entries;
         let outcomes = self.start_all(generation, pending);
         // Wait for the starts, at most the ready wait; the late ones go on.
@@ -152,10 +156,11 @@ impl Inner {
         (entries, pending)
     }
 
-    /// The entry of a project extension the user has not trusted, logged and reported.
+    /// The entry of a project extension the user has not trusted, reported. It has no
+    /// log of its own: a repository's folders cost no file each, and write nothing into
+    /// the log of the extension whose name they take ([`Inner::log_untrusted`]).
     fn untrusted_entry(&self, f: Found, untrusted: Untrusted, report: &mut LoadReport) -> Entry {
         let name = f.name();
-        ExtLog::open(&self.config.home.log_path(&name)).warn(&untrusted.message());
         report.untrusted.push(UntrustedReport {
             extension: name.clone(),
             dir: f.dir.clone(),
@@ -169,7 +174,7 @@ impl Inner {
                 .map(|m| m.version.clone())
                 .unwrap_or_default(),
             source: f.source,
-            log: self.config.home.log_path(&name),
+            log: self.config.home.untrusted_log_path(),
             transport: f
                 .manifest
                 .as_ref()
@@ -180,6 +185,29 @@ impl Inner {
             tool_timeout: None,
             state: EntryState::Untrusted(untrusted),
         }
+    }
+
+    /// One line in the untrusted log for all of `untrusted`: how many, the first
+    /// [`UNTRUSTED_NAMED`] by name and folder, and how to review them.
+    fn log_untrusted(&self, untrusted: &[UntrustedReport]) {
+        let Some(first) = untrusted.first() else {
+            return;
+        };
+        let named: Vec<String> = untrusted
+            .iter()
+            .take(UNTRUSTED_NAMED)
+            .map(|u| format!("{} ({}: {})", u.extension, u.dir.display(), u.untrusted.why))
+            .collect();
+        let more = match untrusted.len() - named.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        ExtLog::open(&self.config.home.untrusted_log_path()).warn(&format!(
+            "{} untrusted project extension(s) not started: {}{more}; `{}` reviews them",
+            untrusted.len(),
+            named.join(", "),
+            first.untrusted.command
+        ));
     }
 
     /// Starts all of `pending` in parallel, each in a task of its own that records its

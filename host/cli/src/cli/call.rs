@@ -10,7 +10,7 @@ use super::error::{CliError, Context as _};
 use super::load::GrantArgs;
 use super::log_tail::{self, LogMark};
 use super::resolve::ScopeArgs;
-use super::shell::render::{base64_decode, image_ext, panel_box};
+use super::shell::render::{base64_decode, hanging, image_ext, panel_box};
 use super::target::{setup, start_one, Parsed};
 use super::terminal::{self, TermProgress};
 use super::validate::{validate, Checked};
@@ -18,6 +18,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use zot_host::terminal_text::one_line;
 use zot_host::ExtState;
 use zot_protocol::{CommandResponse, ToolResult};
 
@@ -163,7 +164,7 @@ pub(crate) fn invoke(args: InvokeArgs) -> Result<ExitCode, CliError> {
             Ok(match &response.error {
                 Some(error) => {
                     if !args.json {
-                        esay!("error: {error}");
+                        esay!("error: {}", hanging(error));
                     }
                     ExitCode::from(ANSWERED_ERROR)
                 }
@@ -282,7 +283,11 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
                     Checked::Valid => {}
                     Checked::Invalid(problems) => return Err(invalid(&name, &problems)),
                     Checked::Unchecked(why) => {
-                        esay!("warning: {name}: {why}; the arguments are sent unchecked");
+                        esay!(
+                            "warning: {}: {}; the arguments are sent unchecked",
+                            one_line(&name),
+                            one_line(&why)
+                        );
                     }
                 }
             }
@@ -316,7 +321,9 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
 /// Why arguments that do not fit `tool`'s schema were not sent: the problem, or each on
 /// a line; then what to do.
 fn invalid(tool: &str, problems: &[String]) -> String {
-    let why = match problems {
+    let tool = one_line(tool);
+    let problems: Vec<_> = problems.iter().map(|p| one_line(p)).collect();
+    let why = match problems.as_slice() {
         [one] => format!("{tool}: {one}"),
         many => format!(
             "{tool}: the arguments do not fit its schema:\n  - {}",
@@ -326,11 +333,12 @@ fn invalid(tool: &str, problems: &[String]) -> String {
     format!("{why}\nhint: make the arguments fit the tool's schema, or pass --no-validate to send them as they are")
 }
 
-/// `<ext> has: a, b` or `<ext> has no <what>`.
+/// `<ext> has: a, b` or `<ext> has no <what>`, each name on the one line.
 fn has(ext: &str, what: &str, names: &[String]) -> String {
     if names.is_empty() {
         format!("{ext} has no {what}")
     } else {
+        let names: Vec<_> = names.iter().map(|n| one_line(n)).collect();
         format!("{ext} has {what}: {}", names.join(", "))
     }
 }
@@ -374,7 +382,7 @@ fn print_result(result: &ToolResult, save: Option<&Path>) {
             _ => serde_json::to_string(block).unwrap_or_default(),
         };
         if result.is_error {
-            esay!("error: {}", text.trim_end_matches('\n'));
+            esay!("error: {}", hanging(text.trim_end_matches('\n')));
         } else if !text.is_empty() {
             out(&text);
         }

@@ -301,7 +301,7 @@ where
             tracing_subscriber::fmt::format::Writer::new(&mut text),
             event,
         )?;
-        let text = zot_host::terminal_text::multi_line(&text);
+        let text = zot_host::terminal_text::one_line(&text);
         writeln!(writer, "zot: {level}: {text}")
     }
 }

@@ -2,6 +2,7 @@
 
 use super::error::{self, CliError, Context as _};
 use super::outbox::Outbox;
+use super::shell::render::hanging;
 use super::std_streams::{Input, Output};
 use request::{map_agent_event, parse_request, Parsed, Request};
 use serde_json::{json, Map, Value};
@@ -11,6 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
+use zot_host::terminal_text::one_line;
 use zot_host::transport::{input_lines, Inbound};
 use zot_host::{Host, HostConfig};
 use zot_protocol::{encode, PanelKey, PanelResize, DEFAULT_MAX_FRAME};
@@ -242,17 +244,19 @@ async fn serve(config: HostConfig, input: Input, output: Output) {
 /// Says on stderr what did not load, what was not trusted and what was warned about,
 /// one `zot: extension NAME: …` line each.
 pub(crate) fn report_load(report: &zot_host::LoadReport) {
-    let said = |extension: &str, text: String| {
-        error::report(&CliError::new(text).within(format!("extension {extension}")));
+    // A line after the first (a hint) is indented: none starts a record of its own.
+    let said = |extension: &str, text: &str| {
+        let extension = one_line(extension);
+        error::report(&CliError::new(hanging(text)).within(format!("extension {extension}")));
     };
     for e in &report.errors {
-        said(&e.extension, e.error.clone());
+        said(&e.extension, &e.error);
     }
     for u in &report.untrusted {
-        said(&u.extension, u.untrusted.message());
+        said(&u.extension, &u.untrusted.message());
     }
     for w in &report.warnings {
-        said(&w.extension, w.warning.clone());
+        said(&w.extension, &w.warning);
     }
 }
 

@@ -899,7 +899,11 @@ async fn exec(ctx: Ctx, verb: Verb, lines: mpsc::UnboundedSender<(Level, String)
             for (ext, c) in commands {
                 o.say(
                     Level::Plain,
-                    format!("/{} ({ext}): {}", c.name, render::clean(&c.description)),
+                    format!(
+                        "/{} ({ext}): {}",
+                        render::clean(&c.name),
+                        render::clean(&c.description)
+                    ),
                 );
             }
         }

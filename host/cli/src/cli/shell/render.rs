@@ -59,12 +59,14 @@ pub(crate) fn clean(text: &str) -> String {
 }
 
 /// Outside text of one or more lines (a start error and its `hint:` line), each line
-/// made safe as by [`clean`], the lines after the first indented under it.
-fn hanging(text: &str) -> String {
+/// made safe as by [`clean`], the lines after the first indented under it: no line of it
+/// starts a record of its own.
+pub(crate) fn hanging(text: &str) -> String {
     text.lines().map(clean).collect::<Vec<_>>().join("\n  ")
 }
 
-/// Multi-line `text`, each line indented by `indent`, cut at [`SHOWN_TEXT`].
+/// Multi-line `text` (a body: its tabs kept), each line indented by `indent`, cut at
+/// [`SHOWN_TEXT`].
 fn indented(text: &str, indent: &str) -> Vec<String> {
     let (shown, cut) = if text.len() > SHOWN_TEXT {
         let mut end = SHOWN_TEXT;
@@ -77,7 +79,7 @@ fn indented(text: &str, indent: &str) -> Vec<String> {
     };
     let mut lines: Vec<String> = shown
         .split('\n')
-        .map(|l| format!("{indent}{}", clean(l)))
+        .map(|l| format!("{indent}{}", zot_host::terminal_text::multi_line(l)))
         .collect();
     if let Some(n) = cut {
         lines.push(format!("{indent}… ({n} bytes in all)"));
@@ -372,7 +374,7 @@ pub(crate) fn extensions(list: &[ExtensionInfo]) -> Vec<String> {
         let v = serde_json::to_value(info).unwrap_or_default();
         out.push(format!(
             "{} {} [{}, {}] {}",
-            info.name,
+            clean(&info.name),
             field(&v, "version"),
             field(&v, "source"),
             field(&v, "transport"),
@@ -384,6 +386,7 @@ pub(crate) fn extensions(list: &[ExtensionInfo]) -> Vec<String> {
                 .map(|a| {
                     a.iter()
                         .filter_map(Value::as_str)
+                        .map(clean)
                         .collect::<Vec<_>>()
                         .join(", ")
                 })
@@ -415,7 +418,7 @@ pub(crate) fn tools(list: &[(String, RegisterTool)]) -> Vec<String> {
     for (ext, tool) in list {
         out.push(format!(
             "{} ({ext}): {}",
-            tool.name,
+            clean(&tool.name),
             clean(&tool.description)
         ));
         out.push(format!("  schema: {}", tool.schema));
@@ -447,13 +450,13 @@ pub(crate) fn load_report(r: &LoadReport) -> Vec<(Level, String)> {
     for e in &r.errors {
         out.push((
             Level::Error,
-            format!("error: {}: {}", e.extension, hanging(&e.error)),
+            format!("error: {}: {}", clean(&e.extension), hanging(&e.error)),
         ));
     }
     for w in &r.warnings {
         out.push((
             Level::Warn,
-            format!("warning: {}: {}", w.extension, hanging(&w.warning)),
+            format!("warning: {}: {}", clean(&w.extension), hanging(&w.warning)),
         ));
     }
     for u in &r.untrusted {
@@ -461,8 +464,8 @@ pub(crate) fn load_report(r: &LoadReport) -> Vec<(Level, String)> {
             Level::Warn,
             format!(
                 "untrusted: {} ({}): {}",
-                u.extension,
-                u.dir.display(),
+                clean(&u.extension),
+                clean(&u.dir.to_string_lossy()),
                 clean(&u.untrusted.message())
             ),
         ));
