@@ -218,11 +218,41 @@ struct OneWay {
     bytes: usize,
 }
 
-/// What one extension's registrations hold.
+/// What one extension's registrations hold, against [`REGISTRATIONS`] and
+/// [`REGISTRATION_BYTES`]. The core keeps one per extension; the MCP adapter keeps its
+/// own copy, so that it holds only what the core takes.
 #[derive(Default)]
-struct Registered {
+pub(crate) struct Registered {
     sizes: HashMap<(&'static str, String), usize>,
     bytes: usize,
+}
+
+impl Registered {
+    /// Records a `kind` registration (`"command"`, `"tool"`) of `name`, `size` bytes as
+    /// JSON, if it fits the caps (one that replaces a registration of the same kind and
+    /// name counts instead of it); if not, the line to log.
+    pub(crate) fn admit(
+        &mut self,
+        kind: &'static str,
+        name: &str,
+        size: usize,
+    ) -> Result<(), String> {
+        let key = (kind, name.to_string());
+        let replaced = self.sizes.get(&key).copied();
+        let count = self.sizes.len() + usize::from(replaced.is_none());
+        let bytes = self.bytes - replaced.unwrap_or(0) + size;
+        if count <= REGISTRATIONS && bytes <= REGISTRATION_BYTES {
+            self.sizes.insert(key, size);
+            self.bytes = bytes;
+            return Ok(());
+        }
+        Err(format!(
+            "refused {kind} {name:?}: registrations are capped at {REGISTRATIONS} commands and \
+             tools and {} MiB per extension (it is {size} bytes; {} bytes in use)",
+            REGISTRATION_BYTES >> 20,
+            self.bytes
+        ))
+    }
 }
 
 impl Origin for Inner {
@@ -793,29 +823,17 @@ impl Extension {
             Registration::Command(reg) => ("command", &reg.name, json_len(reg)),
             Registration::Tool(reg) => ("tool", &reg.name, json_len(reg)),
         };
-        let refused = {
-            let mut reg = self.inner.registered.lock().unwrap();
-            let key = (kind, name.clone());
-            let replaced = reg.sizes.get(&key).copied();
-            let count = reg.sizes.len() + usize::from(replaced.is_none());
-            let bytes = reg.bytes - replaced.unwrap_or(0) + size;
-            if count <= REGISTRATIONS && bytes <= REGISTRATION_BYTES {
-                reg.sizes.insert(key, size);
-                reg.bytes = bytes;
-                None
-            } else {
-                Some(reg.bytes)
-            }
-        };
-        let Some(in_use) = refused else {
+        let admitted = self
+            .inner
+            .registered
+            .lock()
+            .unwrap()
+            .admit(kind, name, size);
+        let Err(refused) = admitted else {
             return true;
         };
         self.inner.status.lock().unwrap().registrations_refused += 1;
-        self.inner.log.warn(&format!(
-            "refused {kind} {name:?}: registrations are capped at {REGISTRATIONS} commands and \
-             tools and {} MiB per extension (it is {size} bytes; {in_use} bytes in use)",
-            REGISTRATION_BYTES >> 20
-        ));
+        self.inner.log.warn(&refused);
         false
     }
 

@@ -30,6 +30,7 @@ mod library;
 mod load_flags;
 mod logs;
 mod mcp;
+mod mcp_bounds;
 mod mcp_clients;
 mod mcp_servers;
 mod memory;

@@ -453,6 +453,74 @@ fn the_stateless_revision_discovers_and_calls_without_initialize() {
     );
 }
 
+/// Tool names MCP does not allow (a space, 129 characters, a letter outside ASCII) are
+/// not served: not listed, a call to one is an unknown tool (`-32602`), and the
+/// extension's log says so, once per name however often the client lists.
+#[test]
+fn tool_names_mcp_does_not_allow_are_not_served() {
+    let mut p = Project::new("mcp-names");
+    let script = r#"
+import json, sys
+def send(f):
+    sys.stdout.write(json.dumps(f) + "\n")
+    sys.stdout.flush()
+send({"type": "hello", "name": "names", "version": "1.0.0"})
+for line in sys.stdin:
+    f = json.loads(line)
+    if f.get("type") == "hello_ack":
+        for name in ["good.name-1_x", "bad name", "a" * 129, "caf\u00e9"]:
+            send({"type": "register_tool", "name": name, "description": "d",
+                  "schema": {"type": "object"}})
+        send({"type": "ready"})
+    elif f.get("type") == "tool_call":
+        send({"type": "tool_result", "id": f["id"],
+              "content": [{"type": "text", "text": "ran " + f["name"]}]})
+    elif f.get("type") == "shutdown":
+        break
+"#;
+    p.ext("names", &inline_py("names", script));
+    let mut mcp = RawMcp::start(&p, &[]);
+    mcp.initialize();
+    let answer = |mcp: &mut RawMcp, id: u64, method: &str, params: Value| {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = mcp.next();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    };
+    for id in [2, 3] {
+        let listed = answer(&mut mcp, id, "tools/list", json!({}));
+        assert_eq!(
+            names(&listed["result"], "tools"),
+            ["good.name-1_x"],
+            "{listed}"
+        );
+    }
+    for (id, name) in [(4, "bad name"), (5, "caf\u{e9}")] {
+        let refused = answer(
+            &mut mcp,
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": {}}),
+        );
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        assert_eq!(refused["error"]["message"], format!("Unknown tool: {name}"));
+    }
+    let called = answer(&mut mcp, 6, "tools/call", json!({"name": "good.name-1_x"}));
+    assert_eq!(first(&called["result"]), "ran good.name-1_x", "{called}");
+    let log = std::fs::read_to_string(p.path("home").join("logs/ext-names.log")).unwrap();
+    for name in ["bad name", "caf\u{e9}", &"a".repeat(129)] {
+        let said = format!("zot mcp does not serve tool {name:?}");
+        assert_eq!(log.matches(&said).count(), 1, "{said} in {log}");
+    }
+    assert!(
+        log.contains("1 to 128 characters among A-Z a-z 0-9 _ - ."),
+        "{log}"
+    );
+}
+
 /// `zot mcp --only` over stdio, driven by hand: JSON-RPC lines written to its stdin, and
 /// each line it writes parsed (its stdout carries only JSON-RPC).
 struct RawMcp {

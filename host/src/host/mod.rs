@@ -109,6 +109,17 @@ impl Host {
             })
     }
 
+    /// Writes `message` as a warning of the host's into the log of extension `name`, if
+    /// it is running: what the embedding application refused of it, say.
+    pub fn warn(&self, name: &str, message: &str) {
+        let entries = self.inner.entries.lock().unwrap();
+        if let Some(EntryState::Running(ext)) =
+            entries.iter().find(|e| e.name == name).map(|e| &e.state)
+        {
+            ext.log().warn(message);
+        }
+    }
+
     /// Every active tool with the extension that provides it, sorted by name.
     pub fn tools(&self) -> Vec<(String, RegisterTool)> {
         self.inner.registry.lock().unwrap().tools()

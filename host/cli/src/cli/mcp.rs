@@ -6,10 +6,11 @@
 
 mod http;
 mod map;
+mod stdio;
 
 use super::error::{self, CliError, Context as _};
 use super::sidecar::HostArgs;
-use map::{level_rank, log_level, mcp_result, mcp_tool, prompt_text};
+use map::{level_rank, log_level, mcp_result, mcp_tool, mcp_tool_name, prompt_text};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
@@ -20,15 +21,15 @@ use rmcp::service::{
     NotificationContext, RequestContext, ServerInitializeError, SubscriptionContext,
     SubscriptionSink,
 };
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Map, Value};
+use std::collections::HashSet;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch, Semaphore};
 use zot_host::{Host, HostEvent};
@@ -44,6 +45,12 @@ const CALLS_IN_FLIGHT: usize = 256;
 /// How long one notification may wait for a session's queue; past it the session misses
 /// that notification (a client that reads nothing never holds the others up).
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many refused tool names [`Server::refused_name`] remembers.
+const REFUSED_NAMES_KEPT: usize = 4096;
+
+/// How long the last answers may take to be read once the client closed stdin.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The flags of `zot host` (what is loaded, what is trusted, the timeouts), but no tool
 /// name is the agent's own by default: an MCP client keeps its own tools apart (it names
@@ -110,17 +117,25 @@ async fn serve(
     output: super::std_streams::Output,
 ) -> i32 {
     // A client's line is capped like an extension's (`--max-frame-bytes`): a longer one
-    // is dropped whole, never held.
-    let transport = AsyncRwTransport::<RoleServer, _, _>::new(input, output)
-        .with_max_line_length(config.max_frame);
+    // is dropped whole, never held. What is written for it is bounded (`stdio`).
+    let shared = Arc::new(stdio::Shared::default());
+    let transport = stdio::Stdio::new(input, config.max_frame, shared.clone());
+    let writer = tokio::spawn({
+        let shared = shared.clone();
+        async move { shared.write_to(output).await }
+    });
     let (server, notes) = Server::start(config).await;
     let host = server.host.clone();
-    let forward = tokio::spawn(forward(notes, server.sessions.clone()));
+    let forward = tokio::spawn(forward(
+        notes,
+        server.sessions.clone(),
+        Some(shared.clone()),
+    ));
     let code = match server.serve(transport).await {
         Ok(running) => {
-            // Ends when the client closes stdin (or the transport fails).
+            // Ends when the client closes stdin, is cut off, or the transport fails.
             let _ = running.waiting().await;
-            0
+            i32::from(shared.was_cut_off())
         }
         // Closed before it said `initialize`: nothing was asked, nothing is wrong.
         Err(ServerInitializeError::ConnectionClosed(_)) => 0,
@@ -131,6 +146,11 @@ async fn serve(
     };
     forward.abort();
     host.shutdown().await;
+    shared.close();
+    // What waits is written for a client that reads it, within a deadline.
+    if !shared.was_cut_off() && tokio::time::timeout(FLUSH_TIMEOUT, writer).await.is_err() {
+        esay!("zot mcp: the client did not read the last answers in time");
+    }
     code
 }
 
@@ -145,6 +165,9 @@ struct Server {
     in_flight: Arc<Semaphore>,
     /// The sessions open, which the host's notifications go to.
     sessions: Arc<watch::Sender<Vec<Session>>>,
+    /// The tool names not served (MCP does not allow them) that were logged, by
+    /// extension.
+    refused_names: Arc<Mutex<HashSet<(String, String)>>>,
 }
 
 /// A session that finished its handshake, or a client's `subscriptions/listen` stream
@@ -199,7 +222,13 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.host.tools().into_iter().map(|(_, t)| mcp_tool(t));
+        let tools = self.host.tools().into_iter().filter_map(|(extension, t)| {
+            let served = mcp_tool_name(&t.name);
+            if !served {
+                self.refused_name(&extension, &t.name);
+            }
+            served.then(|| mcp_tool(t))
+        });
         Ok(ListToolsResult::with_all_items(tools.collect()))
     }
 
@@ -211,7 +240,7 @@ impl ServerHandler for Server {
         let name = request.name.to_string();
         // MCP 2025-11-25 (server/tools, "Error Handling"): an unknown tool is a protocol
         // error, -32602.
-        if !self.host.has_tool(&name) {
+        if !mcp_tool_name(&name) || !self.host.has_tool(&name) {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}"),
                 None,
@@ -334,8 +363,29 @@ impl Server {
             log_level: Arc::new(AtomicU8::new(0)),
             in_flight: Arc::new(Semaphore::new(CALLS_IN_FLIGHT)),
             sessions: Arc::new(watch::Sender::new(Vec::new())),
+            refused_names: Arc::default(),
         };
         (server, notes)
+    }
+
+    /// Says once in `extension`'s log that its tool `name` is not served.
+    fn refused_name(&self, extension: &str, name: &str) {
+        let mut logged = self.refused_names.lock().unwrap();
+        // As many as the extensions may register, forgotten (and said again) past it.
+        if logged.len() >= REFUSED_NAMES_KEPT {
+            logged.clear();
+        }
+        if logged.insert((extension.to_string(), name.to_string())) {
+            self.host.warn(
+                extension,
+                &format!(
+                    "zot mcp does not serve tool {:?} ({} bytes): MCP allows a tool name of \
+                     1 to 128 characters among A-Z a-z 0-9 _ - .",
+                    name.chars().take(160).collect::<String>(),
+                    name.len()
+                ),
+            );
+        }
     }
 
     /// Adds `session` to those the host's notifications go to.
@@ -390,14 +440,21 @@ impl Server {
 /// Hands the host's notifications to every open session: an extension's `notify` as a
 /// log message (logger: the extension), a registry change or an exit as
 /// `tools/list_changed` and `prompts/list_changed`. Panels, prompts to submit and
-/// note retractions have no MCP counterpart and are not sent. While no session is open
-/// they wait in the host's bounded queue (the first client gets them); a session whose
-/// client is gone is dropped.
-async fn forward(mut notes: mpsc::Receiver<HostEvent>, sessions: Arc<watch::Sender<Vec<Session>>>) {
+/// note retractions have no MCP counterpart and are not sent. While no session is open,
+/// or `stdio`'s client leaves its output unread, they wait in the host's bounded queue
+/// (which drops the oldest); a session whose client is gone is dropped.
+async fn forward(
+    mut notes: mpsc::Receiver<HostEvent>,
+    sessions: Arc<watch::Sender<Vec<Session>>>,
+    stdio: Option<Arc<stdio::Shared>>,
+) {
     let mut open = sessions.subscribe();
     loop {
         if open.wait_for(|open| !open.is_empty()).await.is_err() {
             return;
+        }
+        if let Some(stdio) = &stdio {
+            stdio.room_for_notes().await;
         }
         let Some(note) = notes.recv().await else {
             return;

@@ -1,7 +1,9 @@
-//! The sidecar's stdout: lines waiting for the client, bounded in bytes by whoever
-//! fills it. Nothing here is dropped: notifications wait for room before they are
-//! taken from the host (which drops the oldest when the client falls behind), and
-//! requests are not read while the client leaves their answers unread.
+//! The stdout of the sidecar and of `zot mcp`: bytes waiting for the client, bounded
+//! by whoever fills it. Nothing here is dropped. The sidecar's notifications wait for
+//! room before they are taken from the host (which drops the oldest when the client
+//! falls behind), and its requests are not read while the client leaves their answers
+//! unread; `zot mcp` is refused past a limit ([`Outbox::try_push`]) and cuts the
+//! client off.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -12,6 +14,13 @@ use zot_protocol::Encoded;
 /// How many bytes of output may wait for the client before the sidecar stops taking
 /// notifications from the host and stops reading requests.
 pub(crate) const OUTPUT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The least a line counts for, so that what it costs beside its bytes is counted too.
+const LINE_WEIGHT: usize = 128;
+
+fn weight(line: &[u8]) -> usize {
+    line.len().max(LINE_WEIGHT)
+}
 
 /// Lines for stdout, in order.
 #[derive(Default)]
@@ -25,8 +34,8 @@ pub(crate) struct Outbox {
 
 #[derive(Default)]
 struct State {
-    lines: VecDeque<Encoded>,
-    /// Bytes queued or being written.
+    lines: VecDeque<Vec<u8>>,
+    /// Bytes queued or being written (each line at least [`LINE_WEIGHT`]).
     bytes: usize,
     closed: bool,
 }
@@ -35,14 +44,24 @@ impl Outbox {
     /// Queues a line; never waits, never drops. Callers bound what they queue with
     /// [`Outbox::room`].
     pub(crate) fn push(&self, line: Encoded) {
+        let _ = self.try_push(line.into_bytes(), usize::MAX);
+    }
+
+    /// Queues `bytes` unless some wait already and, with them, more than `limit` would;
+    /// then gives back how many wait. Never waits.
+    pub(crate) fn try_push(&self, bytes: Vec<u8>, limit: usize) -> Result<(), usize> {
         let mut st = self.state.lock().unwrap();
         if st.closed {
-            return;
+            return Ok(());
         }
-        st.bytes += line.as_bytes().len();
-        st.lines.push_back(line);
+        if st.bytes > 0 && st.bytes.saturating_add(weight(&bytes)) > limit {
+            return Err(st.bytes);
+        }
+        st.bytes += weight(&bytes);
+        st.lines.push_back(bytes);
         drop(st);
         self.queued.notify_one();
+        Ok(())
     }
 
     /// Waits until less than [`OUTPUT_BYTES`] wait for the client.
@@ -81,8 +100,8 @@ impl Outbox {
                 self.queued.notified().await;
                 continue;
             };
-            let written = out.write_all(line.as_bytes()).await;
-            self.state.lock().unwrap().bytes -= line.as_bytes().len();
+            let written = out.write_all(&line).await;
+            self.state.lock().unwrap().bytes -= weight(&line);
             self.written.notify_waiters();
             if written.is_err() {
                 return;
@@ -98,6 +117,17 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
     use zot_protocol::encode;
+
+    #[test]
+    fn try_push_takes_a_line_alone_whatever_its_size_and_refuses_past_the_limit() {
+        let outbox = Outbox::default();
+        assert_eq!(outbox.try_push(vec![b'x'; 1000], 500), Ok(()), "alone");
+        assert_eq!(outbox.try_push(vec![b'y'; 10], 1000), Err(1000));
+        // A short line counts for at least LINE_WEIGHT.
+        assert_eq!(outbox.try_push(vec![b'z'; 1], 1000 + LINE_WEIGHT), Ok(()));
+        assert_eq!(outbox.try_push(vec![b'z'; 1], usize::MAX), Ok(()));
+        assert_eq!(outbox.state.lock().unwrap().bytes, 1000 + 2 * LINE_WEIGHT);
+    }
 
     #[tokio::test]
     async fn room_waits_while_the_client_is_behind_and_nothing_is_lost() {

@@ -15,10 +15,14 @@ mod wire;
 use super::{Connection, Control, ExitReason, Inbound, LineGate, Outbound};
 use super::{INBOUND_QUEUE, OUTBOUND_QUEUE};
 use crate::budget::Budget;
+use crate::events::json_len;
+use crate::extension::{Registered, REGISTRATION_BYTES};
 use crate::log::ExtLog;
-use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, Tool};
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{Peer, RoleClient};
-use std::collections::{BTreeMap, HashMap};
+use rmcp::ClientCacheConfig;
+use sha2::{Digest as _, Sha256};
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -33,6 +37,10 @@ use zot_protocol::{
 pub const MAX_TOOLS: usize = 1024;
 /// The most `tools/list` pages read in one listing.
 const MAX_PAGES: usize = 64;
+/// The most bytes of tools one listing holds before they are registered, each counted
+/// as the `register_tool` made of it (as JSON): what the core takes of one extension.
+/// A tool that does not fit in what is left is left out, and the log says how many were.
+pub const LISTING_BYTES: usize = REGISTRATION_BYTES;
 
 /// Who the server is to the core.
 pub(crate) struct McpSpec {
@@ -60,13 +68,12 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
     let (to_core, core_rx) = mpsc::channel(INBOUND_QUEUE);
     let (exit_tx, exit_rx) = oneshot::channel();
     let ended = Arc::new(Notify::new());
-    let wire = wire::Wire {
-        to_server: outbound,
-        from_server: inbound,
-        budget: spec.budget,
-        log: spec.log.clone(),
-        ended: ended.clone(),
-    };
+    let wire = wire::Wire::new(
+        wire::ToServer::new(outbound, spec.budget, control.clone(), spec.log.clone()),
+        inbound,
+        spec.log.clone(),
+        ended.clone(),
+    );
     let adapter = Adapter {
         core: Core {
             tx: to_core,
@@ -75,7 +82,8 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
         spec,
         control: control.clone(),
         calls: HashMap::new(),
-        registered: BTreeMap::new(),
+        registered: HashMap::new(),
+        ledger: Registered::default(),
         said_hello: false,
     };
     tokio::spawn(adapter.run(wire, from_core, ended));
@@ -122,7 +130,7 @@ impl Core {
     }
 }
 
-type Listing = Pin<Box<dyn Future<Output = Result<Vec<Tool>, String>> + Send>>;
+type Listing = Pin<Box<dyn Future<Output = Result<Vec<RegisterTool>, String>> + Send>>;
 
 struct Adapter {
     core: Core,
@@ -130,8 +138,12 @@ struct Adapter {
     control: Arc<dyn Control>,
     /// Calls in progress, by the core's id.
     calls: HashMap<String, AbortHandle>,
-    /// What was registered, by name (prefix included).
-    registered: BTreeMap<String, RegisterTool>,
+    /// What the last listing registered: each tool's name (prefix included) and the
+    /// digest of its `register_tool`, to send only new and changed ones.
+    registered: HashMap<String, [u8; 32]>,
+    /// What the core holds of this extension's registrations, by the core's own rule:
+    /// a tool it would refuse is not sent, and not kept.
+    ledger: Registered,
     /// Whether the core was sent `hello`.
     said_hello: bool,
 }
@@ -160,7 +172,10 @@ impl Adapter {
                     Ok(running) => {
                         self.started(running.peer_info().as_deref());
                         let p = running.peer().clone();
-                        listing = Some(Box::pin(list(p.clone(), self.spec.log.clone())));
+                        // rmcp keeps list answers (every page, 512 of them, past their
+                        // expiry by default): the host holds only what it registered.
+                        p.set_response_cache_config(ClientCacheConfig::disabled()).await;
+                        listing = Some(self.list(&p));
                         peer = Some(p);
                         service = Some(running);
                     }
@@ -177,12 +192,12 @@ impl Adapter {
                         Err(e) => self.spec.log.warn(&format!("cannot list the MCP server's tools: {e}")),
                     }
                     if std::mem::take(&mut list_again) {
-                        listing = peer.clone().map(|p| Box::pin(list(p, self.spec.log.clone())) as Listing);
+                        listing = peer.as_ref().map(|p| self.list(p));
                     }
                 }
                 () = relist.notified() => match (&listing, &peer) {
                     (Some(_), _) => list_again = true,
-                    (None, Some(p)) => listing = Some(Box::pin(list(p.clone(), self.spec.log.clone()))),
+                    (None, Some(p)) => listing = Some(self.list(p)),
                     (None, None) => {}
                 },
                 frame = from_core.recv() => match frame {
@@ -220,10 +235,21 @@ impl Adapter {
         ));
     }
 
+    /// A listing of the server's tools, as `register_tool` frames.
+    fn list(&self, peer: &Peer<RoleClient>) -> Listing {
+        Box::pin(list(
+            peer.clone(),
+            self.spec.prefix.clone(),
+            self.spec.log.clone(),
+        ))
+    }
+
     /// Registers the tools of a listing: the first time with `hello` and `ready`, after
     /// that the new and changed ones (a registration replaces the earlier one of the
-    /// same name); a tool that went is logged (the zot protocol cannot withdraw one).
-    async fn register(&mut self, tools: Vec<Tool>) {
+    /// same name). A tool the core would refuse (over its caps, counting what it holds
+    /// of earlier listings) is logged and dropped. What is kept is this listing's tools,
+    /// replacing the last; one that went is logged (the zot protocol cannot withdraw it).
+    async fn register(&mut self, tools: Vec<RegisterTool>) {
         let first = !self.said_hello;
         if first {
             self.said_hello = true;
@@ -236,13 +262,19 @@ impl Adapter {
                 }))
                 .await;
         }
-        let mut now = BTreeMap::new();
-        for tool in &tools {
-            let frame = map::register(tool, &self.spec.prefix);
-            if self.registered.get(&frame.name) != Some(&frame) {
-                self.core.send(ExtFrame::RegisterTool(frame.clone())).await;
+        let mut now = HashMap::new();
+        for frame in tools {
+            let digest: [u8; 32] = Sha256::digest(zot_protocol::encode(&frame).as_bytes()).into();
+            if self.registered.get(&frame.name) == Some(&digest) {
+                now.insert(frame.name, digest);
+                continue;
             }
-            now.insert(frame.name.clone(), frame);
+            if let Err(refused) = self.ledger.admit("tool", &frame.name, json_len(&frame)) {
+                self.spec.log.warn(&refused);
+                continue;
+            }
+            now.insert(frame.name.clone(), digest);
+            self.core.send(ExtFrame::RegisterTool(frame)).await;
         }
         for gone in self.registered.keys().filter(|k| !now.contains_key(*k)) {
             self.spec.log.warn(&format!(
@@ -250,7 +282,7 @@ impl Adapter {
                  extension restarts, and a call to it gets the server's answer"
             ));
         }
-        self.registered.extend(now);
+        self.registered = now;
         if first {
             self.core.send(ExtFrame::Ready(Empty::default())).await;
         }
@@ -337,31 +369,74 @@ impl Adapter {
     }
 }
 
-/// Every tool the server lists, page by page, at most [`MAX_TOOLS`] of them in
-/// [`MAX_PAGES`] pages; what is left out past either cap is logged.
-async fn list(peer: Peer<RoleClient>, log: ExtLog) -> Result<Vec<Tool>, String> {
-    let mut tools = Vec::new();
+/// Every tool the server lists, page by page, as `register_tool` frames (names after
+/// `prefix`): at most [`MAX_TOOLS`] of them in [`MAX_PAGES`] pages, holding at most
+/// [`LISTING_BYTES`]; what is left out past a cap is logged.
+async fn list(
+    peer: Peer<RoleClient>,
+    prefix: String,
+    log: ExtLog,
+) -> Result<Vec<RegisterTool>, String> {
+    let mut listing = Taken::default();
     let mut cursor = None;
     for _ in 0..MAX_PAGES {
         let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
         let page = peer.list_tools(params).await.map_err(|e| e.to_string())?;
-        tools.extend(page.tools);
-        if tools.len() > MAX_TOOLS {
+        for tool in &page.tools {
+            listing.take(map::register(tool, &prefix));
+        }
+        if listing.tools.len() > MAX_TOOLS {
             log.warn(&format!(
                 "the MCP server lists more than {MAX_TOOLS} tools: only the first \
                  {MAX_TOOLS} are taken"
             ));
-            tools.truncate(MAX_TOOLS);
-            return Ok(tools);
+            listing.tools.truncate(MAX_TOOLS);
+            return Ok(listing.done(&log));
         }
         match page.next_cursor {
             Some(next) => cursor = Some(next),
-            None => return Ok(tools),
+            None => return Ok(listing.done(&log)),
         }
     }
     log.warn(&format!(
         "the MCP server's tool list runs past {MAX_PAGES} pages: only the tools of the \
          first {MAX_PAGES} are taken"
     ));
-    Ok(tools)
+    Ok(listing.done(&log))
+}
+
+/// The tools of a listing so far, within [`LISTING_BYTES`].
+#[derive(Default)]
+struct Taken {
+    tools: Vec<RegisterTool>,
+    bytes: usize,
+    /// How many tools, of how many bytes, did not fit.
+    left_out: (usize, usize),
+}
+
+impl Taken {
+    /// Keeps `tool` if it fits in what is left of [`LISTING_BYTES`].
+    fn take(&mut self, tool: RegisterTool) {
+        let size = json_len(&tool);
+        if self.bytes + size > LISTING_BYTES {
+            self.left_out.0 += 1;
+            self.left_out.1 += size;
+            return;
+        }
+        self.bytes += size;
+        self.tools.push(tool);
+    }
+
+    /// The tools kept, once the log says what was left out.
+    fn done(self, log: &ExtLog) -> Vec<RegisterTool> {
+        let (count, bytes) = self.left_out;
+        if count > 0 {
+            log.warn(&format!(
+                "the MCP server's tools are over {} MiB: {count} of them ({bytes} bytes) \
+                 are left out",
+                LISTING_BYTES >> 20
+            ));
+        }
+        self.tools
+    }
 }

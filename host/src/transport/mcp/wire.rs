@@ -1,26 +1,124 @@
 //! The MCP server's side of the wire: JSON-RPC messages as lines over the connection of
-//! the program or component that is the server, for rmcp's client.
+//! the program or component that is the server, for rmcp's client. Nothing here waits
+//! for the server to read: what waits for it is bounded in bytes ([`TO_SERVER_BYTES`]),
+//! and a server that leaves that much unread is stopped. Its requests (`ping`,
+//! sampling, elicitation, roots) are answered here as they are read, none held.
 
 use crate::budget::Budget;
 use crate::log::ExtLog;
-use crate::transport::{Inbound, Outbound};
+use crate::transport::{Control, FrameSink, Inbound, Lines, Outbound, OUTBOUND_BYTES};
+use rmcp::model::{JsonRpcMessage, JsonRpcRequest, ServerRequest};
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use serde::Serialize;
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
+
+/// How many bytes of messages may wait for the server to read them (one alone may be
+/// larger). A message that finds no room stops the server: it does not read its input.
+pub const TO_SERVER_BYTES: usize = OUTBOUND_BYTES;
+
+/// The answer to a request for what the host does not offer.
+const NOT_OFFERED: &str =
+    "Method not found: the host offers no sampling, elicitation or roots (it declares no \
+     client capabilities)";
 
 /// rmcp's [`rmcp::transport::Transport`] over a [`crate::transport::Connection`]'s
 /// queues: each message one line out, each line in one message.
 pub(super) struct Wire {
-    pub(super) to_server: crate::transport::FrameSink,
-    pub(super) from_server: crate::transport::Lines,
-    /// What each message may take of a sandboxed server's time (a tool call's).
-    pub(super) budget: Budget,
-    pub(super) log: ExtLog,
+    to_server: ToServer,
+    from_server: Lines,
+    log: ExtLog,
     /// Told once the server's output has ended.
-    pub(super) ended: Arc<Notify>,
+    ended: Arc<Notify>,
 }
 
-/// The server's input is closed: it exited, or is being stopped.
+impl Wire {
+    pub(super) fn new(
+        to_server: ToServer,
+        from_server: Lines,
+        log: ExtLog,
+        ended: Arc<Notify>,
+    ) -> Wire {
+        Wire {
+            to_server,
+            from_server,
+            log,
+            ended,
+        }
+    }
+}
+
+/// Messages to the server, never waiting: each holds its share of
+/// [`TO_SERVER_BYTES`] until the server has read it.
+pub(super) struct ToServer {
+    sink: FrameSink,
+    room: Arc<Semaphore>,
+    /// What each message may take of a sandboxed server's time (a tool call's).
+    budget: Budget,
+    control: Arc<dyn Control>,
+    log: ExtLog,
+    /// Set once the server was stopped for not reading.
+    stopped: AtomicBool,
+}
+
+impl ToServer {
+    pub(super) fn new(
+        sink: FrameSink,
+        budget: Budget,
+        control: Arc<dyn Control>,
+        log: ExtLog,
+    ) -> ToServer {
+        ToServer {
+            sink,
+            room: Arc::new(Semaphore::new(TO_SERVER_BYTES)),
+            budget,
+            control,
+            log,
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// Queues `message` for the server, or, if what waits for it leaves no room, stops
+    /// the server (once, saying why in its log). Fails once its input is closed.
+    fn send(&self, message: &impl Serialize) -> Result<(), Closed> {
+        let line = zot_protocol::encode(message);
+        let share = line.as_bytes().len().clamp(1, TO_SERVER_BYTES) as u32;
+        let Ok(room) = self.room.clone().try_acquire_many_owned(share) else {
+            self.not_reading();
+            return Err(Closed);
+        };
+        let frame = Outbound {
+            line,
+            budget: self.budget,
+            room: Some(room),
+        };
+        match self.sink.try_send(frame) {
+            Ok(()) => Ok(()),
+            Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => {
+                self.not_reading();
+                Err(Closed)
+            }
+            Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => Err(Closed),
+        }
+    }
+
+    fn not_reading(&self) {
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let waiting = TO_SERVER_BYTES - self.room.available_permits();
+        self.log.warn(&format!(
+            "the MCP server does not read its input: {waiting} bytes of messages wait for it \
+             (at most {} MiB may): stopped",
+            TO_SERVER_BYTES >> 20
+        ));
+        self.control.kill();
+    }
+}
+
+/// The server's input is closed: it exited, is being stopped, or does not read.
 #[derive(Debug)]
 pub(super) struct Closed;
 
@@ -39,15 +137,7 @@ impl rmcp::transport::Transport<RoleClient> for Wire {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl std::future::Future<Output = Result<(), Closed>> + Send + 'static {
-        let (to_server, budget) = (self.to_server.clone(), self.budget);
-        async move {
-            let frame = Outbound {
-                line: zot_protocol::encode(&item),
-                budget,
-                room: None,
-            };
-            to_server.send(frame).await.map_err(|_| Closed)
-        }
+        std::future::ready(self.to_server.send(&item))
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
@@ -58,6 +148,7 @@ impl rmcp::transport::Transport<RoleClient> for Wire {
             };
             match item {
                 Inbound::Line(line, _room) => match serde_json::from_slice(&line) {
+                    Ok(JsonRpcMessage::Request(request)) => self.answer(request),
                     Ok(message) => return Some(message),
                     Err(e) => self.log.warn(&format!(
                         "skipped a line that is no MCP message ({e}): {}",
@@ -70,7 +161,7 @@ impl rmcp::transport::Transport<RoleClient> for Wire {
                     self.log.warn(&why);
                     // The request it answered fails now rather than at its timeout.
                     let error = id.map(|id| {
-                        serde_json::json!({"jsonrpc": "2.0", "id": id,
+                        json!({"jsonrpc": "2.0", "id": id,
                             "error": {"code": -32603, "message": why}})
                     });
                     if let Some(message) = error.and_then(|e| serde_json::from_value(e).ok()) {
@@ -83,5 +174,24 @@ impl rmcp::transport::Transport<RoleClient> for Wire {
 
     async fn close(&mut self) -> Result<(), Closed> {
         Ok(())
+    }
+}
+
+impl Wire {
+    /// Answers a request of the server's at once: `ping` with an empty result, any other
+    /// (sampling, elicitation, roots, …) as a method the host does not offer (it
+    /// declares no client capabilities). A server that does not read its answers is
+    /// stopped by [`ToServer::send`].
+    fn answer(&self, request: JsonRpcRequest<ServerRequest>) {
+        let answer = match request.request {
+            ServerRequest::PingRequest(_) => {
+                json!({"jsonrpc": "2.0", "id": request.id, "result": {}})
+            }
+            // Sampling, roots, elicitation, a custom request, and any rmcp adds
+            // (`ServerRequest` is non-exhaustive): refused.
+            _ => json!({"jsonrpc": "2.0", "id": request.id,
+                "error": {"code": -32601, "message": NOT_OFFERED}}),
+        };
+        let _ = self.to_server.send(&answer);
     }
 }

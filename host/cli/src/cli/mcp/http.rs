@@ -157,7 +157,7 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
     };
     let max_body = config.max_frame;
     let (server, notes) = Server::start(config).await;
-    let forwarding = tokio::spawn(forward(notes, server.sessions.clone()));
+    let forwarding = tokio::spawn(forward(notes, server.sessions.clone(), None));
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts(&listen.remote))
         .with_allowed_origins(origins(addr.port(), &listen.remote))

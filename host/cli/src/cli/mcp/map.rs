@@ -32,6 +32,15 @@ pub(super) fn mcp_tool(t: RegisterTool) -> Tool {
     tool
 }
 
+/// Whether `name` is a tool name MCP allows (2025-11-25, "Tool Names"): 1 to 128
+/// characters, each an ASCII letter or digit, `_`, `-` or `.`.
+pub(super) fn mcp_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
 fn any_object() -> JsonObject {
     Map::from_iter([("type".to_string(), json!("object"))])
 }
@@ -150,6 +159,26 @@ pub(crate) fn check(tool: &[u8], result: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_names_are_held_to_mcps_rule() {
+        let longest = "a".repeat(128);
+        for ok in ["a", "get_weather", "fs.read-file", "A9", longest.as_str()] {
+            assert!(mcp_tool_name(ok), "{ok}");
+        }
+        let too_long = "a".repeat(129);
+        for bad in [
+            "",
+            "a b",
+            "fs/read",
+            "café",
+            "a:b",
+            "a\n",
+            too_long.as_str(),
+        ] {
+            assert!(!mcp_tool_name(bad), "{bad:?}");
+        }
+    }
 
     fn tool(schema: Value) -> Value {
         let t = RegisterTool {
