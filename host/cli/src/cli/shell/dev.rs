@@ -1,35 +1,35 @@
 //! `zot ext dev <dir>`: a shell session (this module's parent) with the extension at
-//! `<dir>` loaded, plus a watcher: it polls the folder, rebuilds a Rust crate
-//! (`cargo build --release`) or an npm package (`npm run build`, `build:wasm`), reloads
-//! the host after a change and shows the lines the extension writes to stderr (read from
-//! its log) as they come (docs/shell.md).
+//! `<dir>` loaded, plus a watcher: told of a change by inotify ([`changes`]), it rebuilds
+//! a Rust crate (`cargo build --release`) or an npm package (`npm run build`,
+//! `build:wasm`), reloads the host and shows the lines the extension writes to stderr
+//! (read from its log) as they come (docs/shell.md).
+
+mod changes;
 
 use super::super::error::{self, CliError, Context as _};
 use super::{render, Extra, Level, ShellArgs, Watch};
-use std::collections::BTreeMap;
+use changes::{changed, Changes, Notified, Told, Tree};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 use zot_host::manage::manifest::MANIFEST_FILE;
 use zot_host::Host;
 
-/// How often the folder and the log are looked at; also how long a change must be
-/// followed by quiet before it is acted on.
+/// How often the log is read (and, without inotify, the folder walked); also how long a
+/// change must be followed by quiet before it is acted on.
 const POLL: Duration = Duration::from_millis(300);
 
-/// Folders not watched: build output, version control, dependencies, caches.
-const IGNORED_DIRS: &[&str] = &["target", ".git", "node_modules", "dist", "__pycache__"];
-
 const EXAMPLES: &str = "\
-After a change to a file of the folder (not target/, .git/, node_modules/, dist/,
-__pycache__/ or editor swap files) and 300 ms of quiet: a folder with a Cargo.toml is
-rebuilt (`cargo build --release`, with --wasm `--target wasm32-wasip2`; the binary or
-component is put where the manifest runs it from, also when CARGO_TARGET_DIR builds it
-elsewhere), a folder with a package.json runs its `build` script (with --wasm its
+After a change to a file of the folder (told by inotify; not target/, .git/,
+node_modules/, dist/, __pycache__/ or editor swap files) and 300 ms of quiet: a
+folder with a Cargo.toml is rebuilt (`cargo build --release`, with --wasm `--target
+wasm32-wasip2`; the binary or component is put where the manifest runs it from, also
+when CARGO_TARGET_DIR builds it elsewhere), a folder with a package.json runs its `build` script (with --wasm its
 `build:wasm`, as `zot ext new --lang typescript --wasm` writes it); a failed build
 leaves the running extension as it was. Then the host reloads and says
 `reloaded <name> after a change to <file>`. What the extension writes to stderr is
@@ -97,17 +97,27 @@ pub(crate) fn run(mut args: DevArgs) -> Result<ExitCode, CliError> {
     }
     args.shell.host.ext_first(dir.clone());
     let watch: Watch = Box::new(move |host, tx, stop| {
-        let log = host.config().home.log_path(&name);
+        let home = host.config().home.clone();
+        let log = home.log_path(&name);
         let offset = std::fs::metadata(&log).map_or(0, |m| m.len());
+        let tree = Arc::new(Tree::new(dir.clone(), home.root().to_path_buf()));
+        let changes = match Notified::start(&tree) {
+            Ok(notified) => Changes::Notified(notified),
+            Err(e) => {
+                let _ = tx.send(Extra::Line(Level::Warn, polling(&e)));
+                Changes::Polled(tree.files())
+            }
+        };
         let watcher = Watcher {
-            dir: dir.clone(),
+            dir,
+            tree,
             name,
             builder,
             host,
             tx,
             log,
             offset,
-            files: snapshot(&dir),
+            changes,
             stop,
         };
         tokio::spawn(watcher.run())
@@ -261,63 +271,13 @@ fn place(dir: &Path, artifact: &Path) -> Result<Option<PathBuf>, String> {
     Ok(Some(to))
 }
 
-/// The watched files (relative paths) with their sizes and modification times.
-type Files = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
-
-/// The files of `dir`, but ignored folders and editor files.
-fn snapshot(dir: &Path) -> Files {
-    let mut files = Files::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(at) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&at) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                if !IGNORED_DIRS.contains(&name.as_ref()) {
-                    todo.push(entry.path());
-                }
-            } else if !editor_file(&name) {
-                let meta = entry.metadata().ok();
-                let path = entry.path();
-                let rel = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
-                files.insert(
-                    rel,
-                    (
-                        meta.as_ref().map_or(0, |m| m.len()),
-                        meta.and_then(|m| m.modified().ok()),
-                    ),
-                );
-            }
-        }
-    }
-    files
-}
-
-/// An editor's swap, backup or lock file (vim, emacs, …).
-fn editor_file(name: &str) -> bool {
-    name.ends_with('~')
-        || name.starts_with(".#")
-        || (name.starts_with('#') && name.ends_with('#'))
-        || [".swp", ".swo", ".swx", ".tmp"]
-            .iter()
-            .any(|ext| name.ends_with(ext))
-        || name == "4913"
-        || name == ".DS_Store"
-}
-
-/// The first file that differs between two snapshots (added, changed or removed).
-fn changed(before: &Files, after: &Files) -> Option<PathBuf> {
-    after
-        .iter()
-        .find(|(path, stamp)| before.get(*path) != Some(stamp))
-        .map(|(path, _)| path.clone())
-        .or_else(|| before.keys().find(|p| !after.contains_key(*p)).cloned())
+/// What the session says when inotify cannot watch the folder.
+fn polling(why: &str) -> String {
+    format!(
+        "inotify cannot watch the folder ({}): walking it every {} ms instead",
+        render::clean(why),
+        POLL.as_millis()
+    )
 }
 
 /// The `[stderr]` lines of log text (the text after the marker); `rest` is what follows
@@ -336,6 +296,7 @@ fn stderr_lines(text: &str) -> (Vec<&str>, &str) {
 
 struct Watcher {
     dir: PathBuf,
+    tree: Arc<Tree>,
     name: String,
     builder: Option<Builder>,
     host: Host,
@@ -343,9 +304,17 @@ struct Watcher {
     /// The extension's log, and how far it was read.
     log: PathBuf,
     offset: u64,
-    files: Files,
+    changes: Changes,
     /// The session ended.
     stop: oneshot::Receiver<()>,
+}
+
+/// Until `told` is woken; never without it.
+async fn woken(told: Option<&Told>) {
+    match told {
+        Some(told) => told.wake.notified().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl Watcher {
@@ -353,43 +322,105 @@ impl Watcher {
         let _ = self.tx.send(Extra::Line(level, line.into()));
     }
 
-    /// Waits [`POLL`], then shows the new stderr lines; false when the session ended.
-    async fn pause(&mut self) -> bool {
-        let go_on = tokio::select! {
-            _ = tokio::time::sleep(POLL) => true,
-            _ = &mut self.stop => false,
+    /// Waits [`POLL`], or less when inotify tells of a change, then shows the new stderr
+    /// lines: whether a change was told; `None` when the session ended.
+    async fn pause(&mut self) -> Option<bool> {
+        let told = match &self.changes {
+            Changes::Notified(n) => Some(n.told.clone()),
+            Changes::Polled(_) => None,
         };
+        let told = tokio::select! {
+            _ = tokio::time::sleep(POLL) => Some(false),
+            () = woken(told.as_deref()) => Some(true),
+            _ = &mut self.stop => None,
+        };
+        // Also when the session ends: its last lines are shown.
         self.tail();
-        go_on
+        told
+    }
+
+    /// The first file changed, once [`POLL`] passed without another change; `None` when
+    /// the session ended.
+    async fn change(&mut self) -> Option<PathBuf> {
+        loop {
+            let file = match &self.changes {
+                Changes::Notified(_) => self.told().await?,
+                Changes::Polled(_) => self.walked().await?,
+            };
+            if file.is_some() {
+                return file;
+            }
+        }
+    }
+
+    /// What inotify told, after the first change and quiet; the folders made meanwhile
+    /// watched too. An error of inotify turns to walking, and is a change (one may have
+    /// gone untold).
+    async fn told(&mut self) -> Option<Option<PathBuf>> {
+        while !self.pause().await? {}
+        while self.pause().await? {}
+        let Changes::Notified(n) = &mut self.changes else {
+            return Some(None);
+        };
+        let told = n
+            .told
+            .take()
+            .and_then(|file| n.rewatch(&self.tree).map(|()| file));
+        match told {
+            Ok(file) => Some(file),
+            Err(e) => {
+                self.say(Level::Warn, polling(&e));
+                self.changes = Changes::Polled(self.tree.files());
+                Some(Some(PathBuf::from(".")))
+            }
+        }
+    }
+
+    /// What a walk finds changed, after walks find no further change.
+    async fn walked(&mut self) -> Option<Option<PathBuf>> {
+        self.pause().await?;
+        let now = self.tree.files();
+        let Changes::Polled(files) = &self.changes else {
+            return Some(None);
+        };
+        let Some(file) = changed(files, &now) else {
+            return Some(None);
+        };
+        let mut last = now;
+        loop {
+            self.pause().await?;
+            let now = self.tree.files();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        self.changes = Changes::Polled(last);
+        Some(Some(file))
+    }
+
+    /// Forgets the changes made so far (a build's: Cargo.lock), once they have settled.
+    async fn forget(&mut self) -> Option<()> {
+        match &self.changes {
+            Changes::Notified(n) => {
+                let told = n.told.clone();
+                while self.pause().await? {}
+                told.forget();
+            }
+            Changes::Polled(_) => self.changes = Changes::Polled(self.tree.files()),
+        }
+        Some(())
     }
 
     async fn run(mut self) {
-        loop {
-            if !self.pause().await {
-                return;
-            }
-            let now = snapshot(&self.dir);
-            let Some(file) = changed(&self.files, &now) else {
-                continue;
-            };
-            // Until a poll sees no further change.
-            let mut last = now;
-            loop {
-                if !self.pause().await {
-                    return;
-                }
-                let now = snapshot(&self.dir);
-                if now == last {
-                    break;
-                }
-                last = now;
-            }
-            self.files = last;
+        while let Some(file) = self.change().await {
             let file = file.display().to_string();
             if let Some(builder) = self.builder {
                 let built = self.build(builder, &file).await;
                 // The build may write files (Cargo.lock): not a change of the user's.
-                self.files = snapshot(&self.dir);
+                if self.forget().await.is_none() {
+                    return;
+                }
                 if !built {
                     continue;
                 }
@@ -512,37 +543,6 @@ impl Watcher {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn snapshots_skip_build_output_and_editor_files_and_see_changes() {
-        let dir = std::env::temp_dir().join(format!("zot-dev-snap-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for sub in ["src", "target/release", ".git", "__pycache__"] {
-            std::fs::create_dir_all(dir.join(sub)).unwrap();
-        }
-        for file in [
-            "main.py",
-            "src/lib.rs",
-            "target/release/x",
-            ".git/HEAD",
-            "__pycache__/m.pyc",
-            ".main.py.swp",
-            "main.py~",
-        ] {
-            std::fs::write(dir.join(file), "a").unwrap();
-        }
-        let before = snapshot(&dir);
-        let names: Vec<String> = before.keys().map(|p| p.display().to_string()).collect();
-        assert_eq!(names, ["main.py", "src/lib.rs"]);
-        std::fs::write(dir.join("src/lib.rs"), "ab").unwrap();
-        let edited = snapshot(&dir);
-        assert_eq!(changed(&before, &edited), Some(PathBuf::from("src/lib.rs")));
-        std::fs::remove_file(dir.join("main.py")).unwrap();
-        let after = snapshot(&dir);
-        assert_eq!(changed(&edited, &after), Some(PathBuf::from("main.py")));
-        assert_eq!(changed(&after, &after), None);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 
     #[test]
     fn the_builder_is_cargo_or_an_npm_script_and_wasm_needs_one() {
