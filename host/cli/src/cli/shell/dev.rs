@@ -353,9 +353,9 @@ impl Watcher {
         }
     }
 
-    /// What inotify told, after the first change and quiet; the folders made meanwhile
-    /// watched too. An error of inotify turns to walking, and is a change (one may have
-    /// gone untold).
+    /// What inotify told, after the first change and quiet, as a walk then finds it
+    /// changed; the folders made meanwhile watched too. An error of inotify turns to
+    /// walking, and is a change (one may have gone untold).
     async fn told(&mut self) -> Option<Option<PathBuf>> {
         while !self.pause().await? {}
         while self.pause().await? {}
@@ -367,7 +367,13 @@ impl Watcher {
             .take()
             .and_then(|file| n.rewatch(&self.tree).map(|()| file));
         match told {
-            Ok(file) => Some(file),
+            Ok(Some(_)) => {
+                let now = self.tree.files();
+                let file = changed(&n.files, &now);
+                n.files = now;
+                Some(file)
+            }
+            Ok(None) => Some(None),
             Err(e) => {
                 self.say(Level::Warn, polling(&e));
                 self.changes = Changes::Polled(self.tree.files());
@@ -406,6 +412,9 @@ impl Watcher {
                 let told = n.told.clone();
                 while self.pause().await? {}
                 told.forget();
+                if let Changes::Notified(n) = &mut self.changes {
+                    n.files = self.tree.files();
+                }
             }
             Changes::Polled(_) => self.changes = Changes::Polled(self.tree.files()),
         }

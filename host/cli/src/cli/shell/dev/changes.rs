@@ -118,11 +118,15 @@ pub(super) enum Changes {
     Polled(Files),
 }
 
-/// inotify watching each folder of the tree.
+/// inotify watching each folder of the tree, and the files as the last walk found them:
+/// what inotify tells wakes a walk, and a change is what the walk finds changed (as
+/// polling finds it), not an event that changed nothing (a file opened for writing and
+/// closed, its attributes touched).
 pub(super) struct Notified {
     watcher: notify::RecommendedWatcher,
     folders: BTreeSet<PathBuf>,
     pub(super) told: Arc<Told>,
+    pub(super) files: Files,
 }
 
 /// What inotify's thread told since it was last taken: one slot, so a burst of changes
@@ -192,6 +196,7 @@ impl Notified {
             watcher,
             folders: BTreeSet::new(),
             told,
+            files: tree.files(),
         };
         notified.rewatch(tree)?;
         Ok(notified)
