@@ -40,16 +40,7 @@ impl SafeDir {
     /// when `create`. A data dir is opened so: its anchor is `$ZOT_HOME/data`, the
     /// user's; what an extension could swap for a link is below it.
     pub fn beneath(anchor: &Path, below: &Path, create: bool) -> io::Result<SafeDir> {
-        let names = below
-            .components()
-            .map(|c| match c {
-                Component::Normal(name) => Ok(name.to_os_string()),
-                _ => Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{} is not a plain folder path", below.display()),
-                )),
-            })
-            .collect::<io::Result<Vec<_>>>()?;
+        let names = plain_names(below.components(), below)?;
         Self::from_anchor(anchor.to_path_buf(), &names, create)
     }
 
@@ -228,16 +219,7 @@ fn anchor(path: &Path) -> io::Result<(PathBuf, Vec<OsString>)> {
         Some(i) => i,
         None => parts.len(),
     };
-    let below: Vec<OsString> = parts[split..]
-        .iter()
-        .map(|c| match c {
-            Component::Normal(name) => Ok(name.to_os_string()),
-            _ => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{} is not a plain folder path", path.display()),
-            )),
-        })
-        .collect::<io::Result<_>>()?;
+    let below = plain_names(parts[split..].iter().copied(), path)?;
     let anchor: PathBuf = parts[..split].iter().collect();
     let anchor = if anchor.as_os_str().is_empty() {
         PathBuf::from(".")
@@ -245,6 +227,22 @@ fn anchor(path: &Path) -> io::Result<(PathBuf, Vec<OsString>)> {
         anchor
     };
     Ok((anchor, below))
+}
+
+/// The names of `parts` (of `whole`), each a plain name: no `..`, no root.
+fn plain_names<'a>(
+    parts: impl Iterator<Item = Component<'a>>,
+    whole: &Path,
+) -> io::Result<Vec<OsString>> {
+    parts
+        .map(|c| match c {
+            Component::Normal(name) => Ok(name.to_os_string()),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a plain folder path", whole.display()),
+            )),
+        })
+        .collect()
 }
 
 fn is_plain(path: &Path) -> bool {

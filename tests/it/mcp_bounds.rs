@@ -165,13 +165,7 @@ time.sleep(120)
         peak / 1024,
         exited["reason"]
     );
-    let log = host.log("flood");
-    assert!(
-        log.contains("the MCP server does not read its input") && log.contains("stopped"),
-        "{log}"
-    );
-    assert!(peak < PEAK_KIB, "zot peaked at {peak} KiB");
-    host.shutdown();
+    assert_stopped_within_memory(host, "flood", peak);
 }
 
 /// A server that never reads its input again, while 160 calls with 1 MiB of arguments
@@ -205,13 +199,7 @@ fn a_server_that_does_not_read_its_calls_is_stopped() {
         "160 calls of 1 MiB, never read: zot VmHWM {} MiB",
         peak / 1024
     );
-    let log = host.log("deaf");
-    assert!(
-        log.contains("the MCP server does not read its input") && log.contains("stopped"),
-        "{log}"
-    );
-    assert!(peak < PEAK_KIB, "zot peaked at {peak} KiB");
-    host.shutdown();
+    assert_stopped_within_memory(host, "deaf", peak);
 }
 
 /// A client of `zot mcp` that asks for 40 results of 8 MiB and never reads its stdout:
@@ -293,4 +281,17 @@ fn zot_mcp(root: &Path, ext: &Path) -> std::process::Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start zot mcp")
+}
+
+/// The server `name` was stopped for not reading its input (said in its log), and `zot`
+/// peaked at `peak` KiB, under [`PEAK_KIB`].
+#[track_caller]
+fn assert_stopped_within_memory(host: Host, name: &str, peak: u64) {
+    let log = host.log(name);
+    assert!(
+        log.contains("the MCP server does not read its input") && log.contains("stopped"),
+        "{log}"
+    );
+    assert!(peak < PEAK_KIB, "zot peaked at {peak} KiB");
+    host.shutdown();
 }

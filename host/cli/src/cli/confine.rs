@@ -162,13 +162,17 @@ fn landlock_here() -> String {
     }
 }
 
-/// Each rule, and whether this kernel enforces it.
+/// Each rule, and whether this kernel enforces it: what each start applies (a start
+/// where less held fails), and what `info` then shows as applied.
 fn say_rules() {
     #[cfg(target_os = "linux")]
-    for rule in zot_host::confine::kernel_report(&Default::default()).1 {
-        match rule.not_enforced {
-            None => say!("  enforced      {}", rule.what),
-            Some(why) => say!("  NOT enforced  {} ({why})", rule.what),
+    {
+        for rule in zot_host::confine::kernel_report(&Default::default()).1 {
+            match rule.not_enforced {
+                None => say!("  enforced      {}", rule.what),
+                Some(why) => say!("  NOT enforced  {} ({why})", rule.what),
+            }
         }
+        say!("  (each start applies these or does not start; `zot ext info` shows its last)");
     }
 }
