@@ -440,7 +440,8 @@ fn build_hostile_go(dir: &Path) {
 }
 
 /// The same attacks from a static binary that needs no libc and makes its system calls
-/// itself (`syscall.RawSyscall6(SYS_PTRACE, PTRACE_SEIZE, …)`, `io_uring_setup`, …).
+/// itself (`syscall.RawSyscall6(SYS_PTRACE, PTRACE_SEIZE, …)`, `io_uring_setup`, …), and
+/// its `power` tool's: what capabilities, keyrings and the host's limits would give.
 #[test]
 fn a_confined_static_go_binary_cannot_get_out_and_an_unconfined_one_can() {
     landlock_abi();
@@ -450,6 +451,11 @@ fn a_confined_static_go_binary_cannot_get_out_and_an_unconfined_one_can() {
     let free = world.probe().unwrap();
     assert_free(&free);
     world.reset_outside();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        assert_has(&power(&world, None), POWERS, "unconfined, Go, as root");
+    }
 
     let said = world.confine();
     assert!(said.contains("hostile is confined"), "{said}");
@@ -458,6 +464,13 @@ fn a_confined_static_go_binary_cannot_get_out_and_an_unconfined_one_can() {
     println!("confined: {fenced}");
     world.check(&mut got_out, "confined", &fenced);
     assert_eq!(fenced["env"], base_env(true), "{fenced}");
+    // The same, from raw system calls: no libc to fall back on, no clone3 to choose.
+    let powers = power(&world, None);
+    println!("confined, Go: {powers}");
+    assert_powerless(&powers, "confined, Go");
+    if root {
+        assert_eq!(powers["uid"], 0);
+    }
 
     // The binary is part of what was confined: a new build does not start.
     let binary = world.ext.join("hostile");

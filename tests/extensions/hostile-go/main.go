@@ -1,7 +1,9 @@
 // hostile: a classic extension, a static Go binary (no libc), whose tool `probe` tries
 // what a confined extension must not do, with the os package and raw system calls, and
 // says for each "ok" or "denied <error>". The paths come in the tool's arguments (the
-// test plants them). Built by tests/it/confine.rs.
+// test plants them). Its tool `power` tries, with raw system calls, what root's
+// capabilities, the user's keyring and the host's limits would give. Built by
+// tests/it/confine.rs.
 package main
 
 import (
@@ -223,12 +225,13 @@ func childReads(secret string) string {
 }
 
 type args struct {
-	Secret  string `json:"secret"`
-	Grants  string `json:"grants"`
-	Outside string `json:"outside"`
-	Planted string `json:"planted"`
-	Port    int    `json:"port"`
-	Files   int    `json:"files"`
+	Etc     []string `json:"etc"`
+	Secret  string   `json:"secret"`
+	Grants  string   `json:"grants"`
+	Outside string   `json:"outside"`
+	Planted string   `json:"planted"`
+	Port    int      `json:"port"`
+	Files   int      `json:"files"`
 }
 
 func probe(a args) map[string]any {
@@ -278,6 +281,165 @@ func probe(a args) map[string]any {
 	}
 }
 
+// raw makes the system call nr, its error if it failed.
+func raw(nr uintptr, a ...uintptr) (uintptr, error) {
+	var v [6]uintptr
+	copy(v[:], a)
+	r, _, e := syscall.Syscall6(nr, v[0], v[1], v[2], v[3], v[4], v[5])
+	if e != 0 {
+		return r, e
+	}
+	return r, nil
+}
+
+// capsHeld is "ok" if it holds a capability in any set (effective, permitted,
+// inheritable, ambient) or its bounding set holds one, else "denied".
+func capsHeld() string {
+	header := [2]uint32{0x20080522, 0}
+	var data [6]uint32
+	if _, err := raw(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&header)),
+		uintptr(unsafe.Pointer(&data))); err != nil {
+		return "denied capget " + err.Error()
+	}
+	for _, w := range data {
+		if w != 0 {
+			return "ok"
+		}
+	}
+	for c := uintptr(0); c < 64; c++ {
+		if r, err := raw(syscall.SYS_PRCTL, 23, c); err == nil && r == 1 { // PR_CAPBSET_READ
+			return "ok bounding"
+		}
+		if r, err := raw(syscall.SYS_PRCTL, 47, 2, c); err == nil && r == 1 { // ambient
+			return "ok ambient"
+		}
+	}
+	return "denied"
+}
+
+// ofParent gets what get says of the host, then sets it again with set.
+func ofParent(get func() (uintptr, error), set func(uintptr) error) error {
+	v, err := get()
+	if err != nil {
+		return err
+	}
+	return set(v)
+}
+
+func power(a args) map[string]any {
+	home, parent := os.Getenv("HOME"), uintptr(os.Getppid())
+	var limit [2]uint64
+	var cpus [128]byte
+	log := make([]byte, 4096)
+	bpfAttr := [30]uint32{2, 4, 4, 1}
+	var etc []string
+	for _, path := range a.Etc {
+		if f, err := os.Open(path); err == nil {
+			f.Close()
+			etc = append(etc, path)
+		}
+	}
+	readEtc := "denied"
+	if len(etc) > 0 {
+		readEtc = "ok " + strings.Join(etc, " ")
+	}
+	return map[string]any{
+		"capabilities": capsHeld(),
+		"make a character device": tried(syscall.Mknod(
+			fmt.Sprintf("%s/null-%d", home, os.Getpid()), syscall.S_IFCHR|0o600, 1<<8|3)),
+		"make a block device": tried(syscall.Mknod(
+			fmt.Sprintf("%s/disk-%d", home, os.Getpid()), syscall.S_IFBLK|0o600, 7<<8)),
+		"read the kernel log": tried(func() error {
+			_, err := raw(syscall.SYS_SYSLOG, 3, uintptr(unsafe.Pointer(&log[0])), 4096)
+			return err
+		}()),
+		"make a bpf map": tried(func() error {
+			fd, err := raw(321, 0, uintptr(unsafe.Pointer(&bpfAttr)), unsafe.Sizeof(bpfAttr))
+			if err == nil {
+				syscall.Close(int(fd))
+			}
+			return err
+		}()),
+		"find the user keyring": tried(func() error {
+			_, err := raw(250, 0, ^uintptr(3)) // KEYCTL_GET_KEYRING_ID, the user keyring (-4)
+			return err
+		}()),
+		"add a key": tried(func() error {
+			kind, _ := syscall.BytePtrFromString("user")
+			name, _ := syscall.BytePtrFromString("zot-probe")
+			// add_key("user", "zot-probe", "z", 1, the process keyring (-2))
+			_, err := raw(248, uintptr(unsafe.Pointer(kind)), uintptr(unsafe.Pointer(name)),
+				uintptr(unsafe.Pointer(name)), 1, ^uintptr(1))
+			runtime.KeepAlive(kind)
+			runtime.KeepAlive(name)
+			return err
+		}()),
+		"set the host's limits": tried(ofParent(
+			func() (uintptr, error) {
+				return raw(syscall.SYS_PRLIMIT64, parent, syscall.RLIMIT_NOFILE, 0,
+					uintptr(unsafe.Pointer(&limit)))
+			},
+			func(uintptr) error {
+				_, err := raw(syscall.SYS_PRLIMIT64, parent, syscall.RLIMIT_NOFILE,
+					uintptr(unsafe.Pointer(&limit)), 0)
+				return err
+			})),
+		"set the host's priority": tried(ofParent(
+			func() (uintptr, error) { return raw(syscall.SYS_GETPRIORITY, 0, parent) },
+			func(v uintptr) error {
+				_, err := raw(syscall.SYS_SETPRIORITY, 0, parent, 20-v) // the raw call says 20-nice
+				return err
+			})),
+		"set the host's CPUs": tried(ofParent(
+			func() (uintptr, error) {
+				return raw(syscall.SYS_SCHED_GETAFFINITY, parent, 128, uintptr(unsafe.Pointer(&cpus)))
+			},
+			func(n uintptr) error {
+				_, err := raw(syscall.SYS_SCHED_SETAFFINITY, parent, n, uintptr(unsafe.Pointer(&cpus)))
+				return err
+			})),
+		"set the host's I/O priority": tried(ofParent(
+			func() (uintptr, error) { return raw(252, 1, parent) },
+			func(v uintptr) error { _, err := raw(251, 1, parent, v); return err })),
+		"make a user namespace": tried(func() error {
+			cmd := exec.Command("/bin/true")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+			return cmd.Run()
+		}()),
+		"make System V shared memory": tried(func() error {
+			id, err := raw(syscall.SYS_SHMGET, 0, 4096, 0o1600)
+			if err == nil {
+				raw(syscall.SYS_SHMCTL, id, 0, 0)
+			}
+			return err
+		}()),
+		"read /etc beyond the list": readEtc,
+		"own limits": tried(func() error {
+			if _, err := raw(syscall.SYS_PRLIMIT64, 0, syscall.RLIMIT_NOFILE, 0,
+				uintptr(unsafe.Pointer(&limit))); err != nil {
+				return err
+			}
+			_, err := raw(syscall.SYS_PRLIMIT64, 0, syscall.RLIMIT_NOFILE,
+				uintptr(unsafe.Pointer(&limit)), 0)
+			return err
+		}()),
+		"own priority": tried(func() error {
+			v, err := raw(syscall.SYS_GETPRIORITY, 0, 0)
+			if err == nil {
+				_, err = raw(syscall.SYS_SETPRIORITY, 0, 0, 20-v)
+			}
+			return err
+		}()),
+		"own thread": tried(func() error {
+			done := make(chan struct{})
+			go func() { runtime.LockOSThread(); close(done) }()
+			<-done
+			return nil
+		}()),
+		"uid": os.Geteuid(),
+	}
+}
+
 type message struct {
 	Type string          `json:"type"`
 	ID   string          `json:"id"`
@@ -289,6 +451,9 @@ func main() {
 		"capabilities": []string{"tools"}})
 	send(frame{"type": "register_tool", "name": "probe", "description": "Try to get out.",
 		"schema": map[string]any{"type": "object"}})
+	send(frame{"type": "register_tool", "name": "power",
+		"description": "Use what privileges would give.",
+		"schema":      map[string]any{"type": "object"}})
 	send(frame{"type": "ready"})
 	scanner := bufio.NewScanner(os.Stdin)
 	scanner.Buffer(make([]byte, 1<<20), 64<<20)
@@ -305,7 +470,16 @@ func main() {
 					"content": []frame{{"type": "text", "text": err.Error()}}})
 				continue
 			}
-			text, _ := json.Marshal(probe(a))
+			tools := map[string]func(args) map[string]any{"probe": probe, "power": power}
+			var name struct {
+				Name string `json:"name"`
+			}
+			json.Unmarshal(scanner.Bytes(), &name)
+			tool, known := tools[name.Name]
+			if !known {
+				tool = probe
+			}
+			text, _ := json.Marshal(tool(a))
 			send(frame{"type": "tool_result", "id": msg.ID,
 				"content": []frame{{"type": "text", "text": string(text)}}})
 		case "shutdown":
