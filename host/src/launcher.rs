@@ -462,11 +462,15 @@ fn open_data_dir(
             ))
         })?;
     let fresh = |e: std::io::Error| StartError::Confine(format!("cannot make its temp dir: {e}"));
+    // Gone meanwhile (a second start of it emptied it first) is as good as removed.
+    let removed = |done: std::io::Result<()>| match done {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(fresh(e)),
+        Ok(()) | Err(_) => Ok(()),
+    };
     match data.dir().symlink_metadata(TMP) {
-        Ok(meta) if meta.is_dir() => data.dir().remove_dir_all(TMP).map_err(fresh)?,
-        Ok(_) => data.dir().remove_file(TMP).map_err(fresh)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(fresh(e)),
+        Ok(meta) if meta.is_dir() => removed(data.dir().remove_dir_all(TMP))?,
+        Ok(_) => removed(data.dir().remove_file(TMP))?,
+        Err(e) => removed(Err(e))?,
     }
     data.create_sub(TMP).map_err(fresh)?;
     Ok(data)

@@ -1406,6 +1406,7 @@ fn a_temp_dir_swapped_for_a_link_while_a_second_start_makes_it_gives_nothing_out
         let out = ext_call(&world, "write_tmp", &json!({})).output().unwrap();
         if !out.status.success() {
             refused += 1;
+            println!("did not start: {}", text(&out).lines().last().unwrap_or(""));
             continue;
         }
         match answer(&out)["write"].as_str() {
