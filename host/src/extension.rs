@@ -32,11 +32,7 @@ pub const EVENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// The least a one-way frame counts for against [`EVENT_QUEUE_BYTES`] in the transport's
 /// queue, so that one-way frames fill at most half of it ([`OUTBOUND_QUEUE`]).
 const ONE_WAY_SHARE: usize = EVENT_QUEUE_BYTES / (OUTBOUND_QUEUE / 2);
-/// How many commands and tools one extension may register, together.
-pub const REGISTRATIONS: usize = 1000;
-/// How many bytes (as JSON: names, descriptions, schemas) one extension's registrations
-/// may hold, together. A registration over either cap is refused and logged.
-pub const REGISTRATION_BYTES: usize = 4 * 1024 * 1024;
+use crate::registration_caps::Registered;
 /// How many of its own `call_tool` requests one extension may have waiting; beyond it
 /// they are answered with an error at once.
 pub const CALLS_IN_FLIGHT: usize = 64;
@@ -216,43 +212,6 @@ struct Inner {
 struct OneWay {
     frames: VecDeque<(Outbound, bool)>,
     bytes: usize,
-}
-
-/// What one extension's registrations hold, against [`REGISTRATIONS`] and
-/// [`REGISTRATION_BYTES`]. The core keeps one per extension; the MCP adapter keeps its
-/// own copy, so that it holds only what the core takes.
-#[derive(Default)]
-pub(crate) struct Registered {
-    sizes: HashMap<(&'static str, String), usize>,
-    bytes: usize,
-}
-
-impl Registered {
-    /// Records a `kind` registration (`"command"`, `"tool"`) of `name`, `size` bytes as
-    /// JSON, if it fits the caps (one that replaces a registration of the same kind and
-    /// name counts instead of it); if not, the line to log.
-    pub(crate) fn admit(
-        &mut self,
-        kind: &'static str,
-        name: &str,
-        size: usize,
-    ) -> Result<(), String> {
-        let key = (kind, name.to_string());
-        let replaced = self.sizes.get(&key).copied();
-        let count = self.sizes.len() + usize::from(replaced.is_none());
-        let bytes = self.bytes - replaced.unwrap_or(0) + size;
-        if count <= REGISTRATIONS && bytes <= REGISTRATION_BYTES {
-            self.sizes.insert(key, size);
-            self.bytes = bytes;
-            return Ok(());
-        }
-        Err(format!(
-            "refused {kind} {name:?}: registrations are capped at {REGISTRATIONS} commands and \
-             tools and {} MiB per extension (it is {size} bytes; {} bytes in use)",
-            REGISTRATION_BYTES >> 20,
-            self.bytes
-        ))
-    }
 }
 
 impl Origin for Inner {
@@ -815,9 +774,9 @@ impl Extension {
         }
     }
 
-    /// Whether `registration` fits this extension's caps ([`REGISTRATIONS`],
-    /// [`REGISTRATION_BYTES`]); one that replaces a registration of the same kind and
-    /// name counts instead of it. Records it if so; logs the refusal if not.
+    /// Whether `registration` fits this extension's caps (`registration_caps`); one that
+    /// replaces a registration of the same kind and name counts instead of it. Records
+    /// it if so; logs the refusal if not.
     fn admit_registration(&self, registration: &Registration) -> bool {
         let (kind, name, size) = match registration {
             Registration::Command(reg) => ("command", &reg.name, json_len(reg)),
@@ -1100,6 +1059,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registration_caps::{REGISTRATIONS, REGISTRATION_BYTES};
     use crate::transport::memory::{pair, Peer};
     use serde_json::json;
 

@@ -138,6 +138,7 @@ mod log;
 mod manifest;
 mod nearest;
 mod paths;
+mod registration_caps;
 mod registry;
 mod safe_write;
 mod sandbox;
