@@ -10,6 +10,7 @@ use crate::manifest::Manifest;
 use crate::paths::ZotHome;
 use crate::sandbox::{grants, Grant};
 use crate::settings::Settings;
+use crate::trust::Fingerprint;
 use std::path::Path;
 
 /// How a classic extension runs.
@@ -21,12 +22,14 @@ pub enum Confinement {
     /// Confined. `grant`: the user's grant for these files (what else it may reach),
     /// if any; `by_default`: by the host-wide setting, not by its own grant; `require`:
     /// it does not start where this kernel cannot enforce a rule; `digest`: its files'
-    /// fingerprint.
+    /// fingerprint as one hash, `files` that fingerprint (what its program is checked
+    /// against at its start).
     Confined {
         grant: Option<Grant>,
         by_default: bool,
         require: bool,
         digest: String,
+        files: Fingerprint,
     },
     /// It does not start: why.
     Refused(String),
@@ -42,9 +45,12 @@ pub fn decide(home: &ZotHome, id: &Identity, m: &Manifest, dir: &Path) -> Confin
         Ok(grant) => grant,
         Err(e) => return Confinement::Refused(format!("its grant cannot be read: {e}")),
     };
-    let digest =
-        || crate::trust::digest(dir, Some(m)).map_err(|e| format!("its files cannot be read: {e}"));
-    let confined = |grant: Option<Grant>, by_default: bool, digest: String| {
+    let digest = || {
+        crate::trust::fingerprint(dir, Some(m))
+            .map(|files| (crate::trust::digest_of(&files), files))
+            .map_err(|e| format!("its files cannot be read: {e}"))
+    };
+    let confined = |grant: Option<Grant>, by_default: bool, (digest, files)| {
         let require =
             settings.require_confinement || grant.as_ref().is_some_and(|g| g.require_confinement);
         Confinement::Confined {
@@ -52,11 +58,12 @@ pub fn decide(home: &ZotHome, id: &Identity, m: &Manifest, dir: &Path) -> Confin
             by_default,
             require,
             digest,
+            files,
         }
     };
     match (grant, settings.confine_classic) {
         (Some(g), _) if g.confine => match digest() {
-            Ok(d) if d == g.sha256 => confined(Some(g), false, d),
+            Ok(d) if d.0 == g.sha256 => confined(Some(g), false, d),
             Ok(_) => Confinement::Refused(format!(
                 "it changed since it was confined: `zot ext confine {}` to review",
                 m.name
@@ -64,8 +71,8 @@ pub fn decide(home: &ZotHome, id: &Identity, m: &Manifest, dir: &Path) -> Confin
             Err(e) => Confinement::Refused(e),
         },
         (Some(g), true) => match digest() {
-            Ok(d) if d == g.sha256 && g.unconfined => Confinement::Unconfined { by_user: true },
-            Ok(d) if d == g.sha256 => confined(Some(g), true, d),
+            Ok(d) if d.0 == g.sha256 && g.unconfined => Confinement::Unconfined { by_user: true },
+            Ok(d) if d.0 == g.sha256 => confined(Some(g), true, d),
             // Granted or unconfined for other files: confined, nothing granted.
             Ok(d) => confined(None, true, d),
             Err(e) => Confinement::Refused(e),

@@ -4,10 +4,11 @@
 use crate::identity::Identity;
 use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
 use crate::paths::{project_extensions_dir, real, ZotHome};
-use crate::trust::{self, ProjectExtension, Untrusted};
+use crate::trust::{self, Fingerprint, ProjectExtension, Untrusted};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where an extension was found. The order of the variants is the load order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -42,6 +43,10 @@ pub struct Found {
     pub identity: Identity,
     /// The manifest, or why it could not be used.
     pub manifest: Result<Manifest, ManifestError>,
+    /// The hashes of its files it was admitted on (a project extension's, found the
+    /// same as the ones the user trusted): what its program is checked against at its
+    /// start (`launcher`).
+    pub admitted: Option<Arc<Fingerprint>>,
 }
 
 impl Found {
@@ -144,7 +149,7 @@ pub fn discover(search: &SearchPath) -> Discovery {
     let mut out = Discovery::default();
     let project = crate::paths::project_root(&search.cwd);
     for Candidate { dir, source, bare } in candidates {
-        let found = Found {
+        let mut found = Found {
             manifest: match bare.as_deref() {
                 Some(wasm) => Manifest::bare_component(wasm),
                 None => Manifest::read(&dir),
@@ -152,10 +157,14 @@ pub fn discover(search: &SearchPath) -> Discovery {
             identity: identity(source, &project, bare.as_deref().unwrap_or(&dir), search),
             dir,
             source,
+            admitted: None,
         };
-        if let Err(why) = admit(search, &project, &found) {
-            out.untrusted.push((found, why));
-            continue;
+        match admit(search, &project, &found) {
+            Ok(files) => found.admitted = files.map(Arc::new),
+            Err(why) => {
+                out.untrusted.push((found, why));
+                continue;
+            }
         }
         // A broken manifest claims no name: it is reported, and cannot hide a good one.
         if found.manifest.is_err() || seen.insert(found.name()) {
@@ -184,12 +193,16 @@ fn identity(source: Source, project: &Path, path: &Path, search: &SearchPath) ->
 /// themselves (`$ZOT_HOME/extensions`); everything of a project starts only if trusted
 /// as it is now (or, with `trust_project`, because the embedding agent asks the user
 /// itself). Every case is spelled out: a new source or identity does not compile until
-/// someone decides.
-fn admit(search: &SearchPath, project: &Path, found: &Found) -> Result<(), Untrusted> {
+/// someone decides. Admitted on its trust, the hashes of its files found as trusted.
+fn admit(
+    search: &SearchPath,
+    project: &Path,
+    found: &Found,
+) -> Result<Option<Fingerprint>, Untrusted> {
     match found.source {
-        Source::Explicit => Ok(()),
-        Source::Global => Ok(()),
-        Source::Project if search.trust_project => Ok(()),
+        Source::Explicit => Ok(None),
+        Source::Global => Ok(None),
+        Source::Project if search.trust_project => Ok(None),
         Source::Project => match &found.identity {
             Identity::Project { dir_name, .. } => trust::check(
                 &search.home,
@@ -199,7 +212,8 @@ fn admit(search: &SearchPath, project: &Path, found: &Found) -> Result<(), Untru
                     dir: &found.dir,
                     manifest: found.manifest.as_ref().ok(),
                 },
-            ),
+            )
+            .map(Some),
             // Discovery gives every project folder a project identity; were it ever
             // otherwise, nothing of a project starts untrusted.
             Identity::Global { .. } | Identity::Path { .. } => Err(Untrusted::unreadable(

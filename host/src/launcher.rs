@@ -17,6 +17,7 @@ use crate::transport::mcp::{self, McpSpec};
 use crate::transport::stdio::{self, StdioSpec};
 use crate::transport::wasm::{self, WasmSpec};
 use crate::transport::Connection;
+use crate::trust::Fingerprint;
 use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,9 @@ pub struct Request<'a> {
     /// What the user granted for this run only (a component's; see
     /// [`sandbox::RunGrant::applies_to`] for which extensions get it).
     pub run_grant: Option<&'a sandbox::RunGrant>,
+    /// The hashes of its files it was admitted on (a trusted project extension's): a
+    /// native program runs from a copy of the bytes found there, or not at all.
+    pub admitted: Option<&'a Fingerprint>,
 }
 
 /// What starting an extension needs of the host's configuration, and nothing more (the
@@ -108,6 +112,9 @@ pub enum StartError {
     /// The user confined this classic extension, and it cannot be confined as granted:
     /// it does not start unconfined.
     Confine(String),
+    /// Its program is not what its files were checked as (project trust, confinement):
+    /// changed between the check and its start.
+    Changed(String),
     /// The start task itself failed: a bug in the host or a launcher, not the
     /// extension's doing.
     Aborted(String),
@@ -131,6 +138,7 @@ impl fmt::Display for StartError {
                 write!(f, "cannot start {}: {error}", wasm.display())
             }
             StartError::Confine(why) => write!(f, "not started unconfined: {why}"),
+            StartError::Changed(why) => write!(f, "not started: {why}"),
             StartError::NotMcp { wasm } => write!(
                 f,
                 "cannot start {}: it is a zot component, not an MCP server (a command \
@@ -147,7 +155,10 @@ impl std::error::Error for StartError {
         match self {
             StartError::Spawn { cause, .. } => Some(cause),
             StartError::Component { error, .. } => Some(error),
-            StartError::NotMcp { .. } | StartError::Confine(_) | StartError::Aborted(_) => None,
+            StartError::NotMcp { .. }
+            | StartError::Confine(_)
+            | StartError::Changed(_)
+            | StartError::Aborted(_) => None,
         }
     }
 }
@@ -277,6 +288,7 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         context,
         log,
         run_grant: _,
+        admitted: _,
     } = request;
     let data_dir = context.home.data_dir(identity);
     if let Err(e) = std::fs::create_dir_all(&data_dir) {
@@ -286,7 +298,11 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         ));
     }
     #[cfg(target_os = "linux")]
-    let confine = confinement(request, &program, &data_dir)?;
+    let decided = crate::confine_decision::decide(context.home, identity, m, dir);
+    #[cfg(target_os = "linux")]
+    let sealed = sealed_copy(request, &program, &decided)?;
+    #[cfg(target_os = "linux")]
+    let confine = confinement(request, decided, &program, &data_dir)?;
     #[cfg(not(target_os = "linux"))]
     match crate::confine_decision::decide(context.home, identity, m, dir) {
         Confinement::Unconfined { .. } => {}
@@ -321,13 +337,22 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
         max_frame: context.max_frame,
         #[cfg(target_os = "linux")]
         confine,
+        #[cfg(target_os = "linux")]
+        sealed,
     };
+    #[cfg(target_os = "linux")]
+    let from = match spec.sealed {
+        Some(_) => ", run from a sealed copy of the bytes checked",
+        None => "",
+    };
+    #[cfg(not(target_os = "linux"))]
+    let from = "";
     let connection = stdio::spawn(spec).map_err(|cause| StartError::Spawn {
         hint: spawn_hint(m, dir, &program, &cause),
         program: program.clone(),
         cause,
     })?;
-    log.info(&format!("started {} (stdio)", program.display()));
+    log.info(&format!("started {} (stdio{from})", program.display()));
     #[cfg(target_os = "linux")]
     if let Some((abi, rules)) = applied {
         if let Err(e) = crate::confine_view::record_applied(context.home, identity, abi, &rules) {
@@ -346,13 +371,58 @@ fn start_stdio(request: &Request<'_>, program: PathBuf) -> Result<Launched, Star
     })
 }
 
-/// The confinement of a classic extension that runs confined
-/// ([`crate::confine_decision::decide`]): `None` when it is not; an error — it does not
-/// start — when it cannot be decided, was confined for other files, its data dir is a
-/// link, or a rule this kernel cannot enforce is required.
+/// The sealed copy a native program whose start is bound to its files' hashes (its
+/// project trust, its confinement: `decided`) runs from, checked against each
+/// (`crate::sealed_program`); `None` when bound to none, run by `PATH`, or not native (a
+/// script's interpreter opens it by path: docs/security.md). Changed since a check, it
+/// does not start.
+#[cfg(target_os = "linux")]
+fn sealed_copy(
+    request: &Request<'_>,
+    program: &Path,
+    decided: &Confinement,
+) -> Result<Option<crate::sealed_program::Sealed>, StartError> {
+    use crate::sealed_program::{seal, Sealing};
+    let confined = match decided {
+        Confinement::Confined { files, .. } => Some(files),
+        Confinement::Unconfined { .. } | Confinement::Refused(_) => None,
+    };
+    let bound: Vec<&Fingerprint> = request.admitted.into_iter().chain(confined).collect();
+    let on_path = !program.is_absolute() && program.components().count() == 1;
+    if bound.is_empty() || on_path {
+        return Ok(None);
+    }
+    match seal(program) {
+        Ok(Sealing::Sealed(copy)) => {
+            for files in bound {
+                copy.check(files, request.dir)
+                    .map_err(StartError::Changed)?;
+            }
+            Ok(Some(copy))
+        }
+        Ok(Sealing::NotNative) => Ok(None),
+        Ok(Sealing::Unavailable(why)) => {
+            request.log.warn(&format!(
+                "run by its path, not from a copy of the bytes checked: {why}"
+            ));
+            Ok(None)
+        }
+        Err(cause) => Err(StartError::Spawn {
+            hint: spawn_hint(request.manifest, request.dir, program, &cause),
+            program: program.to_path_buf(),
+            cause,
+        }),
+    }
+}
+
+/// The confinement of a classic extension that runs confined (`decided`, by
+/// [`crate::confine_decision::decide`]): `None` when it is not; an error — it does not start — when it cannot be
+/// decided, was confined for other files, its data dir is a link, or a rule this kernel
+/// cannot enforce is required.
 #[cfg(target_os = "linux")]
 fn confinement(
     request: &Request<'_>,
+    decided: Confinement,
     program: &Path,
     data_dir: &Path,
 ) -> Result<Option<crate::confine::Confined>, StartError> {
@@ -364,7 +434,7 @@ fn confinement(
         request.log,
     );
     let home = context.home;
-    let (granted, require, digest) = match crate::confine_decision::decide(home, identity, m, dir) {
+    let (granted, require, digest) = match decided {
         Confinement::Unconfined { .. } => return Ok(None),
         Confinement::Refused(why) => return Err(StartError::Confine(why)),
         Confinement::Confined {
@@ -372,6 +442,7 @@ fn confinement(
             require,
             digest,
             by_default,
+            files: _,
         } => {
             log.info(match by_default {
                 true => "confined by default (settings.json)",

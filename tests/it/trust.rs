@@ -531,3 +531,137 @@ fn trust_does_not_follow_a_link_into_a_trusted_project() {
     assert_eq!(ready["extensions"], json!(["tool"]), "{ready}");
     host.shutdown();
 }
+
+/// Swaps `dir/prog` between the files `good` and `evil` (hard links made beside `dir`,
+/// renamed over it: each swap is atomic) as fast as it can, until dropped.
+struct Racer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Racer {
+    fn start(dir: &Path, good: &Path, evil: &Path) -> Racer {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (prog, link) = (dir.join("prog"), dir.with_extension("swap"));
+        let (good, evil) = (good.to_path_buf(), evil.to_path_buf());
+        let thread = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut swaps = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    for file in [&evil, &good] {
+                        let _ = std::fs::remove_file(&link);
+                        std::fs::hard_link(file, &link).unwrap();
+                        std::fs::rename(&link, &prog).unwrap();
+                        swaps += 1;
+                    }
+                }
+                swaps
+            })
+        };
+        Racer {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops it with the good file in place; how many swaps it made.
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Racer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// How the starts of a raced extension ended: run (as the bytes checked), not trusted
+/// or confined as it was found, refused at its start as changed since, anything else.
+#[derive(Default, Debug)]
+struct Starts {
+    ran: usize,
+    not_admitted: usize,
+    refused: usize,
+    other: Vec<String>,
+}
+
+/// Starts `zot host` in `root` `times` times while [`Racer`] swaps the program of the
+/// extension `racer` in `dir` for `/bin/true` (which never says `hello`); how each start
+/// ended.
+fn race_starts(root: &Path, dir: &Path, good: &Path, times: usize) -> Starts {
+    let evil = root.join("evil");
+    std::fs::copy("/bin/true", &evil).unwrap();
+    let racer = Racer::start(dir, good, &evil);
+    let mut starts = Starts::default();
+    for _ in 0..times {
+        let (host, ready) = host_in(root, |_| {});
+        let error = ready["errors"][0]["error"].as_str().unwrap_or_default();
+        if ready["untrusted"][0]["extension"] == "racer"
+            || error.contains("it changed since it was confined")
+        {
+            starts.not_admitted += 1;
+        } else if ready["extensions"] == json!(["racer"]) && error.is_empty() {
+            starts.ran += 1;
+            let log = host.log("racer");
+            let start = log.lines().rfind(|l| l.contains("info: started ")).unwrap();
+            assert!(
+                start.ends_with("(stdio, run from a sealed copy of the bytes checked)"),
+                "{log}"
+            );
+        } else if error.contains("changed since its files were checked") {
+            starts.refused += 1;
+        } else {
+            starts.other.push(ready.to_string());
+        }
+        host.shutdown();
+    }
+    println!("{} swaps; {starts:?}", racer.stop());
+    starts
+}
+
+/// Trust, then exec, without a window: a native program swapped for another while its
+/// start is decided — the project trust checked, or its confinement's fingerprint — never
+/// runs. It runs from a sealed copy of the bytes that were checked, or it is refused as
+/// changed since; by its path it would have run `/bin/true` now and then (which the
+/// host would report as gone before `hello`).
+#[test]
+fn a_program_swapped_while_its_start_is_decided_never_runs() {
+    let _serial = serial();
+    let manifest = json!({"name": "racer", "version": "1.0.0", "exec": "./prog",
+                          "args": ["--name", "racer", "--tools", "echo_race"]});
+    for confined in [false, true] {
+        let scratch = TempDir::new("trust-race");
+        let root = scratch.path();
+        let (home, cwd) = (root.join("home"), root.join("cwd"));
+        let good = root.join("good");
+        std::fs::copy(rs_ext(), &good).unwrap();
+        let dir = {
+            let mut b = HostBuilder::in_dir(root);
+            match confined {
+                false => b.project("racer", &manifest),
+                true => b.global("racer", &manifest),
+            }
+        };
+        std::fs::hard_link(&good, dir.join("prog")).unwrap();
+        match confined {
+            false => {
+                ok(zot(&home, &cwd, &["trust", "--yes"]));
+            }
+            true => confine_dir(&home, &cwd, &dir, "racer"),
+        }
+        let starts = race_starts(root, &dir, &good, 24);
+        assert!(starts.other.is_empty(), "{starts:#?}");
+        // Not swapped, it runs as checked.
+        let (host, ready) = host_in(root, |_| {});
+        assert_eq!(ready["extensions"], json!(["racer"]), "{ready}");
+        assert_eq!(
+            host.call_tool("echo_race", json!({"x": 1}))["is_error"],
+            false
+        );
+        host.shutdown();
+    }
+}

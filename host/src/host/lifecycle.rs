@@ -12,7 +12,7 @@ use crate::launcher::{self, Launched, StartError};
 use crate::log::ExtLog;
 use crate::manifest::{Manifest, TransportKind};
 use crate::sandbox_view::SandboxView;
-use crate::trust::Untrusted;
+use crate::trust::{Fingerprint, Untrusted};
 use serde_json::Map;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -32,6 +32,7 @@ struct Pending {
     dir: PathBuf,
     identity: Identity,
     manifest: Manifest,
+    admitted: Option<Arc<Fingerprint>>,
 }
 
 /// An extension that started.
@@ -136,6 +137,7 @@ impl Inner {
                         dir: f.dir.clone(),
                         identity: f.identity.clone(),
                         manifest: m,
+                        admitted: f.admitted.clone(),
                     });
                     (version, EntryState::Starting)
                 }
@@ -342,6 +344,7 @@ impl Inner {
             log: &log,
             run_grant: crate::sandbox::RunGrant::applies_to(p.source)
                 .then_some(&self.config.run_grant),
+            admitted: p.admitted.as_deref(),
         };
         let Launched {
             connection,

@@ -30,10 +30,23 @@ pub struct StdioSpec {
     /// over it), and the confinement applied between fork and exec.
     #[cfg(target_os = "linux")]
     pub confine: Option<crate::confine::Confined>,
+    /// The sealed copy of `program` it runs from (`program` stays its `argv[0]`).
+    #[cfg(target_os = "linux")]
+    pub sealed: Option<crate::sealed_program::Sealed>,
 }
 
 /// Spawns the subprocess and its pump tasks. Must be called inside a tokio runtime.
 pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
+    #[cfg(target_os = "linux")]
+    let mut command = match &spec.sealed {
+        Some(copy) => {
+            let mut command = Command::new(copy.exec_path());
+            command.arg0(&spec.program);
+            command
+        }
+        None => Command::new(&spec.program),
+    };
+    #[cfg(not(target_os = "linux"))]
     let mut command = Command::new(&spec.program);
     #[cfg(target_os = "linux")]
     let mut disk = None;

@@ -93,6 +93,8 @@ async fn bridge(args: RunArgs) -> Result<i32, String> {
         context: config.launch_context(),
         log: &ExtLog::stderr(),
         run_grant: Some(&run_grant),
+        // Named on the command line: started without a trust check.
+        admitted: None,
     };
     let exit = serve_stdio(request, tokio::io::stdin(), tokio::io::stdout(), stop).await?;
     let _ = std::io::stderr().flush();
