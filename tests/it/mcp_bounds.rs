@@ -1,6 +1,7 @@
 //! MCP peers that do not play fair, against the real `zot` binary: MCP servers run as
-//! extensions (Python, written here) that hoard through their tool list, flood the host
-//! with requests without reading the answers, or never read their input while the host
+//! extensions (Python, written here, and the sandboxed test server,
+//! `tests/guests/mcp-server`) that hoard through their tool list, flood the host with
+//! requests without reading the answers, or never read their input while the host
 //! sends calls; and a client of `zot mcp` that never reads its output. Each asserts that
 //! the peak memory of `zot` (`VmHWM`) stays under [`PEAK_KIB`] and that the peer was cut
 //! down, stopped or cut off, the reason said. Heavy: one at a time (`serial()`).
@@ -200,6 +201,79 @@ fn a_server_that_does_not_read_its_calls_is_stopped() {
         peak / 1024
     );
     assert_stopped_within_memory(host, "deaf", peak);
+}
+
+/// The sandboxed MCP server of the tests (`tests/guests/mcp-server`, a WASI component
+/// run inside the host's own process) as extension `name`.
+fn wasm_server(name: &str) -> Value {
+    json!({"name": name, "mcp": {"wasm": zot_test_guests::MCP_SERVER}})
+}
+
+/// A sandboxed server whose listing, once `hoard` is called, is 48 tools of 1 MiB: the
+/// host holds at most 4 MiB of it, says what it left out, and registers only what its
+/// core takes.
+#[test]
+fn a_sandboxed_server_hoarding_its_tool_list_is_cut_to_what_the_core_takes() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("whoard", &wasm_server("whoard"));
+    let host = b.start();
+    assert_eq!(host.ready(), ["whoard"]);
+    assert_eq!(host.call_tool("hoard", json!({}))["is_error"], false);
+    let log = wait_logged(&host, "whoard", "are left out", 1);
+    let peak = host.vm_hwm_kib();
+    println!(
+        "a sandboxed listing of 48 MiB: zot VmHWM {} MiB",
+        peak / 1024
+    );
+    assert!(
+        log.contains("the MCP server's tools are over 4 MiB: 45 of them"),
+        "{log}"
+    );
+    let deadline = Instant::now() + ACT_TIMEOUT;
+    let names = loop {
+        let tools = host.ok("tools", json!({}));
+        let names: Vec<String> = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .filter(|n| n.starts_with("h-"))
+            .map(String::from)
+            .collect();
+        // The three kept are registered one by one.
+        if names.len() >= 3 || Instant::now() > deadline {
+            break names;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(names, ["h-p0-t0", "h-p0-t1", "h-p0-t2"], "{names:?}");
+    assert!(peak < PEAK_KIB, "zot peaked at {peak} KiB");
+    host.shutdown();
+}
+
+/// A sandboxed server that, called `flood`, sends pings and sampling requests (4 KiB
+/// each) as fast as the host takes them and never reads again: stopped once the answers
+/// waiting for it fill the queue, the reason in its log; the call fails.
+#[test]
+fn a_sandboxed_server_flooding_requests_without_reading_is_stopped() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    b.explicit("wflood", &wasm_server("wflood"));
+    let host = b.start();
+    assert_eq!(host.ready(), ["wflood"]);
+    let call = host.send("call_tool", json!({"name": "flood", "args": {}}));
+    let exited = host.wait_event("extension_exited", ACT_TIMEOUT, |v| {
+        v["type"] == "extension_exited" && v["extension"] == "wflood"
+    });
+    assert_eq!(host.wait_response(&call, ACT_TIMEOUT)["success"], false);
+    let peak = host.vm_hwm_kib();
+    println!(
+        "a sandboxed flood of requests, answers unread: zot VmHWM {} MiB; {}",
+        peak / 1024,
+        exited["reason"]
+    );
+    assert_stopped_within_memory(host, "wflood", peak);
 }
 
 /// A client of `zot mcp` that asks for 40 results of 8 MiB and never reads its stdout:

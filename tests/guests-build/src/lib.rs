@@ -15,7 +15,8 @@
 //!   for the SDK's own tests, as a component and natively
 //! * [`SILENT`]: a component that never says hello
 //! * [`MCP_SERVER`]: `mcp-server.wasm`, an MCP stdio server (hand-written JSON-RPC, not
-//!   the zot protocol) as a WASI command component: `echo`, `read`, `write`, `env`
+//!   the zot protocol) as a WASI command component: `echo`, `read`, `write`, `env`, and
+//!   `hoard` and `flood`, which play a hostile server
 //! * [`EXAMPLES`]: every Rust example of `examples/`, native and as a component
 //!
 //! The reactor, the command and its native build run the `scenario` crate
