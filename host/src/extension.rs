@@ -7,11 +7,11 @@ use crate::events::{json_len, EventQueue, HostEvent, Origin};
 use crate::log::{preview, ExtLog};
 use crate::transport::{Connection, Control, ExitReason, Inbound, Outbound, OUTBOUND_QUEUE};
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch, Notify, Semaphore};
@@ -33,6 +33,9 @@ pub const EVENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// queue, so that one-way frames fill at most half of it ([`OUTBOUND_QUEUE`]).
 const ONE_WAY_SHARE: usize = EVENT_QUEUE_BYTES / (OUTBOUND_QUEUE / 2);
 use crate::registration_caps::Registered;
+use pending::{Answered, Kind, Pending};
+
+mod pending;
 /// How many of its own `call_tool` requests one extension may have waiting; beyond it
 /// they are answered with an error at once.
 pub const CALLS_IN_FLIGHT: usize = 64;
@@ -190,8 +193,7 @@ struct Inner {
     /// What each frame's [`Budget`] is made from.
     timeouts: Timeouts,
     control: Box<dyn Control>,
-    next_id: AtomicU64,
-    pending: Mutex<HashMap<String, Pending>>,
+    pending: Pending,
     phase: watch::Sender<Phase>,
     status: Mutex<Status>,
     one_way: Mutex<OneWay>,
@@ -230,18 +232,6 @@ impl Origin for Inner {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Command,
-    Tool,
-    Intercept,
-}
-
-struct Pending {
-    kind: Kind,
-    reply: oneshot::Sender<ExtFrame>,
-}
-
 /// Removes a pending call when its caller stops waiting, whatever the reason.
 /// A tool call abandoned this way (timeout, or the caller gave up) gets a `tool_cancel`.
 struct PendingGuard<'a> {
@@ -257,8 +247,7 @@ impl Drop for PendingGuard<'_> {
         if self.answered {
             return;
         }
-        let abandoned = self.ext.pending.lock().unwrap().remove(&self.id).is_some();
-        if abandoned && self.cancel_tool {
+        if self.ext.pending.forget(&self.id) && self.cancel_tool {
             let cancel = HostFrame::ToolCancel(ToolCancel {
                 id: std::mem::take(&mut self.id),
                 extra: Default::default(),
@@ -294,8 +283,7 @@ impl Extension {
                 outbound,
                 timeouts: hub.timeouts().clone(),
                 control,
-                next_id: AtomicU64::new(1),
-                pending: Mutex::new(HashMap::new()),
+                pending: Pending::new(),
                 phase: watch::channel(Phase::Starting).0,
                 status: Mutex::new(Status::default()),
                 one_way: Mutex::new(OneWay::default()),
@@ -581,13 +569,7 @@ impl Extension {
         if inner.closed.load(Ordering::SeqCst) {
             return Err(self.exited_error(&target()));
         }
-        let id = inner.next_id.fetch_add(1, Ordering::Relaxed).to_string();
-        let (tx, rx) = oneshot::channel();
-        inner
-            .pending
-            .lock()
-            .unwrap()
-            .insert(id.clone(), Pending { kind, reply: tx });
+        let (id, rx) = inner.pending.add(kind);
         let mut guard = PendingGuard {
             ext: inner,
             id: id.clone(),
@@ -739,7 +721,7 @@ impl Extension {
             ));
         }
         inner.closed.store(true, Ordering::SeqCst);
-        inner.pending.lock().unwrap().clear();
+        inner.pending.fail_all();
         hub.exited(self);
         inner.notes.push_own(HostEvent::ExtensionExited {
             extension: inner.name.clone(),
@@ -1015,21 +997,14 @@ impl Extension {
     }
 
     fn reply(&self, kind: Kind, id: &str, frame: ExtFrame) {
-        let pending = self.inner.pending.lock().unwrap().remove(id);
-        match pending {
-            Some(p) if p.kind == kind => {
-                let _ = p.reply.send(frame);
-            }
-            Some(p) => {
-                self.inner.pending.lock().unwrap().insert(id.to_string(), p);
-                self.violation(format!(
-                    "{} for id {id:?}, which is not that kind of request",
-                    frame.type_name()
-                ));
-            }
-            None => self.inner.log.warn(&format!(
-                "{} for id {id:?}, which is not pending (late or unknown): ignored",
-                frame.type_name()
+        let name = frame.type_name();
+        match self.inner.pending.answer(kind, id, frame) {
+            Answered::Yes => {}
+            Answered::WrongKind => self.violation(format!(
+                "{name} for id {id:?}, which is not that kind of request"
+            )),
+            Answered::NotPending => self.inner.log.warn(&format!(
+                "{name} for id {id:?}, which is not pending (late or unknown): ignored"
             )),
         }
     }
