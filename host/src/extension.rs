@@ -7,14 +7,14 @@ use crate::events::{json_len, EventQueue, HostEvent, Origin};
 use crate::log::{preview, ExtLog};
 use crate::transport::{Connection, Control, ExitReason, Inbound, Outbound, OUTBOUND_QUEUE};
 use serde_json::Value;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot, watch, Notify, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use zot_protocol::{
     encode, CommandInvoked, CommandResponse, Empty, Encoded, Event, EventInterceptResponse,
     ExtFrame, HelloAck, HostFrame, RegisterCommand, RegisterTool, ToolCall, ToolCancel, ToolResult,
@@ -33,8 +33,10 @@ pub const EVENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// queue, so that one-way frames fill at most half of it ([`OUTBOUND_QUEUE`]).
 const ONE_WAY_SHARE: usize = EVENT_QUEUE_BYTES / (OUTBOUND_QUEUE / 2);
 use crate::registration_caps::Registered;
+use one_way::OneWay;
 use pending::{Answered, Kind, Pending};
 
+mod one_way;
 mod pending;
 /// How many of its own `call_tool` requests one extension may have waiting; beyond it
 /// they are answered with an error at once.
@@ -196,8 +198,7 @@ struct Inner {
     pending: Pending,
     phase: watch::Sender<Phase>,
     status: Mutex<Status>,
-    one_way: Mutex<OneWay>,
-    one_way_ready: Notify,
+    one_way: OneWay,
     /// Bytes of one-way frames the transport may hold ([`EVENT_QUEUE_BYTES`]).
     transport_room: Arc<Semaphore>,
     closed: AtomicBool,
@@ -207,13 +208,6 @@ struct Inner {
     registered: Mutex<Registered>,
     /// Its own `call_tool` requests waiting for an answer.
     calls: Arc<Semaphore>,
-}
-
-/// One-way frames in the order they were sent; `true` marks an event (droppable).
-#[derive(Default)]
-struct OneWay {
-    frames: VecDeque<(Outbound, bool)>,
-    bytes: usize,
 }
 
 impl Origin for Inner {
@@ -286,8 +280,7 @@ impl Extension {
                 pending: Pending::new(),
                 phase: watch::channel(Phase::Starting).0,
                 status: Mutex::new(Status::default()),
-                one_way: Mutex::new(OneWay::default()),
-                one_way_ready: Notify::new(),
+                one_way: OneWay::default(),
                 transport_room: Arc::new(Semaphore::new(EVENT_QUEUE_BYTES)),
                 closed: AtomicBool::new(false),
                 notes,
@@ -460,31 +453,7 @@ impl Extension {
     /// events while it is full, in count or in bytes. False when no event could make
     /// room: then nothing was queued (an event is dropped and counted instead).
     fn queue_one_way(&self, frame: Outbound, is_event: bool) -> bool {
-        let size = frame.line.as_bytes().len();
-        let (queued, dropped) = {
-            let mut q = self.inner.one_way.lock().unwrap();
-            let mut dropped = 0;
-            let full =
-                |q: &OneWay| q.frames.len() >= EVENT_QUEUE || q.bytes + size > EVENT_QUEUE_BYTES;
-            while size <= EVENT_QUEUE_BYTES && full(&q) {
-                let Some(oldest_event) = q.frames.iter().position(|(_, event)| *event) else {
-                    break;
-                };
-                let (old, _) = q.frames.remove(oldest_event).expect("found above");
-                q.bytes -= old.line.as_bytes().len();
-                dropped += 1;
-            }
-            if size <= EVENT_QUEUE_BYTES && !full(&q) {
-                q.bytes += size;
-                q.frames.push_back((frame, is_event));
-                (true, dropped)
-            } else {
-                (false, dropped + u64::from(is_event))
-            }
-        };
-        if queued {
-            self.inner.one_way_ready.notify_one();
-        }
+        let (queued, dropped) = self.inner.one_way.push(frame, is_event);
         if dropped > 0 {
             let n = {
                 let mut st = self.inner.status.lock().unwrap();
@@ -609,16 +578,8 @@ impl Extension {
     /// [`ONE_WAY_SHARE`]).
     async fn pump_one_way(self) {
         loop {
-            let next = {
-                let mut q = self.inner.one_way.lock().unwrap();
-                let next = q.frames.pop_front();
-                if let Some((frame, _)) = &next {
-                    q.bytes -= frame.line.as_bytes().len();
-                }
-                next
-            };
-            match next {
-                Some((mut frame, _)) => {
+            match self.inner.one_way.pop() {
+                Some(mut frame) => {
                     // Each counts as at least a share that keeps one-way frames to half
                     // the transport's queue: the other half is the requests', which an
                     // event flood must not refuse.
@@ -637,7 +598,7 @@ impl Extension {
                     }
                 }
                 None if self.inner.closed.load(Ordering::SeqCst) => return,
-                None => self.inner.one_way_ready.notified().await,
+                None => self.inner.one_way.wait().await,
             }
         }
     }
@@ -730,7 +691,7 @@ impl Extension {
             signal: exit.signal(),
         });
         inner.phase.send_replace(Phase::Exited);
-        inner.one_way_ready.notify_one();
+        inner.one_way.wake();
     }
 
     fn become_ready(&self, spawned: Instant, by: ReadyBy, hub: &Arc<dyn Hub>) {
@@ -1336,7 +1297,7 @@ mod tests {
             tokio::task::yield_now().await;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let held = ext.inner.one_way.lock().unwrap().bytes;
+        let held = ext.inner.one_way.bytes();
         assert!(held <= EVENT_QUEUE_BYTES, "{held} bytes queued");
         let dropped = ext.status().events_dropped;
         assert!((55..=75).contains(&dropped), "dropped {dropped}");
