@@ -441,8 +441,7 @@ fn the_terminal_session_completes_and_shows_notifications_as_they_come() {
     let py = l.py("py", &[]);
     let mut cmd = l.command(&["--ext", py.to_str().unwrap(), "--ext", reactor()]);
     cmd.env_remove("NO_COLOR");
-    let mut p = expectrl::Session::spawn(cmd).expect("spawn in a pty");
-    p.set_expect_timeout(Some(Duration::from_secs(30)));
+    let mut p = Pty::spawn(cmd, l.home());
     p.expect("loaded: py").unwrap();
     p.expect("zot> ").unwrap();
     // Completion of a verb, then of a tool name.
@@ -509,8 +508,7 @@ fn on_a_terminal_untrusted_project_extensions_are_offered_for_trust() {
         &l.cwd().join(".zot/extensions/lint"),
         &py_manifest("lint", &[]),
     );
-    let mut p = expectrl::Session::spawn(l.command(&[])).expect("spawn in a pty");
-    p.set_expect_timeout(Some(Duration::from_secs(30)));
+    let mut p = Pty::spawn(l.command(&[]), l.home());
     p.expect("untrusted: lint (").unwrap();
     p.expect("Trust the project's extensions listed above? [y/N] ")
         .unwrap();
@@ -530,9 +528,7 @@ fn on_a_terminal_calling_a_tool_that_does_not_exist_asks_for_no_arguments() {
     let _serial = serial();
     let l = Layout::new("shell-pty-nosuch");
     let py = l.py("py", &[]);
-    let mut p = expectrl::Session::spawn(l.command(&["--ext", py.to_str().unwrap()]))
-        .expect("spawn in a pty");
-    p.set_expect_timeout(Some(Duration::from_secs(30)));
+    let mut p = Pty::spawn(l.command(&["--ext", py.to_str().unwrap()]), l.home());
     p.expect("loaded: py").unwrap();
     p.expect("zot> ").unwrap();
     p.send("call nosuch\r").unwrap();

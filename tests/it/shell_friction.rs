@@ -7,11 +7,9 @@
 //! Python extensions (`tests/extensions/panel-py`, `tests/extensions/py-ext`).
 
 use crate::common::*;
-use expectrl::session::OsSession as Session;
 use expectrl::{Eof, Expect, Regex};
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 
 /// This module's helpers on a scratch [`crate::common::Layout`].
 struct ShellFriction;
@@ -36,7 +34,7 @@ impl Layout {
     }
 
     /// `zot ext shell` on a pseudo-terminal with `--ext` each of `exts`.
-    fn shell(&self, exts: &[PathBuf]) -> Session {
+    fn shell(&self, exts: &[PathBuf]) -> Pty {
         std::fs::create_dir_all(self.cwd()).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_zot"));
         cmd.args(["ext", "shell", "--zot-home"])
@@ -49,21 +47,19 @@ impl Layout {
         for ext in exts {
             cmd.arg("--ext").arg(ext);
         }
-        let mut p = expectrl::Session::spawn(cmd).expect("spawn in a pty");
-        p.set_expect_timeout(Some(Duration::from_secs(30)));
-        p
+        Pty::spawn(cmd, self.home())
     }
 }
 
 /// What the terminal showed before `needle`, as text.
-fn before(p: &mut Session, needle: &str) -> String {
+fn before(p: &mut Pty, needle: &str) -> String {
     let found = p
         .expect(needle)
         .unwrap_or_else(|e| panic!("{needle:?} never came: {e}"));
     String::from_utf8_lossy(found.before()).into_owned()
 }
 
-fn quit(mut p: Session) {
+fn quit(mut p: Pty) {
     p.send("quit\r").unwrap();
     p.expect(Eof).unwrap();
 }

@@ -8,6 +8,9 @@
 //!
 //! Only std and serde_json.
 
+mod pty;
+pub use pty::Pty;
+
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
