@@ -119,9 +119,7 @@ pub mod manage;
 pub mod terminal_text;
 pub mod transport;
 
-// The internals, in layers (`docs/architecture.md`; `import_graph` checks them).
-#[cfg(test)]
-mod architecture_doc;
+// The internals, in layers (`docs/architecture.md`; `host/tests/architecture` checks them).
 mod budget;
 mod caps;
 mod component;
@@ -132,8 +130,6 @@ mod events;
 mod extension;
 mod host;
 mod identity;
-#[cfg(test)]
-mod import_graph;
 mod log;
 mod manifest;
 mod nearest;

@@ -4,7 +4,7 @@
 //! ([`SandboxView::on_disk`]: nothing is started or compiled); a started component also
 //! what it runs with ([`Running`]). Each shows the fields it has, in the order below.
 
-use crate::component::{cache, Kind};
+use crate::component::{cache, entry, Kind};
 use crate::identity::Identity;
 use crate::manifest::{Launch, Limits, Manifest, Permissions};
 use crate::paths::ZotHome;
@@ -76,7 +76,7 @@ impl SandboxView {
             .and_then(|b| crate::component::inspect(b).world().ok())
             .map(crate::component::World::kind);
         let sha256 = match &bytes {
-            Some(b) => Some(cache::sha256_hex(b)),
+            Some(b) => Some(entry::sha256_hex(b)),
             None => grants::sha256_of(&path).ok(),
         };
         let granted = grants::load(home, identity).ok().flatten();

@@ -400,10 +400,10 @@ mod tests {
         assert_eq!(recorded["sub/up"], "symlink:..");
 
         let followed = hash_tree(&dir, Links::Follow).unwrap();
-        assert_eq!(followed["link"], crate::component::cache::sha256_hex(b"a"));
+        assert_eq!(followed["link"], crate::component::entry::sha256_hex(b"a"));
         assert_eq!(
             followed["sub/a.txt"],
-            crate::component::cache::sha256_hex(b"a")
+            crate::component::entry::sha256_hex(b"a")
         );
         assert_eq!(followed["alias"], "folder:sub");
         assert_eq!(followed["sub/up"], "folder:.");
@@ -506,7 +506,7 @@ mod tests {
         symlink("sub/a.txt", dir.join("link")).unwrap();
         assert_eq!(
             sha256_file(&dir.join("link")).unwrap(),
-            crate::component::cache::sha256_hex(b"a")
+            crate::component::entry::sha256_hex(b"a")
         );
         fs::write(dir.join("eleven"), [0u8; 11]).unwrap();
         let e = read_regular(&dir.join("eleven"), 10).unwrap_err();

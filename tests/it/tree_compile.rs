@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use zot_host::compile::{CompileMode, Compiler};
 use zot_host::manage::component as wasm;
-use zot_host::manage::component::cache::sha256_hex;
+use zot_host::manage::component::entry::sha256_hex;
 use zot_host::manage::component::Kind;
 use zot_host::manage::log::ExtLog;
 use zot_test_guests::{COMMAND, REACTOR};

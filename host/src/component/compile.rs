@@ -222,12 +222,12 @@ impl Compiler {
         let Some(program) = program else {
             let code = Code::compile(engine, bytes)?;
             if let Ok(artifact) = code.serialize() {
-                let _ = super::cache::store(entry, sha256, &artifact);
+                let _ = super::entry::store(entry, sha256, &artifact);
             }
             return Ok(code);
         };
         self.in_child(&program, bytes, sha256, entry)?;
-        super::cache::read_entry(engine, entry, sha256).map_err(|e| match e {
+        super::entry::read_entry(engine, entry, sha256).map_err(|e| match e {
             Some(why) => ComponentError::Io(why),
             None => ComponentError::Compiler("the compiler wrote no artifact".into()),
         })
@@ -444,7 +444,7 @@ fn compile_here(args: &[OsString]) -> Result<(), String> {
         .take(super::inspect::MAX_COMPONENT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read the component from stdin: {e}"))?;
-    if super::cache::sha256_hex(&bytes) != sha256 {
+    if super::entry::sha256_hex(&bytes) != sha256 {
         return Err(format!(
             "the component read from stdin is not the one with SHA-256 {sha256}"
         ));
@@ -455,7 +455,7 @@ fn compile_here(args: &[OsString]) -> Result<(), String> {
     let artifact = Code::compile(&engine, &bytes)?
         .serialize()
         .map_err(|e| format!("cannot serialise the compiled code: {e:#}"))?;
-    super::cache::store(entry, sha256, &artifact)
+    super::entry::store(entry, sha256, &artifact)
         .map_err(|e| format!("cannot write {}: {e}", entry.display()))
 }
 
@@ -512,7 +512,7 @@ mod tests {
         let engine = super::super::compile_engine().unwrap();
         let dir = scratch("refused");
         let entry = dir.join("cache/entry.cwasm");
-        let sha = super::super::cache::sha256_hex(EMPTY_COMPONENT);
+        let sha = super::super::entry::sha256_hex(EMPTY_COMPONENT);
         for compiler in [Compiler::default(), Compiler::this_program().unwrap()] {
             let error = match compiler.compile(&engine, EMPTY_COMPONENT, &sha, &entry) {
                 Ok(_) => panic!("{compiler:?} compiled without the hook"),
@@ -536,7 +536,7 @@ mod tests {
         let engine = super::super::compile_engine().unwrap();
         let dir = scratch("in-process");
         let entry = dir.join("entry.cwasm");
-        let sha = super::super::cache::sha256_hex(EMPTY_COMPONENT);
+        let sha = super::super::entry::sha256_hex(EMPTY_COMPONENT);
         let compiler = Compiler::in_process();
         assert_eq!(compiler.child_program(false).unwrap(), None);
         compiler

@@ -12,6 +12,7 @@ pub mod cache;
 mod code;
 pub mod compile;
 mod engine;
+pub mod entry;
 mod error;
 mod filetype;
 pub mod inspect;

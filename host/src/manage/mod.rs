@@ -62,8 +62,9 @@ pub mod safe_write {
     pub use crate::safe_write::SafeDir;
 }
 
-/// Components as `zot ext check` handles them: the cache, the engine, loading one.
+/// Components as `zot ext check` handles them: the cache and its entries, the engine,
+/// loading one.
 pub mod component {
-    pub use crate::component::cache;
+    pub use crate::component::{cache, entry};
     pub use crate::transport::wasm::{engine, load, Kind};
 }

@@ -122,7 +122,7 @@ pub fn link_targets(
                 let bytes = root
                     .read(&real)
                     .map_err(InstallError::io("read", dir.join(&real)))?;
-                crate::component::cache::sha256_hex(&bytes)
+                crate::component::entry::sha256_hex(&bytes)
             }
             Err(fault) => format!("{fault:?}").to_lowercase(),
         };

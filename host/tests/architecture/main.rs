@@ -1,0 +1,9 @@
+//! The library's shape, checked by reading its source (std only, no crate of the
+//! workspace): `docs/architecture.md` and `docs/security.md` name only what exists
+//! ([`doc`]); the modules and the files of `host/src` import each other in no circle and
+//! the lower layers never upward ([`imports`]).
+//!
+//! `cargo test -p zot-host --test architecture`.
+
+mod doc;
+mod imports;
