@@ -12,7 +12,7 @@ use crate::log::ExtLog;
 use crate::manifest::{Launch, Manifest, McpServer, TransportKind};
 use crate::paths::ZotHome;
 use crate::sandbox;
-use crate::sandbox_view::{Granted, Running, SandboxView};
+use crate::sandbox::view::{Granted, Running, SandboxView};
 use crate::transport::mcp::{self, McpSpec};
 use crate::transport::stdio::{self, StdioSpec};
 use crate::transport::wasm::{self, WasmSpec};

@@ -99,8 +99,8 @@ pub use host::{
 pub use manifest::TransportKind;
 pub use paths::ZotHome;
 pub use registry::Owned;
+pub use sandbox::view::SandboxView;
 pub use sandbox::{Permission, RunGrant};
-pub use sandbox_view::SandboxView;
 pub use settings::{Settings, SettingsError};
 pub use trust::Untrusted;
 
@@ -138,7 +138,6 @@ mod registration_caps;
 mod registry;
 mod safe_write;
 mod sandbox;
-mod sandbox_view;
 #[cfg(target_os = "linux")]
 mod sealed_program;
 mod settings;

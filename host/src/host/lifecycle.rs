@@ -11,7 +11,7 @@ use crate::identity::Identity;
 use crate::launcher::{self, Launched, StartError};
 use crate::log::ExtLog;
 use crate::manifest::{Manifest, TransportKind};
-use crate::sandbox_view::SandboxView;
+use crate::sandbox::view::SandboxView;
 use crate::trust::{Fingerprint, Untrusted};
 use serde_json::Map;
 use std::path::PathBuf;

@@ -7,7 +7,7 @@ use crate::discovery::{Discovery, Found, Source};
 use crate::extension::Phase;
 use crate::manifest::TransportKind;
 use crate::registry::{Owned, Registry};
-use crate::sandbox_view::SandboxView;
+use crate::sandbox::view::SandboxView;
 use crate::trust::Untrusted;
 use serde::Serialize;
 use serde_json::Value;

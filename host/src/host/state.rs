@@ -9,7 +9,7 @@ use crate::identity::Identity;
 use crate::launcher::Launcher;
 use crate::manifest::TransportKind;
 use crate::registry::Registry;
-use crate::sandbox_view::SandboxView;
+use crate::sandbox::view::SandboxView;
 use crate::trust::Untrusted;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;

@@ -19,6 +19,7 @@ pub(crate) mod network;
 pub mod permission;
 pub mod policy;
 pub mod run_grant;
+pub mod view;
 pub mod wasi;
 pub mod words;
 

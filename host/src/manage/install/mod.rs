@@ -579,7 +579,7 @@ pub struct Listed {
     pub error: Option<String>,
     /// Components only: what the manifest asks and what the user granted.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<crate::sandbox_view::SandboxView>,
+    pub sandbox: Option<crate::sandbox::view::SandboxView>,
     /// Components only: the recorded grant (`null` when none: the data dir only);
     /// the same as `sandbox.granted`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -697,7 +697,7 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
     let row = |f: &Found| {
         let mut row = Listed::of(f, home);
         let view = f.manifest.as_ref().ok().and_then(|m| {
-            crate::sandbox_view::SandboxView::on_disk(home, &f.identity, m, &f.dir)
+            crate::sandbox::view::SandboxView::on_disk(home, &f.identity, m, &f.dir)
                 .map(|view| (m, view))
         });
         if let Some((m, view)) = view {
