@@ -1255,14 +1255,15 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_full_queue_makes_room_for_a_panel_frame_by_dropping_an_event() {
         // Nobody reads: the pump holds one frame, the queue fills up behind it.
         let (ext, _peer, _notes) = started(1).await;
         for step in 0..EVENT_QUEUE {
             ext.deliver_event(&turn(step));
         }
-        // Let the pump take what it can, then fill the queue to the brim.
+        // Let the pump take what it can (the clock is paused: the sleep ends once every
+        // task waits), then fill the queue to the brim.
         tokio::time::sleep(Duration::from_millis(20)).await;
         for step in 0..EVENT_QUEUE {
             ext.deliver_event(&turn(step));
@@ -1280,7 +1281,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn the_one_way_queue_is_bounded_in_bytes() {
         // Nobody reads: the transport's budget and then the queue's fill with 1 MiB events.
         let (ext, _peer, _notes) = started(EVENT_QUEUE).await;
@@ -1348,7 +1349,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn an_event_flood_leaves_room_for_a_call() {
         // A transport queue as the real ones, which nobody reads: the events fill what
         // they may of it, and a call still finds room (it waits for its answer, which
@@ -1365,7 +1366,7 @@ mod tests {
         assert!(matches!(err, CallError::Timeout { .. }), "{err}");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_full_event_queue_drops_the_oldest_and_counts() {
         // An outbound queue of 1 that nobody reads: the pump holds one event, the
         // queue fills up behind it.

@@ -798,9 +798,10 @@ fn shutdown_stops_a_component_spinning_in_a_long_tool_call() {
         host.ready();
         let id = host.send(
             "call_tool",
-            json!({"name": "spin", "args": {}, "timeout_ms": 120_000}),
+            json!({"name": "spin", "args": {"tell": true}, "timeout_ms": 120_000}),
         );
-        std::thread::sleep(Duration::from_millis(300));
+        // The sentinel: the call is inside the component, spinning.
+        host.wait_notify(&name, "spinning");
         assert!(host.try_wait_response(&id, Duration::ZERO).is_none());
         let t = Instant::now();
         let sid = host.send("shutdown", json!({}));

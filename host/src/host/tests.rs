@@ -347,7 +347,7 @@ async fn one_that_ignores_shutdown_is_terminated_after_the_grace_the_others_are_
 /// A start slower than the ready wait (a component compiling) delays nothing: the load
 /// returns at the ready wait with it `starting`, and its tools arrive later; a stop
 /// meanwhile ends its start, and it never runs.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_slow_start_does_not_hold_the_load_and_a_stop_ends_it() {
     let slow = Script {
         tools: vec!["late"],
@@ -383,6 +383,8 @@ async fn a_slow_start_does_not_hold_the_load_and_a_stop_ends_it() {
     let (f, report) = load_with(&[("slow", slow)], Duration::from_millis(100)).await;
     assert_eq!(report.starting, ["slow"], "{report:?}");
     f.host.shutdown().await;
+    // Past the end of its launch (the clock is paused: this sleep ends once every task
+    // waits, and then only at 1.8 s): had the stop not ended the start, it would run now.
     tokio::time::sleep(Duration::from_millis(1800)).await;
     assert_eq!(state(&f.host), ExtState::Error);
     assert!(f.host.tools().is_empty());

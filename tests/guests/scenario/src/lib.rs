@@ -38,7 +38,7 @@
 //! | `fs_symlink` | `target`, `link` | `linked`; else `is_error` |
 //! | `fs_list` | `path` | a JSON array of the entry names, sorted; else `is_error` |
 //! | `env` | `name` | the variable's value; else `is_error` `not set` |
-//! | `spin` | — | never returns |
+//! | `spin` | `tell` | never returns; with `tell: true`, notifies `spinning` first |
 //! | `alloc` | `mb` | allocates and writes `mb` MiB: `{"mb":…,"bytes":…}` |
 //! | `recurse` | `depth` | non-tail recursion `depth` deep: `{"depth":…}` |
 //! | `flood` | `count` | first `count` notifies `flood <i>`, then `{"sent":…}` |
@@ -333,7 +333,12 @@ fn tool(out: &mut dyn FnMut(String), call: ToolCall) {
             Ok(v) => text_result(id, v),
             Err(_) => ToolResult::error(id, "not set"),
         },
-        "spin" => spin(),
+        "spin" => {
+            if args["tell"] == true {
+                notify(out, "info", "spinning".into());
+            }
+            spin()
+        }
         "alloc" => {
             let mb = u64_arg(&args, "mb");
             let bytes = alloc(mb as usize * 1024 * 1024);
