@@ -45,6 +45,11 @@ pub enum SandboxError {
         path: PathBuf,
         cause: std::io::Error,
     },
+    /// A classic extension's files cannot be read to compute what its grant is bound to.
+    FilesUnreadable {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
 }
 
 impl fmt::Display for SandboxError {
@@ -87,7 +92,9 @@ impl fmt::Display for SandboxError {
                      effect; it asks for: {list}{nearest}; nothing was granted"
                 )
             }
-            GrantUnreadable { path, cause } | ComponentUnreadable { path, cause } => {
+            GrantUnreadable { path, cause }
+            | ComponentUnreadable { path, cause }
+            | FilesUnreadable { path, cause } => {
                 write!(f, "cannot read {}: {cause}", path.display())
             }
             GrantInvalid { path, cause } => {
@@ -110,7 +117,8 @@ impl std::error::Error for SandboxError {
             GrantUnreadable { cause, .. }
             | GrantUnwritable { cause, .. }
             | GrantUnremovable { cause, .. }
-            | ComponentUnreadable { cause, .. } => Some(cause),
+            | ComponentUnreadable { cause, .. }
+            | FilesUnreadable { cause, .. } => Some(cause),
             GrantInvalid { cause, .. } => Some(cause),
             _ => None,
         }

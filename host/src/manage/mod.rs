@@ -24,7 +24,7 @@ pub mod identity {
 
 /// Where grants are kept (`$ZOT_HOME/grants`), read and written.
 pub mod grants {
-    pub use crate::sandbox::grants::{grant_asked, load, repin, revoke, save, sha256_of};
+    pub use crate::sandbox::grants::{binding, load, revoke, save, Bound};
 }
 
 /// The manifest, `extension.json`.

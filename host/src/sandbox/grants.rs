@@ -5,7 +5,7 @@
 
 use super::{Grant, SandboxError};
 use crate::identity::Identity;
-use crate::manifest::Manifest;
+use crate::manifest::{Launch, Manifest};
 use crate::paths::ZotHome;
 use std::path::Path;
 
@@ -66,6 +66,31 @@ pub fn repin(home: &ZotHome, id: &Identity, wasm: &Path) -> Result<(), SandboxEr
     };
     grant.sha256 = sha256_of(wasm)?;
     save(home, id, &grant)
+}
+
+/// Which files a grant is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// The component file.
+    Component,
+    /// Every file of a classic extension: its confinement is bound to them.
+    Classic,
+}
+
+/// What a grant of the extension of `m` in `dir` is bound to, and its SHA-256 — the one
+/// rule, for writing a grant and for checking one: a component's file, by its SHA-256; a
+/// classic extension's files, by their fingerprint as one hash ([`crate::trust::digest`],
+/// the same fingerprint a project's trust holds).
+pub fn binding(m: &Manifest, dir: &Path) -> Result<(Bound, String), SandboxError> {
+    match m.launch(dir) {
+        Launch::Wasm(wasm) => Ok((Bound::Component, sha256_of(&wasm)?)),
+        Launch::Exec(_) => crate::trust::digest(dir, Some(m))
+            .map(|sha256| (Bound::Classic, sha256))
+            .map_err(|e| SandboxError::FilesUnreadable {
+                path: e.path,
+                cause: e.cause,
+            }),
+    }
 }
 
 /// The SHA-256 of the component `wasm`, which a grant is pinned to.
@@ -133,6 +158,42 @@ mod tests {
                 }
             }
         }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A component's grant is bound to its file, a classic extension's to all its files:
+    /// a change of any file the rule covers is another binding, the same files the same.
+    #[test]
+    fn a_grant_is_bound_to_the_component_or_to_every_file() {
+        let root = std::env::temp_dir().join(format!("zot-binding-{}", std::process::id()));
+        let (wasm_dir, exec_dir) = (root.join("c"), root.join("e"));
+        std::fs::create_dir_all(&wasm_dir).unwrap();
+        std::fs::create_dir_all(&exec_dir).unwrap();
+        std::fs::write(wasm_dir.join("x.wasm"), b"\0asm component").unwrap();
+        std::fs::write(wasm_dir.join("notes.txt"), b"a").unwrap();
+        std::fs::write(exec_dir.join("run.sh"), b"#!/bin/sh\n").unwrap();
+        std::fs::write(exec_dir.join("lib.txt"), b"a").unwrap();
+        let component = Manifest::from_json(br#"{"name": "c", "wasm": "x.wasm"}"#).unwrap();
+        let classic = Manifest::from_json(br#"{"name": "e", "exec": "./run.sh"}"#).unwrap();
+        let (kind, first) = binding(&component, &wasm_dir).unwrap();
+        assert_eq!(kind, Bound::Component);
+        assert_eq!(first, sha256_of(&wasm_dir.join("x.wasm")).unwrap());
+        // Another file beside the component: the same binding.
+        std::fs::write(wasm_dir.join("notes.txt"), b"b").unwrap();
+        assert_eq!(binding(&component, &wasm_dir).unwrap().1, first);
+        let (kind, first) = binding(&classic, &exec_dir).unwrap();
+        assert_eq!(kind, Bound::Classic);
+        assert_eq!(
+            first,
+            crate::trust::digest(&exec_dir, Some(&classic)).unwrap()
+        );
+        assert_eq!(binding(&classic, &exec_dir).unwrap().1, first);
+        // Any file of a classic extension: another binding.
+        std::fs::write(exec_dir.join("lib.txt"), b"b").unwrap();
+        assert_ne!(binding(&classic, &exec_dir).unwrap().1, first);
+        // Unreadable: an error naming what, not a binding.
+        std::fs::remove_file(wasm_dir.join("x.wasm")).unwrap();
+        assert!(binding(&component, &wasm_dir).is_err());
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

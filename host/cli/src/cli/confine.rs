@@ -117,7 +117,7 @@ fn set(
     }
     let id = Identity::of(&dir, home);
     let settings = Settings::load(home).map_err(|e| e.to_string())?;
-    let digest = zot_host::manage::trust::digest(&dir, Some(&m)).map_err(|e| e.to_string())?;
+    let (_, digest) = grants::binding(&m, &dir).map_err(|e| e.to_string())?;
     let old = grants::load(home, &id).map_err(|e| e.to_string())?;
     if !on && !settings.confine_classic && !old.as_ref().is_some_and(|g| g.confine) {
         say!("{shown} was not confined");

@@ -9,9 +9,9 @@ use super::error::{CliError, Context as _};
 use super::resolve::{copy_at, resolve, ScopeArgs};
 use super::terminal::{cwd, Prompt, Term};
 use std::path::{Path, PathBuf};
-use zot_host::manage::grants;
+use zot_host::manage::grants::{self, Bound};
 use zot_host::manage::identity::Identity;
-use zot_host::manage::manifest::{Launch, Manifest};
+use zot_host::manage::manifest::Manifest;
 use zot_host::manage::sandbox::{asked_words, granted_words};
 use zot_host::ZotHome;
 
@@ -128,32 +128,16 @@ pub(crate) fn locate_dir(
     Ok((dir, Some(copy)))
 }
 
-/// What a grant is pinned to: a component's SHA-256, or for a classic extension (whose
-/// grant applies while it is confined) the fingerprint of all its files.
-enum Pinned {
-    Component,
-    Classic,
-}
-
 /// The manifest and folder of `args.target`, what its grant is pinned to and its hash
 /// (and which copy, in words).
 fn locate(
     home: &ZotHome,
     cwd: &Path,
     args: &GrantArgs,
-) -> Result<(Manifest, PathBuf, Pinned, String, Option<String>), String> {
+) -> Result<(Manifest, PathBuf, Bound, String, Option<String>), String> {
     let (dir, copy) = locate_dir(home, cwd, &args.target, args.scope)?;
     let m = Manifest::read(&dir).map_err(|e| e.to_string())?;
-    let (pinned, sha256) = match m.launch(&dir) {
-        Launch::Wasm(wasm) => (
-            Pinned::Component,
-            grants::sha256_of(&wasm).map_err(|e| e.to_string())?,
-        ),
-        Launch::Exec(_) => (
-            Pinned::Classic,
-            zot_host::manage::trust::digest(&dir, Some(&m)).map_err(|e| e.to_string())?,
-        ),
-    };
+    let (pinned, sha256) = grants::binding(&m, &dir).map_err(|e| e.to_string())?;
     Ok((m, dir, pinned, sha256, copy))
 }
 
@@ -167,8 +151,8 @@ fn run_grant(
     let id = Identity::of(&dir, home);
     let old = grants::load(home, &id).map_err(|e| e.to_string())?;
     let other_build = match pinned {
-        Pinned::Component => "another build of the component",
-        Pinned::Classic => "other files of the extension",
+        Bound::Component => "another build of the component",
+        Bound::Classic => "other files of the extension",
     };
     match &copy {
         Some(copy) => prompt.say(&format!("{} ({copy}) asks for:", m.name)),
@@ -215,15 +199,15 @@ fn run_grant(
     prompt.say("granted:");
     prompt.list(&granted_words(&m, &grant));
     let runs_confined = match pinned {
-        Pinned::Component => true,
-        Pinned::Classic => !matches!(
+        Bound::Component => true,
+        Bound::Classic => !matches!(
             zot_host::confinement_of(home, &id, &m, &dir),
             zot_host::Confinement::Unconfined { .. }
         ),
     };
     match (pinned, runs_confined) {
-        (Pinned::Component, _) | (Pinned::Classic, true) => {}
-        (Pinned::Classic, false) => prompt.say(&format!(
+        (Bound::Component, _) | (Bound::Classic, true) => {}
+        (Bound::Classic, false) => prompt.say(&format!(
             "{} is not confined: it runs with your full user permissions, and this grant \
              applies once you confine it (`zot ext confine {}`, on Linux)",
             m.name, args.target

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use zot_host::compile::Compiler;
 use zot_host::manage::grants;
 use zot_host::manage::identity::Identity;
-use zot_host::manage::install::{self, provenance, InstallSource, Progress, Request, Staged};
+use zot_host::manage::install::{
+    self, consent, provenance, update, InstallSource, Request, Staged,
+};
 use zot_host::manage::manifest::{Launch, Manifest};
-use zot_host::manage::paths::project_root;
 use zot_host::manage::paths::{project_extensions_dir, ZotHome};
-use zot_host::manage::sandbox::{asked_words, granted_words, grown_since};
-use zot_host::manage::trust::{self, ProjectExtension};
+use zot_host::manage::sandbox::{asked_words, granted_words};
 use zot_host::terminal_text::{self, one_line};
 use zot_host::{ConfineView, SandboxView};
 
@@ -140,18 +140,31 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
         let question = describe_asks(m, confined);
         terminal::ask(&mut Term, &question, args.yes).context(&what)?;
     }
-    let wasm = component_of(&staged);
+    let wasm = staged.component_file();
     if let Some(file) = &wasm {
-        compile_staged(home, &compiler, &staged.tree().join(file)).context(&what)?;
+        let file = staged.tree().join(file);
+        runtime()
+            .context(&what)?
+            .block_on(install::compile(
+                home,
+                &compiler,
+                &file,
+                &TermProgress::new(),
+            ))
+            .context(&what)?;
     }
     let done = staged.commit(args.force).context(&what)?;
     let id = Identity::of(&done.dir, home);
     // The user consented to this code and to what it asks now: nothing is inherited
     // from an earlier install there.
     grants::revoke(home, &id).context(&what)?;
-    consented(home, &id, &done, wasm).context(&what)?;
+    consent::consented(home, &id, &done, wasm.as_deref()).context(&what)?;
     if confined {
-        confine_installed(home, &id, &done, args.confine).context(&what)?;
+        consent::confined(home, &id, &done, args.confine).context(&what)?;
+        say!(
+            "It runs confined{}.",
+            if args.confine { "" } else { " (by default)" }
+        );
     }
     let version = match done.manifest.version.as_str() {
         "" => String::new(),
@@ -180,54 +193,6 @@ fn not_confinable(m: &Manifest) -> String {
     )
 }
 
-/// Records, for the classic extension just installed in `done` as `id` to run confined
-/// (`explicit`: by `--confine`, else by default), what it asks for, which the user
-/// consented to, bound to its files.
-fn confine_installed(
-    home: &ZotHome,
-    id: &Identity,
-    done: &install::Installed,
-    explicit: bool,
-) -> Result<(), String> {
-    let mut grant = zot_host::manage::sandbox::Grant {
-        sha256: trust::digest(&done.dir, Some(&done.manifest)).map_err(|e| e.to_string())?,
-        confine: explicit,
-        ..Default::default()
-    };
-    grant.add_asked(&done.manifest);
-    grants::save(home, id, &grant).map_err(|e| e.to_string())?;
-    say!(
-        "It runs confined{}.",
-        if explicit { "" } else { " (by default)" }
-    );
-    Ok(())
-}
-
-/// Records what the user consented to for the extension just installed in `done` as
-/// `id`: everything it asks for its component `wasm` (relative to its folder), and, in a
-/// project, trust in its files as they are.
-fn consented(
-    home: &ZotHome,
-    id: &Identity,
-    done: &install::Installed,
-    wasm: Option<PathBuf>,
-) -> Result<(), String> {
-    if let Some(file) = wasm {
-        grants::grant_asked(home, id, &done.manifest, &done.dir.join(file))
-            .map_err(|e| e.to_string())?;
-    }
-    if let Identity::Project { dir_name, .. } = id {
-        let ext = ProjectExtension {
-            dir_name,
-            dir: &done.dir,
-            manifest: Some(&done.manifest),
-        };
-        let project = project_root(&cwd()?);
-        trust::trust(home, &project, &[ext], false).map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
 /// Stages `req` on a runtime of its own (install and update run outside any), showing
 /// progress on the terminal.
 fn stage(req: &Request) -> Result<Staged, String> {
@@ -241,24 +206,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))
-}
-
-/// Compiles a staged component into the cache, within `compiler`'s limits, once the user
-/// consented: one that cannot be compiled is not installed, and its first start is quick.
-fn compile_staged(home: &ZotHome, compiler: &Compiler, wasm: &Path) -> Result<(), String> {
-    let progress = TermProgress::new();
-    progress.begin(&format!("compiling {}", wasm.display()));
-    let engine = zot_host::manage::component::engine()?;
-    let loaded = runtime()?.block_on(zot_host::manage::component::cache::load(
-        engine,
-        wasm,
-        &home.cache_dir(),
-        compiler,
-    ));
-    progress.end();
-    loaded
-        .map(drop)
-        .map_err(|e| format!("cannot compile it, so it was not installed: {e}"))
 }
 
 /// `name version from source (--ref REF, --path SUBDIR) at commit`, one line.
@@ -332,14 +279,6 @@ fn runs(m: &Manifest) -> String {
     terminal_text::command_line(words.iter().map(String::as_str))
 }
 
-/// The component file of a staged component, relative to its folder.
-fn component_of(staged: &Staged) -> Option<PathBuf> {
-    match staged.manifest.launch(staged.tree()) {
-        Launch::Wasm(path) => path.strip_prefix(staged.tree()).ok().map(Path::to_path_buf),
-        Launch::Exec(_) => None,
-    }
-}
-
 pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), CliError> {
     let cwd = cwd()?;
     let scope = args.scope.scope();
@@ -401,7 +340,8 @@ fn no_record(home: &ZotHome, dir: &Path, copy: &str) -> String {
     }
 }
 
-/// Updates the install in `dir`, moving it to `git_ref` when given.
+/// Updates the install in `dir`, moving it to `git_ref` when given: shows the library's
+/// plan, asks what it says must be asked, and applies it.
 fn update_one(
     home: &ZotHome,
     dir: &Path,
@@ -409,48 +349,42 @@ fn update_one(
     git_ref: Option<&str>,
     yes: bool,
 ) -> Result<(), String> {
-    let old = Manifest::read(dir).map_err(|e| e.to_string())?;
-    let name = old.name.as_str();
     let copy = copy_at(dir, scope);
-    let root = dir.parent().unwrap_or(dir).to_path_buf();
-    let record = record_of(home, dir)?.ok_or_else(|| no_record(home, dir, &copy))?;
     let compiler = Compiler::this_program()?;
-    let mut req = Request::again(&record, root, home.clone(), compiler.clone());
-    if let Some(r) = git_ref {
-        req.git_ref = Some(r.to_string());
-    }
-    let staged = stage(&req)?;
-    let new = &staged.manifest;
-    if new.name != name {
-        return Err(format!(
-            "the source now names itself {:?}; install it under that name instead",
-            new.name
-        ));
-    }
-    // Files changed since install (what `verify` reports): the source's replace them,
-    // only with the user's yes.
-    let local = provenance::verify(dir, &record).map_err(|e| e.to_string())?;
-    let same_source =
-        staged.record.files == record.files && staged.record.git_ref == record.git_ref;
-    if same_source && local.is_empty() {
-        say!("{name} is up to date ({}; {copy}).", headline(&staged));
+    let plan = runtime()?
+        .block_on(update::plan(
+            home,
+            dir,
+            git_ref,
+            compiler,
+            &TermProgress::new(),
+        ))
+        .map_err(|e| match e {
+            update::UpdateError::NoRecord => no_record(home, dir, &copy),
+            e => e.to_string(),
+        })?;
+    let name = plan.old.name.clone();
+    let (old, new, staged) = (&plan.old, &plan.staged.manifest, &plan.staged);
+    if plan.up_to_date() {
+        say!("{name} is up to date ({}; {copy}).", headline(staged));
         return Ok(());
     }
-    if same_source {
+    if plan.same_source() {
         say!("{name}: the {copy} has files changed since it was installed; its source has not changed:");
     } else {
         say!("{name}: an update is available for the {copy}:");
     }
-    say!("  source   {}", headline(&staged));
-    if record.git_ref != staged.record.git_ref {
+    say!("  source   {}", headline(staged));
+    let (was, now) = (&plan.record, &staged.record);
+    if was.git_ref != now.git_ref {
         let shown = |r: &Option<String>| r.clone().unwrap_or_else(|| "(default branch)".into());
         say!(
             "  ref      {} -> {}",
-            one_line(&shown(&record.git_ref)),
-            one_line(&shown(&staged.record.git_ref))
+            one_line(&shown(&was.git_ref)),
+            one_line(&shown(&now.git_ref))
         );
     }
-    match (&record.commit, &staged.record.commit) {
+    match (&was.commit, &now.commit) {
         (Some(a), Some(b)) if a != b => say!(
             "  commit   {} -> {}",
             one_line(short(a)),
@@ -466,7 +400,7 @@ fn update_one(
         );
     }
     if !new.is_component() {
-        let (was, now) = (runs(&old), runs(new));
+        let (was, now) = (runs(old), runs(new));
         if was == now {
             say!("  runs     {now}");
         } else {
@@ -474,101 +408,74 @@ fn update_one(
             say!("       ->  {now}");
         }
     }
-    let changed = provenance::verify(staged.tree(), &record).map_err(|e| e.to_string())?;
-    say!("  files    {} changed", changed.len());
-    if !local.is_empty() {
+    say!("  files    {} changed", plan.changed.len());
+    if !plan.local.is_empty() {
         say!(
             "  local    {} file(s) changed since install (`zot ext verify {}`): replaced",
-            local.len(),
-            one_line(name)
+            plan.local.len(),
+            one_line(&name)
         );
     }
-    let grown = grown_since(&old, new);
-    // A confined classic extension's confinement and grant are bound to its files: moved
-    // to the new ones only with the user's yes, never widened by the update.
-    let confined = !new.is_component()
-        && grants::load(home, &Identity::of(dir, home))
-            .map_err(|e| e.to_string())?
-            .is_some_and(|g| g.confine);
-    if confined {
+    if plan.confined {
         say!(
             "  confined yes: the new files run confined, with what was granted to the old \
              (`zot ext grant {}` to review)",
-            one_line(name)
+            one_line(&name)
         );
     }
-    if grown.is_empty() {
+    if plan.grown.is_empty() {
         say!("  It asks for nothing more than before.");
     } else {
         say!("  It now also asks to:");
-        for line in &grown {
+        for line in &plan.grown {
             say!("  - {line}");
         }
     }
-    // A project copy is trusted again as updated: only after the review `zot ext trust`
-    // gives, and the user's yes.
-    let trusted_in = match Identity::of(dir, home) {
-        Identity::Project { project, .. } => Some(project),
-        Identity::Global { .. } | Identity::Path { .. } => None,
-    };
-    if let Some(project) = &trusted_in {
+    let asks = plan.asks();
+    if let Some(project) = &asks.trust {
         say!(
             "  Updated, it is trusted to run whenever zot starts in {}:",
             one_line(&project.to_string_lossy())
         );
         say!(
             "  {} ({})",
-            one_line(name),
+            one_line(&name),
             one_line(&staged.dest().to_string_lossy())
         );
         super::trust::review(&mut Term, new, &staged.dest());
     }
-    let question = match (&trusted_in, grown.is_empty()) {
-        (None, true) if !local.is_empty() => Some(format!(
+    if let Some(question) = question(&name, &asks) {
+        terminal::ask(&mut Term, &question, yes)?;
+    }
+    let done = runtime()?
+        .block_on(plan.apply(&TermProgress::new()))
+        .map_err(|e| e.to_string())?;
+    say!("Updated {name} in {}", done.dir.display());
+    Ok(())
+}
+
+/// The question an update asks before it applies, if it asks one.
+fn question(name: &str, asks: &update::Asks) -> Option<String> {
+    let question = match (&asks.trust, asks.grant) {
+        (None, false) if asks.replace_local => Some(format!(
             "Replace the changed files of {name} with its source's?"
         )),
-        (None, true) => None,
-        (None, false) => Some(format!("Grant this and update {name}?")),
-        (Some(p), true) => Some(format!(
+        (None, false) => None,
+        (None, true) => Some(format!("Grant this and update {name}?")),
+        (Some(p), false) => Some(format!(
             "Update {name}, trusting it to run whenever zot starts in {}?",
             p.display()
         )),
-        (Some(p), false) => Some(format!(
+        (Some(p), true) => Some(format!(
             "Grant this, update {name} and trust it to run whenever zot starts in {}?",
             p.display()
         )),
     };
-    let question = match (question, confined) {
+    match (question, asks.confined) {
         (Some(q), true) => Some(format!("{} (confined)", q.trim_end_matches('?')) + "?"),
         (None, true) => Some(format!("Update {name} and run the new files confined?")),
         (question, false) => question,
-    };
-    if let Some(question) = question {
-        terminal::ask(&mut Term, &question, yes)?;
     }
-    let wasm = component_of(&staged);
-    if let Some(file) = &wasm {
-        compile_staged(home, &compiler, &staged.tree().join(file))?;
-    }
-    let done = staged.commit(true).map_err(|e| e.to_string())?;
-    let id = Identity::of(&done.dir, home);
-    match wasm {
-        // It asks for nothing more: the grant as it was, for the new component.
-        Some(file) if grown.is_empty() => {
-            grants::repin(home, &id, &done.dir.join(file)).map_err(|e| e.to_string())?;
-            consented(home, &id, &done, None)?;
-        }
-        wasm => consented(home, &id, &done, wasm)?,
-    }
-    if confined {
-        if let Some(mut grant) = grants::load(home, &id).map_err(|e| e.to_string())? {
-            grant.sha256 =
-                trust::digest(&done.dir, Some(&done.manifest)).map_err(|e| e.to_string())?;
-            grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
-        }
-    }
-    say!("Updated {name} in {}", done.dir.display());
-    Ok(())
 }
 
 /// The file an extension runs, relative to its folder and `/`-separated as in its install
@@ -824,5 +731,40 @@ mod tests {
         assert_eq!(super::short("abc"), "abc");
         assert_eq!(super::short("ééééééééééééé"), "éééééééééééé");
         assert_eq!(super::short(""), "");
+    }
+
+    /// The question follows what the plan says must be consented to, each case.
+    #[test]
+    fn an_update_asks_what_its_plan_needs() {
+        use std::path::PathBuf;
+        use zot_host::manage::install::update::Asks;
+        let asks = |grant, trust: Option<&str>, replace_local, confined| Asks {
+            grant,
+            trust: trust.map(PathBuf::from),
+            replace_local,
+            confined,
+        };
+        let q = |a: Asks| super::question("x", &a);
+        assert_eq!(q(asks(false, None, false, false)), None);
+        assert_eq!(
+            q(asks(false, None, true, false)).unwrap(),
+            "Replace the changed files of x with its source's?"
+        );
+        assert_eq!(
+            q(asks(true, None, true, false)).unwrap(),
+            "Grant this and update x?"
+        );
+        assert_eq!(
+            q(asks(false, Some("/p"), true, false)).unwrap(),
+            "Update x, trusting it to run whenever zot starts in /p?"
+        );
+        assert_eq!(
+            q(asks(true, Some("/p"), false, true)).unwrap(),
+            "Grant this, update x and trust it to run whenever zot starts in /p (confined)?"
+        );
+        assert_eq!(
+            q(asks(false, None, false, true)).unwrap(),
+            "Update x and run the new files confined?"
+        );
     }
 }

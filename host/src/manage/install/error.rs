@@ -99,6 +99,8 @@ pub enum InstallError {
     },
     /// A name that would address another folder.
     NotAName(String),
+    /// The component cannot be compiled (within the compiler's limits): not installed.
+    NotCompiled(crate::component::ComponentError),
 }
 
 impl InstallError {
@@ -226,6 +228,7 @@ impl fmt::Display for InstallError {
             ),
             Damaged { path, cause } => write!(f, "{} is damaged: {cause}", path.display()),
             NotAName(name) => write!(f, "{name:?} is not an extension name"),
+            NotCompiled(e) => write!(f, "cannot compile it, so it was not installed: {e}"),
         }
     }
 }

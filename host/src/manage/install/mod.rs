@@ -8,9 +8,11 @@
 //! recorded under `$ZOT_HOME` ([`provenance`]). A failure removes the staging folder; one
 //! left by a killed process is removed by the next install.
 
+pub mod consent;
 mod error;
 mod fetch;
 pub mod provenance;
+pub mod update;
 
 pub use error::InstallError;
 #[cfg(any(test, fuzzing))]
@@ -131,6 +133,26 @@ pub struct Staged {
     pub renamed_from: Option<String>,
 }
 
+/// Compiles the component `wasm` into the cache within `compiler`'s limits, once the
+/// user consented: one that cannot be compiled is not installed, and its first start is
+/// quick.
+pub async fn compile(
+    home: &ZotHome,
+    compiler: &crate::component::compile::Compiler,
+    wasm: &Path,
+    progress: &dyn Progress,
+) -> Result<(), InstallError> {
+    progress.begin(&format!("compiling {}", wasm.display()));
+    let loaded = match crate::component::engine() {
+        Ok(engine) => {
+            crate::component::cache::load(engine, wasm, &home.cache_dir(), compiler).await
+        }
+        Err(e) => Err(e),
+    };
+    progress.end();
+    loaded.map(drop).map_err(InstallError::NotCompiled)
+}
+
 /// Fetches and checks `req`'s extension in a staging folder: the source copied (never
 /// following a symlink out of it, `--path` included; `.git` left out) or cloned, or a component probed for
 /// its `hello` and given a manifest; `--name` applied; the manifest validated and the
@@ -244,6 +266,16 @@ impl Staged {
     /// The staged files (to read the component's hash, say).
     pub fn tree(&self) -> &Path {
         &self.tree
+    }
+
+    /// The component file of a staged component, relative to its folder.
+    pub fn component_file(&self) -> Option<PathBuf> {
+        match self.manifest.launch(&self.tree) {
+            manifest::Launch::Wasm(path) => {
+                path.strip_prefix(&self.tree).ok().map(Path::to_path_buf)
+            }
+            manifest::Launch::Exec(_) => None,
+        }
     }
 
     /// Moves the staged extension into place (within the extensions directory's handle)
