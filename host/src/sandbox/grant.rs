@@ -55,6 +55,15 @@ fn data_dir_only() -> Permissions {
 }
 
 impl Grant {
+    /// The grant for the files bound by `sha256` ([`super::grants::binding`]): `old` if
+    /// it was given for them, else one granting nothing — what was granted to other
+    /// files is never carried over.
+    pub fn for_files(old: Option<Grant>, sha256: String) -> Grant {
+        let mut grant = old.filter(|g| g.sha256 == sha256).unwrap_or_default();
+        grant.sha256 = sha256;
+        grant
+    }
+
     /// Adds everything `m` asks for.
     pub fn add_asked(&mut self, m: &Manifest) {
         let asked = &m.permissions;

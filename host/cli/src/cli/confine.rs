@@ -12,6 +12,7 @@ use std::path::Path;
 use zot_host::manage::grants;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::{Launch, Manifest};
+use zot_host::manage::sandbox::Grant;
 use zot_host::{Settings, ZotHome};
 
 /// Which extensions `confine` and `unconfine` act on.
@@ -124,8 +125,7 @@ fn set(
         return Ok(());
     }
     // What was granted to other files is not carried over.
-    let mut grant = old.filter(|g| g.sha256 == digest).unwrap_or_default();
-    grant.sha256 = digest;
+    let mut grant = Grant::for_files(old, digest);
     grant.confine = on;
     grant.unconfined = !on;
     grant.require_confinement = on && require;

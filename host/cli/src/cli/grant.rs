@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use zot_host::manage::grants::{self, Bound};
 use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::Manifest;
-use zot_host::manage::sandbox::{asked_words, granted_words};
+use zot_host::manage::sandbox::{asked_words, granted_words, Grant};
 use zot_host::ZotHome;
 
 #[derive(clap::Args)]
@@ -185,8 +185,7 @@ fn run_grant(
     let (confined, require) = old
         .as_ref()
         .map_or((false, false), |g| (g.confine, g.require_confinement));
-    let mut grant = old.filter(|g| g.sha256 == sha256).unwrap_or_default();
-    grant.sha256 = sha256;
+    let mut grant = Grant::for_files(old, sha256);
     grant.confine = confined;
     grant.require_confinement = require;
     if args.all {
