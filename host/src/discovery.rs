@@ -1,10 +1,10 @@
 //! Finding extensions: `--ext` paths, then `./.zot/extensions` (only those the user
-//! trusts, see [`crate::trust`]), then `$ZOT_HOME/extensions`.
+//! trusts, see [`crate::records::trust`]), then `$ZOT_HOME/extensions`.
 
 use crate::identity::Identity;
 use crate::manifest::{Manifest, ManifestError, MANIFEST_FILE};
 use crate::paths::{project_extensions_dir, real, ZotHome};
-use crate::trust::{self, Fingerprint, ProjectExtension, Untrusted};
+use crate::records::trust::{self, Fingerprint, ProjectExtension, Untrusted};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

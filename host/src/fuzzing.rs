@@ -6,7 +6,7 @@
 use crate::caps::HostPattern;
 use crate::component::inspect::{self, MAX_MEMORIES, MAX_TABLES};
 use crate::manifest::{validate_name, Embedded, Manifest};
-use crate::sandbox::Permission;
+use crate::records::Permission;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 

@@ -87,8 +87,7 @@
 
 // What an embedding agent uses: the host, its configuration, what it reports.
 pub use budget::Timeouts;
-pub use confine_decision::{decide as confinement_of, Confinement};
-pub use confine_view::{ConfineView, RuleView};
+pub use confine::view::{ConfineView, RuleView};
 pub use discovery::Source;
 pub use events::HostEvent;
 pub use extension::{CallError, Phase, ReadyBy, Status, EVENT_QUEUE};
@@ -98,11 +97,13 @@ pub use host::{
 };
 pub use manifest::TransportKind;
 pub use paths::ZotHome;
+pub use records::confinement::{decide as confinement_of, Confinement};
+pub use records::settings::{Settings, SettingsError};
+pub use records::trust::Untrusted;
+pub use records::Permission;
 pub use registry::Owned;
 pub use sandbox::view::SandboxView;
-pub use sandbox::{Permission, RunGrant};
-pub use settings::{Settings, SettingsError};
-pub use trust::Untrusted;
+pub use sandbox::RunGrant;
 
 /// How components are compiled: in a child of this program under limits (call
 /// [`compile::child_if_asked`] first thing in `main`), or as chosen in
@@ -110,7 +111,6 @@ pub use trust::Untrusted;
 pub mod compile {
     pub use crate::component::compile::{child_if_asked, CompileLimits, CompileMode, Compiler};
 }
-#[cfg(target_os = "linux")]
 pub mod confine;
 #[cfg(any(test, fuzzing))]
 pub mod fuzzing;
@@ -123,8 +123,6 @@ pub mod transport;
 mod budget;
 mod caps;
 mod component;
-mod confine_decision;
-mod confine_view;
 mod discovery;
 mod events;
 mod extension;
@@ -134,12 +132,9 @@ mod log;
 mod manifest;
 mod nearest;
 mod paths;
+mod records;
 mod registration_caps;
 mod registry;
 mod safe_write;
 mod sandbox;
-#[cfg(target_os = "linux")]
-mod sealed_program;
-mod settings;
 mod tree;
-mod trust;

@@ -16,7 +16,7 @@ use std::fmt;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// What to do with a symbolic link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -361,6 +361,88 @@ fn leads_out(e: &std::io::Error) -> bool {
         || (e.kind() == std::io::ErrorKind::PermissionDenied
             && e.raw_os_error().is_none()
             && e.to_string().contains("outside"))
+}
+
+/// How many symlinks one path may pass through before it counts as a loop (as Linux).
+const MAX_LINKS: usize = 40;
+
+/// Why a path cannot be proved to lead somewhere inside a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkFault {
+    /// It leads out of the tree (an absolute link, or `..` above its root).
+    Outside,
+    /// It passes through more than [`MAX_LINKS`] links: a loop.
+    Loop,
+    /// What it leads to does not exist.
+    Missing,
+}
+
+/// Where `path` (relative to `root`) really is, following every symlink on the way as
+/// the kernel would, but from `root` and never above it: a path relative to `root`
+/// with no symlink in it. The text of a link says nothing until it is resolved against
+/// the real location of what it names.
+pub fn resolve(root: &Dir, path: &Path) -> Result<PathBuf, LinkFault> {
+    let mut real = PathBuf::new();
+    // Whether `real` is a folder: only a folder can be passed through, as the kernel
+    // has it (`file/..`, `file/.` and `file/` are ENOTDIR, not where they seem to lead).
+    let mut in_folder = true;
+    let mut todo = Vec::new();
+    push_parts(&mut todo, path)?;
+    let mut hops = 0;
+    while let Some(part) = todo.pop() {
+        if !in_folder {
+            return Err(LinkFault::Missing);
+        }
+        if part == "." {
+            continue;
+        }
+        if part == ".." {
+            if !real.pop() {
+                return Err(LinkFault::Outside);
+            }
+            continue;
+        }
+        let next = real.join(&part);
+        let meta = root
+            .symlink_metadata(&next)
+            .map_err(|_| LinkFault::Missing)?;
+        if meta.is_symlink() {
+            hops += 1;
+            if hops > MAX_LINKS {
+                return Err(LinkFault::Loop);
+            }
+            let target = root
+                .read_link_contents(&next)
+                .map_err(|_| LinkFault::Missing)?;
+            push_parts(&mut todo, &target)?;
+        } else {
+            in_folder = meta.is_dir();
+            real = next;
+        }
+    }
+    Ok(real)
+}
+
+/// Pushes the parts of the relative `path` onto `todo`, last first (so the first is
+/// popped first); `..` stays `..`, a `.` inside is dropped, and a path that ends with
+/// `/` or `/.` ends with a `.` (what it names must be a folder). An absolute path leads
+/// outside.
+fn push_parts(todo: &mut Vec<std::ffi::OsString>, path: &Path) -> Result<(), LinkFault> {
+    let text = path.to_string_lossy();
+    let mut parts = Vec::new();
+    for part in path.components() {
+        match part {
+            Component::Normal(name) => parts.push(name.to_os_string()),
+            Component::ParentDir => parts.push("..".into()),
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return Err(LinkFault::Outside),
+        }
+    }
+    if text.ends_with('/') || text.ends_with("/.") {
+        parts.push(".".into());
+    }
+    todo.extend(parts.into_iter().rev());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -363,16 +363,16 @@ mod tests {
   "http_requests": 32,
   "field_kib": 64
 }"#;
-        let grant: crate::sandbox::Grant = serde_json::from_str(grant_file).unwrap();
+        let grant: crate::records::Grant = serde_json::from_str(grant_file).unwrap();
         assert_eq!(grant.caps.memory_mb, Some(96));
         assert_eq!(grant.caps.field_kib, Some(64));
         assert_eq!(serde_json::to_string_pretty(&grant).unwrap(), grant_file);
         let partial = r#"{"sha256":"","permissions":{"data_dir":true},"disk_mb":512}"#;
-        let grant: crate::sandbox::Grant = serde_json::from_str(partial).unwrap();
+        let grant: crate::records::Grant = serde_json::from_str(partial).unwrap();
         assert_eq!(grant.caps.get(Limit::Disk), Some(512));
         assert_eq!(grant.caps.get(Limit::Memory), None);
         assert_eq!(serde_json::to_string(&grant).unwrap(), partial);
-        let with_unknown: crate::sandbox::Grant =
+        let with_unknown: crate::records::Grant =
             serde_json::from_str(r#"{"sha256":"","disk_mb":512,"later":1}"#).unwrap();
         assert_eq!(with_unknown, grant);
 

@@ -1,6 +1,6 @@
 //! What the `zot` command needs besides running extensions: installing them
-//! ([`install`]), the user's records — project trust ([`trust`]), grants ([`grants`]),
-//! keyed by [`identity`] —, the manifest and where things are found ([`manifest`],
+//! ([`install`]), the user's records ([`records`]: project trust, grants, provenance,
+//! consent), keyed by [`identity`], the manifest and where things are found ([`manifest`],
 //! [`discovery`], [`paths`]), the sidecar's one-extension bridge ([`bridge`]) and
 //! components as `check` handles them ([`component`]). An agent that only runs
 //! extensions needs none of it: see the crate root.
@@ -11,20 +11,28 @@
 pub mod bridge;
 pub mod install;
 
-/// Project trust: what the user reviewed and trusted, checked before a project's
-/// extension starts.
-pub mod trust {
-    pub use crate::trust::{check, digest, trust, untrust, ProjectExtension, Untrusted};
+/// The user's records: project trust, grants, install provenance, and what a consent
+/// writes of them.
+pub mod records {
+    pub use crate::records::{consent, provenance};
+
+    /// Project trust: what the user reviewed and trusted, checked before a project's
+    /// extension starts.
+    pub mod trust {
+        pub use crate::records::trust::{
+            check, digest, trust, untrust, ProjectExtension, Untrusted,
+        };
+    }
+
+    /// Where grants are kept (`$ZOT_HOME/grants`), read and written.
+    pub mod grants {
+        pub use crate::records::grants::{binding, load, revoke, save, Bound};
+    }
 }
 
 /// Who an extension is, for its grant, data and trust: the place it is installed.
 pub mod identity {
     pub use crate::identity::{folder_key, Identity};
-}
-
-/// Where grants are kept (`$ZOT_HOME/grants`), read and written.
-pub mod grants {
-    pub use crate::sandbox::grants::{binding, load, revoke, save, Bound};
 }
 
 /// The manifest, `extension.json`.
@@ -46,9 +54,9 @@ pub mod paths {
 
 /// What the sandbox asks and gives, in the words the CLI shows and takes.
 pub mod sandbox {
+    pub use crate::records::{Grant, Permission};
     pub use crate::sandbox::{
-        asked_words, granted_words, grown_since, stale_warning, Grant, Permission, RunGrant,
-        SandboxError,
+        asked_words, granted_words, grown_since, stale_warning, RunGrant, SandboxError,
     };
 }
 

@@ -3,8 +3,8 @@
 //! else is denied.
 //!
 //! - [`policy`]: what was asked ∩ what was granted, as a [`Policy`];
-//! - [`grant`], [`permission`], [`grants`]: what the user granted, how a grant widens,
-//!   and where it is kept;
+//! - what the user granted (`Grant`, `Permission`) and where it is kept are the user's
+//!   records, [`crate::records`];
 //! - [`run_grant`]: what the user grants on the command line for one run;
 //! - [`grown`]: whether an updated manifest asks for more;
 //! - [`wasi`]: the WASI context a [`Policy`] allows, around the transport's stdio;
@@ -12,11 +12,8 @@
 //! - the words both a manifest and a grant are written in — [`Caps`], [`Limit`],
 //!   [`HostPattern`], [`SandboxError`] — live below the manifest, in [`crate::caps`].
 
-pub mod grant;
-pub mod grants;
 pub mod grown;
 pub(crate) mod network;
-pub mod permission;
 pub mod policy;
 pub mod run_grant;
 pub mod view;
@@ -24,9 +21,7 @@ pub mod wasi;
 pub mod words;
 
 pub use crate::caps::{Caps, HostPattern, InForce, Limit, SandboxError, DEFAULT_MEMORY_MB};
-pub use grant::Grant;
 pub use grown::grown_since;
-pub use permission::Permission;
 pub use policy::{for_manifest, stale_warning, GrantState, Policy};
 pub use run_grant::RunGrant;
 pub use wasi::{PreparedWasi, Stdio};

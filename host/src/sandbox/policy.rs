@@ -2,11 +2,12 @@
 //! once before it starts.
 
 use super::Caps;
-use super::{Grant, HostPattern, InForce, Limit, RunGrant, DATA_MOUNT};
+use super::{HostPattern, InForce, Limit, RunGrant, DATA_MOUNT};
 use crate::identity::Identity;
 use crate::log::ExtLog;
 use crate::manifest::{CwdAccess, Manifest, Permissions};
 use crate::paths::ZotHome;
+use crate::records::{grants, Grant};
 use std::path::{Path, PathBuf};
 
 /// What a component may use, decided once before it starts.
@@ -138,7 +139,7 @@ pub fn for_manifest(
     run: Option<&RunGrant>,
     log: &ExtLog,
 ) -> (Decision, GrantState) {
-    let state = match super::grants::load(home, id) {
+    let state = match grants::load(home, id) {
         Err(e) => {
             log.warn(&format!("{e}: running with no grant"));
             GrantState::None
@@ -216,6 +217,61 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::Identity;
+    use crate::paths::ZotHome;
+
+    const MAX_MEMORY_MB: u64 = Limit::Memory.spec().max;
+
+    /// A damaged or hand-edited grant file is an error naming the file, or a grant that
+    /// still gives no more than the manifest asks; never a panic.
+    #[test]
+    fn an_odd_grant_file_is_an_error_or_no_more_than_asked() {
+        let root = std::env::temp_dir().join(format!("zot-grants-{}", std::process::id()));
+        let home = ZotHome::new(&root);
+        let id = Identity::Global {
+            dir_name: "odd".into(),
+        };
+        let asked = Permissions {
+            data_dir: true,
+            cwd: Some(CwdAccess::Read),
+            env: vec!["HOME".into()],
+            http: vec!["api.example.com".into()],
+        };
+        let limits = Caps {
+            memory_mb: Some(MAX_MEMORY_MB),
+            ..Caps::default()
+        };
+        let odd: [&[u8]; 8] = [
+            b"",
+            b"\xff\xfe not UTF-8",
+            b"[]",
+            b"null",
+            br#"{"permissions": 5}"#,
+            br#"{"memory_mb": -1}"#,
+            br#"{"memory_mb": 18446744073709551615, "sha256": "\u00e9\u00e9"}"#,
+            br#"{"permissions": {"http": ["", "*", "[::1", "http://"], "env": [""]}}"#,
+        ];
+        for bytes in odd {
+            std::fs::create_dir_all(root.join("grants")).unwrap();
+            std::fs::write(home.grant_path(&id), bytes).unwrap();
+            match crate::records::grants::load(&home, &id) {
+                Err(e) => assert!(e.to_string().contains("odd.json"), "{e}"),
+                Ok(grant) => {
+                    let d = decide(
+                        &asked,
+                        &limits,
+                        grant.as_ref(),
+                        "/d".into(),
+                        Path::new("/p"),
+                        |_| None,
+                    );
+                    assert!(d.policy.memory_bytes <= (MAX_MEMORY_MB as usize) << 20);
+                    assert!(d.policy.http.is_empty(), "{:?}", d.policy.http);
+                }
+            }
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     fn asks(cwd: bool, env: &[&str], http: &[&str]) -> Permissions {
         Permissions {

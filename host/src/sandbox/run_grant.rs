@@ -8,9 +8,10 @@
 //! grants it ([`Grant::add_parsed`]); [`super::policy`] then decides asked ∩ granted as
 //! always. So a bare `.wasm` that asks nothing can be tried with network.
 
-use super::{Grant, Limit, Permission, SandboxError};
+use super::{Limit, SandboxError};
 use crate::discovery::Source;
 use crate::manifest::Manifest;
+use crate::records::{Grant, Permission};
 
 /// What the user grants for one run; empty: nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -4,11 +4,12 @@
 //! ([`SandboxView::on_disk`]: nothing is started or compiled); a started component also
 //! what it runs with ([`Running`]). Each shows the fields it has, in the order below.
 
-use super::{grants, Grant, InForce};
+use super::InForce;
 use crate::component::{cache, entry, Kind};
 use crate::identity::Identity;
 use crate::manifest::{Launch, Limits, Manifest, Permissions};
 use crate::paths::ZotHome;
+use crate::records::{grants, Grant};
 use serde::Serialize;
 use std::path::Path;
 

@@ -1,7 +1,8 @@
 //! Permissions in plain words, for people deciding what to grant.
 
-use super::{Grant, HostPattern, Limit};
+use super::{HostPattern, Limit};
 use crate::manifest::{Manifest, Permissions};
+use crate::records::Grant;
 use crate::terminal_text::one_line;
 
 /// What `m` asks for, in plain words: for a component, its memory and the other limits

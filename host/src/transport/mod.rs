@@ -11,6 +11,8 @@ pub(crate) mod mcp;
 #[cfg(any(test, feature = "test-support"))]
 pub mod memory;
 pub(crate) mod pipe;
+#[cfg(target_os = "linux")]
+pub(crate) mod sealed;
 mod sink;
 pub mod stdio;
 pub(crate) mod wasm;

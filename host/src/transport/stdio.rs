@@ -32,7 +32,7 @@ pub struct StdioSpec {
     pub confine: Option<crate::confine::Confined>,
     /// The sealed copy of `program` it runs from (`program` stays its `argv[0]`).
     #[cfg(target_os = "linux")]
-    pub sealed: Option<crate::sealed_program::Sealed>,
+    pub sealed: Option<crate::transport::sealed::Sealed>,
 }
 
 /// Spawns the subprocess and its pump tasks. Must be called inside a tokio runtime.

@@ -9,9 +9,9 @@ use super::grant::locate_dir;
 use super::resolve::ScopeArgs;
 use super::terminal::cwd;
 use std::path::Path;
-use zot_host::manage::grants;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::{Launch, Manifest};
+use zot_host::manage::records::grants;
 use zot_host::manage::sandbox::Grant;
 use zot_host::{Settings, ZotHome};
 

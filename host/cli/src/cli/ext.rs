@@ -9,11 +9,11 @@ use std::io::{self, BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::Duration;
 use zot_host::manage::discovery::Source;
-use zot_host::manage::grants;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::install::{self, Listed};
 use zot_host::manage::paths::project_root;
-use zot_host::manage::trust;
+use zot_host::manage::records::grants;
+use zot_host::manage::records::trust;
 use zot_host::terminal_text::one_line;
 use zot_host::ZotHome;
 

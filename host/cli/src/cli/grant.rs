@@ -9,9 +9,9 @@ use super::error::{CliError, Context as _};
 use super::resolve::{copy_at, resolve, ScopeArgs};
 use super::terminal::{cwd, Prompt, Term};
 use std::path::{Path, PathBuf};
-use zot_host::manage::grants::{self, Bound};
 use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::Manifest;
+use zot_host::manage::records::grants::{self, Bound};
 use zot_host::manage::sandbox::{asked_words, granted_words, Grant};
 use zot_host::ZotHome;
 

@@ -6,13 +6,11 @@ use super::resolve::{copy_at, resolve, Scope, ScopeArgs};
 use super::terminal::{self, cwd, Prompt as _, Term, TermProgress};
 use std::path::{Path, PathBuf};
 use zot_host::compile::Compiler;
-use zot_host::manage::grants;
 use zot_host::manage::identity::Identity;
-use zot_host::manage::install::{
-    self, consent, provenance, update, InstallSource, Request, Staged,
-};
+use zot_host::manage::install::{self, update, InstallSource, Request, Staged};
 use zot_host::manage::manifest::{Launch, Manifest};
 use zot_host::manage::paths::{project_extensions_dir, ZotHome};
+use zot_host::manage::records::{consent, grants, provenance};
 use zot_host::manage::sandbox::{asked_words, granted_words};
 use zot_host::terminal_text::{self, one_line};
 use zot_host::{ConfineView, SandboxView};
@@ -158,9 +156,9 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
     // The user consented to this code and to what it asks now: nothing is inherited
     // from an earlier install there.
     grants::revoke(home, &id).context(&what)?;
-    consent::consented(home, &id, &done, wasm.as_deref()).context(&what)?;
+    consent::consented(home, &id, (&done.manifest, &done.dir), wasm.as_deref()).context(&what)?;
     if confined {
-        consent::confined(home, &id, &done, args.confine).context(&what)?;
+        consent::confined(home, &id, (&done.manifest, &done.dir), args.confine).context(&what)?;
         say!(
             "It runs confined{}.",
             if args.confine { "" } else { " (by default)" }

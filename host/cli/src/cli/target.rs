@@ -13,7 +13,7 @@ use zot_host::manage::identity::{folder_key, Identity};
 use zot_host::manage::install::{self, InstallSource, Progress, Request, Staged};
 use zot_host::manage::manifest::{validate_name, Launch, Manifest, MANIFEST_FILE};
 use zot_host::manage::paths::project_root;
-use zot_host::manage::trust::{self, ProjectExtension, Untrusted};
+use zot_host::manage::records::trust::{self, ProjectExtension, Untrusted};
 use zot_host::ZotHome;
 use zot_host::{ExtState, ExtensionInfo, Host, HostConfig, HostEvent};
 

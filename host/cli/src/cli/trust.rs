@@ -1,6 +1,6 @@
 //! `zot ext trust [DIR]` / `zot ext untrust [DIR]`: the user's say over a project's
 //! own extensions (`DIR/.zot/extensions`), like `direnv allow`. Trust is recorded in
-//! `$ZOT_HOME/trust`, bound to every file of each extension (see `zot_host::manage::trust`).
+//! `$ZOT_HOME/trust`, bound to every file of each extension (see `zot_host::manage::records::trust`).
 
 use super::error::{CliError, Context as _};
 use super::terminal::{self, Prompt, Term};
@@ -10,8 +10,8 @@ use zot_host::manage::identity::Identity;
 use zot_host::manage::install::search_path;
 use zot_host::manage::manifest::{Launch, Manifest};
 use zot_host::manage::paths::project_root;
+use zot_host::manage::records::trust::{self, ProjectExtension, Untrusted};
 use zot_host::manage::sandbox::asked_words;
-use zot_host::manage::trust::{self, ProjectExtension, Untrusted};
 use zot_host::terminal_text::{self, one_line};
 use zot_host::ZotHome;
 

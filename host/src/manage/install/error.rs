@@ -252,3 +252,21 @@ impl std::error::Error for InstallError {
         }
     }
 }
+
+impl From<crate::records::provenance::ProvenanceError> for InstallError {
+    fn from(e: crate::records::provenance::ProvenanceError) -> Self {
+        use crate::records::provenance::ProvenanceError;
+        match e {
+            ProvenanceError::Io {
+                action,
+                path,
+                cause,
+            } => InstallError::Io {
+                action,
+                path,
+                cause,
+            },
+            ProvenanceError::Damaged { path, cause } => InstallError::Damaged { path, cause },
+        }
+    }
+}

@@ -8,17 +8,16 @@
 //! recorded under `$ZOT_HOME` ([`provenance`]). A failure removes the staging folder; one
 //! left by a killed process is removed by the next install.
 
-pub mod consent;
 mod error;
 mod fetch;
-pub mod provenance;
 pub mod update;
 
+use crate::records::provenance;
+pub use crate::records::provenance::{Provenance, SourceKind};
 pub use error::InstallError;
 #[cfg(any(test, fuzzing))]
 pub(crate) use fetch::copy_dir;
 pub use fetch::{Progress, Quiet};
-pub use provenance::{Provenance, SourceKind};
 
 use crate::discovery::{discover, Found, SearchPath, Source};
 use crate::identity::Identity;
@@ -302,7 +301,7 @@ impl Staged {
         let id = Identity::of(&dest, &self.home);
         provenance::save(&self.home, &id, &self.record).map_err(|e| InstallError::NotRecorded {
             name: name.clone(),
-            cause: Box::new(e),
+            cause: Box::new(e.into()),
         })?;
         Ok(Installed {
             manifest: self.manifest,
@@ -538,7 +537,7 @@ pub fn remove(home: &ZotHome, dir: &Path) -> Result<(), InstallError> {
     } else {
         root.dir().remove_file(name).map_err(err)?;
     }
-    provenance::forget(home, &id)
+    Ok(provenance::forget(home, &id)?)
 }
 
 /// Every extension installed for `cwd` (project-local, then global), one per name.
@@ -615,16 +614,16 @@ pub struct Listed {
     /// Components only: the recorded grant (`null` when none: the data dir only);
     /// the same as `sandbox.granted`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub grant: Option<Option<crate::sandbox::Grant>>,
+    pub grant: Option<Option<crate::records::Grant>>,
     /// Classic extensions only: whether the user confined it, and which of its rules this
     /// kernel enforces.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub confinement: Option<crate::confine_view::ConfineView>,
+    pub confinement: Option<crate::confine::view::ConfineView>,
     /// Where it was installed from (`null` when there is no install record).
     pub installed_from: Option<Origin>,
     /// State `untrusted` only: why, and the command that trusts it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub untrusted: Option<crate::trust::Untrusted>,
+    pub untrusted: Option<crate::records::trust::Untrusted>,
     /// Something to review, e.g. `grant stale — `zot ext grant NAME` to review`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
@@ -741,7 +740,7 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
         }
         if let Ok(m) = &f.manifest {
             row.confinement =
-                crate::confine_view::ConfineView::on_disk(home, &f.identity, m, &f.dir);
+                crate::confine::view::ConfineView::on_disk(home, &f.identity, m, &f.dir);
             if row.confinement.as_ref().is_some_and(|c| c.stale) {
                 row.warning = Some(format!(
                     "confined for other files: it does not start until `zot ext confine {}`",

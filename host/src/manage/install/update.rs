@@ -6,14 +6,15 @@
 //! the new files and never widened, a project's trust given again — once the caller has
 //! the user's yes to [`Plan::asks`].
 
-use super::consent::{self, ConsentError};
-use super::provenance::{self, Change, Provenance};
 use super::{stage, InstallError, Installed, Progress, Request, Staged};
 use crate::component::compile::Compiler;
 use crate::identity::Identity;
 use crate::manifest::{Manifest, ManifestError};
 use crate::paths::ZotHome;
-use crate::sandbox::{grants, grown_since};
+use crate::records::consent::{self, ConsentError};
+use crate::records::grants;
+use crate::records::provenance::{self, Change, Provenance};
+use crate::sandbox::grown_since;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -94,6 +95,12 @@ impl std::error::Error for UpdateError {}
 impl From<InstallError> for UpdateError {
     fn from(e: InstallError) -> Self {
         UpdateError::Install(e)
+    }
+}
+
+impl From<provenance::ProvenanceError> for UpdateError {
+    fn from(e: provenance::ProvenanceError) -> Self {
+        UpdateError::Install(e.into())
     }
 }
 
@@ -192,12 +199,17 @@ impl Plan {
             Some(file) if self.grown.is_empty() => {
                 grants::repin(&self.home, &id, &done.dir.join(file))
                     .map_err(|e| UpdateError::Records(ConsentError::Grant(e)))?;
-                consent::consented(&self.home, &id, &done, None)?;
+                consent::consented(&self.home, &id, (&done.manifest, &done.dir), None)?;
             }
-            wasm => consent::consented(&self.home, &id, &done, wasm.as_deref())?,
+            wasm => consent::consented(
+                &self.home,
+                &id,
+                (&done.manifest, &done.dir),
+                wasm.as_deref(),
+            )?,
         }
         if self.confined {
-            consent::rebind_confinement(&self.home, &id, &done)?;
+            consent::rebind_confinement(&self.home, &id, (&done.manifest, &done.dir))?;
         }
         Ok(done)
     }

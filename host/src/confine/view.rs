@@ -5,11 +5,11 @@
 //! what it applied, [`record_applied`]), else as this kernel and this process would
 //! apply them, said as such.
 
-use crate::confine_decision::{decide, Confinement};
 use crate::identity::Identity;
 use crate::manifest::{Launch, Manifest};
 use crate::paths::ZotHome;
-use crate::sandbox::Grant;
+use crate::records::confinement::{decide, Confinement};
+use crate::records::Grant;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! writer racing the start can change the file on disk, not what runs. A script is run
 //! by its path: its interpreter opens it by name after the exec (docs/security.md).
 
-use crate::trust::Fingerprint;
+use crate::records::trust::Fingerprint;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{Read, Write};
@@ -46,7 +46,7 @@ impl Sealed {
     }
 
     /// Whether these are the bytes `files` holds for the program (the key
-    /// [`crate::trust::fingerprint`] gives it: its real path inside `dir`, or
+    /// [`crate::records::trust::fingerprint`] gives it: its real path inside `dir`, or
     /// `outside:<real path>`); the reason when not. The file at that path may have
     /// changed since it was copied: what runs is what was copied, and that is checked.
     pub fn check(&self, files: &Fingerprint, dir: &Path) -> Result<(), String> {
@@ -194,7 +194,7 @@ mod tests {
         let program = dir.join("prog");
         std::fs::copy("/bin/echo", &program).unwrap();
         let copy = sealed(&program);
-        let files = crate::trust::fingerprint(&dir, None).unwrap();
+        let files = crate::records::trust::fingerprint(&dir, None).unwrap();
         copy.check(&files, &dir).unwrap();
         // The file on disk becomes another program; the copy is what was checked.
         std::fs::copy("/bin/true", &program).unwrap();

@@ -7,7 +7,6 @@
 //! names is a change too. `zot ext verify` compares the files against it and `zot ext
 //! update` fetches again from the recorded source.
 
-use super::InstallError;
 use crate::identity::Identity;
 use crate::paths::ZotHome;
 use serde::{Deserialize, Serialize};
@@ -16,6 +15,60 @@ use std::fs;
 use std::path::Path;
 
 /// What kind of source an install came from.
+/// An install record, or the files it is checked against, that could not be read or
+/// written.
+#[derive(Debug)]
+pub enum ProvenanceError {
+    Io {
+        action: &'static str,
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    /// The record is not JSON of a record.
+    Damaged {
+        path: std::path::PathBuf,
+        cause: serde_json::Error,
+    },
+}
+
+impl ProvenanceError {
+    fn io(
+        action: &'static str,
+        path: impl Into<std::path::PathBuf>,
+    ) -> impl Fn(std::io::Error) -> Self {
+        let path = path.into();
+        move |cause| ProvenanceError::Io {
+            action,
+            path: path.clone(),
+            cause,
+        }
+    }
+}
+
+impl std::fmt::Display for ProvenanceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProvenanceError::Io {
+                action,
+                path,
+                cause,
+            } => write!(f, "cannot {action} {}: {cause}", path.display()),
+            ProvenanceError::Damaged { path, cause } => {
+                write!(f, "{} is damaged: {cause}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProvenanceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProvenanceError::Io { cause, .. } => Some(cause),
+            ProvenanceError::Damaged { cause, .. } => Some(cause),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {
@@ -61,40 +114,40 @@ pub struct Provenance {
 }
 
 /// The record of the install `id`, if there is one.
-pub fn load(home: &ZotHome, id: &Identity) -> Result<Option<Provenance>, InstallError> {
+pub fn load(home: &ZotHome, id: &Identity) -> Result<Option<Provenance>, ProvenanceError> {
     let file = home.provenance_path(id);
     match fs::read(&file) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|cause| InstallError::Damaged { path: file, cause }),
+            .map_err(|cause| ProvenanceError::Damaged { path: file, cause }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(InstallError::io("read", file)(e)),
+        Err(e) => Err(ProvenanceError::io("read", file)(e)),
     }
 }
 
 /// Writes the record of the install `id` (atomically, never through a link).
-pub fn save(home: &ZotHome, id: &Identity, record: &Provenance) -> Result<(), InstallError> {
+pub fn save(home: &ZotHome, id: &Identity, record: &Provenance) -> Result<(), ProvenanceError> {
     let file = home.provenance_path(id);
     let mut text = serde_json::to_vec_pretty(record).expect("the record serialises");
     text.push(b'\n');
-    crate::paths::write_atomic(&file, &text).map_err(InstallError::io("write", &file))
+    crate::paths::write_atomic(&file, &text).map_err(ProvenanceError::io("write", &file))
 }
 
 /// Deletes the record of the install `id`, if any.
-pub fn forget(home: &ZotHome, id: &Identity) -> Result<(), InstallError> {
+pub fn forget(home: &ZotHome, id: &Identity) -> Result<(), ProvenanceError> {
     let file = home.provenance_path(id);
     match fs::remove_file(&file) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(InstallError::io("delete", file)(e))
+            Err(ProvenanceError::io("delete", file)(e))
         }
         _ => Ok(()),
     }
 }
 
 /// The SHA-256 (or `symlink:<target>`) of every file below `dir`, by relative path.
-pub fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, InstallError> {
+pub fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, ProvenanceError> {
     crate::tree::hash_tree(dir, crate::tree::Links::Record)
-        .map_err(|e| InstallError::io("read", e.path)(e.cause))
+        .map_err(|e| ProvenanceError::io("read", e.path)(e.cause))
 }
 
 /// What every symlink among `files` (from [`hash_tree`] of `dir`) resolves to inside
@@ -103,16 +156,16 @@ pub fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, InstallError> {
 pub fn link_targets(
     dir: &Path,
     files: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>, InstallError> {
+) -> Result<BTreeMap<String, String>, ProvenanceError> {
     let root = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-        .map_err(InstallError::io("read", dir))?;
+        .map_err(ProvenanceError::io("read", dir))?;
     let mut targets = BTreeMap::new();
     for rel in files
         .iter()
         .filter(|(_, h)| h.starts_with("symlink:"))
         .map(|(p, _)| p)
     {
-        let target = match super::fetch::resolve(&root, Path::new(rel)) {
+        let target = match crate::tree::resolve(&root, Path::new(rel)) {
             Ok(real) if root.is_dir(&real) => "directory".to_string(),
             // Never opened: a FIFO or a device would be read forever.
             Ok(real) if !root.metadata(&real).is_ok_and(|m| m.is_file()) => {
@@ -121,7 +174,7 @@ pub fn link_targets(
             Ok(real) => {
                 let bytes = root
                     .read(&real)
-                    .map_err(InstallError::io("read", dir.join(&real)))?;
+                    .map_err(ProvenanceError::io("read", dir.join(&real)))?;
                 crate::component::entry::sha256_hex(&bytes)
             }
             Err(fault) => format!("{fault:?}").to_lowercase(),
@@ -141,7 +194,7 @@ pub enum Change {
 }
 
 /// How the files in `dir` differ from `record`, sorted by path.
-pub fn verify(dir: &Path, record: &Provenance) -> Result<Vec<Change>, InstallError> {
+pub fn verify(dir: &Path, record: &Provenance) -> Result<Vec<Change>, ProvenanceError> {
     let now = hash_tree(dir)?;
     let targets = link_targets(dir, &now)?;
     let mut changes = Vec::new();

@@ -1,6 +1,7 @@
 //! What the user granted an extension, and how a grant is widened.
 
-use super::{Caps, Limit, Permission, SandboxError};
+use super::Permission;
+use crate::caps::{Caps, Limit, SandboxError};
 use crate::manifest::{CwdAccess, Manifest, Permissions};
 use serde::{Deserialize, Serialize};
 

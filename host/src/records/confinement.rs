@@ -5,12 +5,12 @@
 //! decision to confine made for other files, refuses the start: never unconfined by
 //! default.
 
+use super::settings::Settings;
+use super::trust::Fingerprint;
+use super::{grants, Grant};
 use crate::identity::Identity;
 use crate::manifest::Manifest;
 use crate::paths::ZotHome;
-use crate::sandbox::{grants, Grant};
-use crate::settings::Settings;
-use crate::trust::Fingerprint;
 use std::path::Path;
 
 /// How a classic extension runs.
@@ -46,8 +46,8 @@ pub fn decide(home: &ZotHome, id: &Identity, m: &Manifest, dir: &Path) -> Confin
         Err(e) => return Confinement::Refused(format!("its grant cannot be read: {e}")),
     };
     let digest = || {
-        crate::trust::fingerprint(dir, Some(m))
-            .map(|files| (crate::trust::digest_of(&files), files))
+        crate::records::trust::fingerprint(dir, Some(m))
+            .map(|files| (crate::records::trust::digest_of(&files), files))
             .map_err(|e| format!("its files cannot be read: {e}"))
     };
     let confined = |grant: Option<Grant>, by_default: bool, (digest, files)| {
@@ -118,7 +118,8 @@ mod tests {
             Identity::of(&self.dir, &self.home)
         }
         fn digest(&self) -> String {
-            crate::trust::digest(&self.dir, Some(&Manifest::read(&self.dir).unwrap())).unwrap()
+            crate::records::trust::digest(&self.dir, Some(&Manifest::read(&self.dir).unwrap()))
+                .unwrap()
         }
         fn grant(&self, edit: impl FnOnce(&mut Grant)) {
             let mut grant = Grant {

@@ -1,7 +1,7 @@
 //! One permission as the user names it (`zot ext grant -p`), and why one the manifest
 //! does not ask for is refused.
 
-use super::{HostPattern, Limit, SandboxError};
+use crate::caps::{HostPattern, Limit, SandboxError};
 use crate::manifest::{CwdAccess, Manifest};
 use std::str::FromStr;
 

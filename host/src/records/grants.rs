@@ -3,7 +3,8 @@
 //! extension is installed ([`Identity`]), never by its name. What a grant means is
 //! decided in [`super::policy`].
 
-use super::{Grant, SandboxError};
+use super::Grant;
+use crate::caps::SandboxError;
 use crate::identity::Identity;
 use crate::manifest::{Launch, Manifest};
 use crate::paths::ZotHome;
@@ -79,12 +80,12 @@ pub enum Bound {
 
 /// What a grant of the extension of `m` in `dir` is bound to, and its SHA-256 — the one
 /// rule, for writing a grant and for checking one: a component's file, by its SHA-256; a
-/// classic extension's files, by their fingerprint as one hash ([`crate::trust::digest`],
+/// classic extension's files, by their fingerprint as one hash ([`crate::records::trust::digest`],
 /// the same fingerprint a project's trust holds).
 pub fn binding(m: &Manifest, dir: &Path) -> Result<(Bound, String), SandboxError> {
     match m.launch(dir) {
         Launch::Wasm(wasm) => Ok((Bound::Component, sha256_of(&wasm)?)),
-        Launch::Exec(_) => crate::trust::digest(dir, Some(m))
+        Launch::Exec(_) => crate::records::trust::digest(dir, Some(m))
             .map(|sha256| (Bound::Classic, sha256))
             .map_err(|e| SandboxError::FilesUnreadable {
                 path: e.path,
@@ -104,62 +105,6 @@ pub fn sha256_of(wasm: &Path) -> Result<String, SandboxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{CwdAccess, Permissions};
-    use crate::sandbox::Limit;
-
-    const MAX_MEMORY_MB: u64 = Limit::Memory.spec().max;
-    use crate::sandbox::Caps;
-
-    /// A damaged or hand-edited grant file is an error naming the file, or a grant that
-    /// still gives no more than the manifest asks; never a panic.
-    #[test]
-    fn an_odd_grant_file_is_an_error_or_no_more_than_asked() {
-        let root = std::env::temp_dir().join(format!("zot-grants-{}", std::process::id()));
-        let home = ZotHome::new(&root);
-        let id = Identity::Global {
-            dir_name: "odd".into(),
-        };
-        let asked = Permissions {
-            data_dir: true,
-            cwd: Some(CwdAccess::Read),
-            env: vec!["HOME".into()],
-            http: vec!["api.example.com".into()],
-        };
-        let limits = Caps {
-            memory_mb: Some(MAX_MEMORY_MB),
-            ..Caps::default()
-        };
-        let odd: [&[u8]; 8] = [
-            b"",
-            b"\xff\xfe not UTF-8",
-            b"[]",
-            b"null",
-            br#"{"permissions": 5}"#,
-            br#"{"memory_mb": -1}"#,
-            br#"{"memory_mb": 18446744073709551615, "sha256": "\u00e9\u00e9"}"#,
-            br#"{"permissions": {"http": ["", "*", "[::1", "http://"], "env": [""]}}"#,
-        ];
-        for bytes in odd {
-            std::fs::create_dir_all(root.join("grants")).unwrap();
-            std::fs::write(home.grant_path(&id), bytes).unwrap();
-            match load(&home, &id) {
-                Err(e) => assert!(e.to_string().contains("odd.json"), "{e}"),
-                Ok(grant) => {
-                    let d = super::super::policy::decide(
-                        &asked,
-                        &limits,
-                        grant.as_ref(),
-                        "/d".into(),
-                        Path::new("/p"),
-                        |_| None,
-                    );
-                    assert!(d.policy.memory_bytes <= (MAX_MEMORY_MB as usize) << 20);
-                    assert!(d.policy.http.is_empty(), "{:?}", d.policy.http);
-                }
-            }
-        }
-        std::fs::remove_dir_all(&root).unwrap();
-    }
 
     /// A component's grant is bound to its file, a classic extension's to all its files:
     /// a change of any file the rule covers is another binding, the same files the same.
@@ -185,7 +130,7 @@ mod tests {
         assert_eq!(kind, Bound::Classic);
         assert_eq!(
             first,
-            crate::trust::digest(&exec_dir, Some(&classic)).unwrap()
+            crate::records::trust::digest(&exec_dir, Some(&classic)).unwrap()
         );
         assert_eq!(binding(&classic, &exec_dir).unwrap().1, first);
         // Any file of a classic extension: another binding.
