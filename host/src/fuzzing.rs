@@ -274,7 +274,7 @@ pub fn core(script: &[u8]) {
         let agent = async {
             host.load().await;
             let tools = host.tools();
-            assert!(tools.len() <= crate::registration_caps::REGISTRATIONS);
+            assert!(tools.len() <= crate::caps::registrations::REGISTRATIONS);
             let mut calls = tokio::task::JoinSet::new();
             for (_, tool) in tools.into_iter().take(4) {
                 let name = tool.name;

@@ -85,25 +85,24 @@
 //!
 //! How the modules fit together: `docs/architecture.md`.
 
-// What an embedding agent uses: the host, its configuration, what it reports.
+// What an embedding agent uses: the host, its configuration, what it reports
+// (`tests/it/library.rs` uses each, as an embedder would; `host/tests/architecture`
+// checks that it does).
 pub use budget::Timeouts;
-pub use confine::view::{ConfineView, RuleView};
 pub use discovery::Source;
 pub use events::HostEvent;
-pub use extension::{CallError, Phase, ReadyBy, Status, EVENT_QUEUE};
+pub use extension::{CallError, ReadyBy, Status, EVENT_QUEUE};
 pub use host::{
     ExtState, ExtensionInfo, Host, HostConfig, InterceptStep, LoadError, LoadReport, LoadWarning,
     UntrustedReport, Verdict,
 };
 pub use manifest::TransportKind;
 pub use paths::ZotHome;
-pub use records::confinement::{decide as confinement_of, Confinement};
-pub use records::settings::{Settings, SettingsError};
 pub use records::trust::Untrusted;
 pub use records::Permission;
-pub use registry::Owned;
 pub use sandbox::view::SandboxView;
 pub use sandbox::RunGrant;
+pub use util::terminal_text;
 
 /// How components are compiled: in a child of this program under limits (call
 /// [`compile::child_if_asked`] first thing in `main`), or as chosen in
@@ -111,18 +110,17 @@ pub use sandbox::RunGrant;
 pub mod compile {
     pub use crate::component::compile::{child_if_asked, CompileLimits, CompileMode, Compiler};
 }
-pub mod confine;
 #[cfg(any(test, fuzzing))]
 pub mod fuzzing;
 pub mod launcher;
 pub mod manage;
-pub mod terminal_text;
 pub mod transport;
 
 // The internals, in layers (`docs/architecture.md`; `host/tests/architecture` checks them).
 mod budget;
 mod caps;
 mod component;
+mod confine;
 mod discovery;
 mod events;
 mod extension;
@@ -130,11 +128,8 @@ mod host;
 mod identity;
 mod log;
 mod manifest;
-mod nearest;
 mod paths;
 mod records;
-mod registration_caps;
 mod registry;
-mod safe_write;
 mod sandbox;
-mod tree;
+mod util;

@@ -4,11 +4,11 @@
 //! Every line is `<time> [<source>] …` with `source` one of `zot` (the host), `guest`
 //! (`host.log` of a component) or `stderr` (anything the extension wrote there), and
 //! control characters (a newline too) and the other characters that can disguise text
-//! escaped ([`crate::terminal_text::one_line`]), so an extension cannot pass for the host
+//! escaped ([`crate::util::terminal_text::one_line`]), so an extension cannot pass for the host
 //! or send escape sequences to whoever reads the log. A log is capped at [`MAX_LOG_BYTES`]: the line
 //! that would pass the cap first renames it to `<path>.1` (replacing an older one).
 
-use crate::terminal_text::one_line;
+use crate::util::terminal_text::one_line;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -113,7 +113,7 @@ pub fn real(path: &Path) -> PathBuf {
 }
 
 /// Replaces the file at `path` with `bytes` atomically, creating its folder, without
-/// following a link (see `crate::safe_write`).
+/// following a link (see `crate::util::safe_write`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    crate::safe_write::write_file(path, bytes)
+    crate::util::safe_write::write_file(path, bytes)
 }

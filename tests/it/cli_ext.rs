@@ -1116,7 +1116,7 @@ granted      read and write its own data directory (seen as /data)
              Landlock ABI {} here)\n\
              granted      everything you can: a classic extension runs with your full user \
              permissions\n",
-            zot_host::confine::kernel_report(&Default::default()).0
+            zot_host::manage::confine::kernel_report(&Default::default()).0
         )),
         "{shown}"
     );

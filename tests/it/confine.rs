@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use zot_host::confine::MAX_FILES;
+use zot_host::manage::confine::MAX_FILES;
 
 /// What a hostile probe tries, each denied when it is confined and "ok" when not.
 const ATTACKS: &[&str] = &[
@@ -334,7 +334,7 @@ fn base_env(with_lc_ctype: bool) -> Value {
 
 /// The Landlock ABI of this kernel, printed; the tests need 6.
 fn landlock_abi() -> i64 {
-    let abi = zot_host::confine::kernel_report(&Default::default()).0;
+    let abi = zot_host::manage::confine::kernel_report(&Default::default()).0;
     println!("Landlock ABI of this kernel: {abi}");
     assert!(
         abi >= 6,
@@ -1162,7 +1162,7 @@ fn etc_left_out() -> Vec<PathBuf> {
             let path = entry.path();
             match entry.file_type() {
                 Ok(t) if t.is_dir() && depth < 1 => dirs.push((path, depth + 1)),
-                Ok(t) if t.is_file() && !zot_host::confine::etc_allows(&path) => {
+                Ok(t) if t.is_file() && !zot_host::manage::confine::etc_allows(&path) => {
                     left_out.push(path)
                 }
                 _ => {}

@@ -9,7 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use zot_host::launcher::Scripted;
 use zot_host::transport::memory::Peer;
-use zot_host::{ExtState, Host, HostConfig, HostEvent, ZotHome};
+use zot_host::{
+    terminal_text, CallError, ExtState, ExtensionInfo, Host, HostConfig, HostEvent, InterceptStep,
+    LoadError, LoadReport, LoadWarning, Permission, ReadyBy, RunGrant, SandboxView, Source, Status,
+    Timeouts, TransportKind, Untrusted, UntrustedReport, Verdict, ZotHome,
+};
 use zot_protocol::{Event, PanelKey};
 
 /// How long `load` waits for the Python extensions to say `ready`.
@@ -258,5 +262,107 @@ async fn an_agent_plays_an_extension_in_memory() {
     }
     assert_eq!(host.extensions()[0].state, ExtState::Exited);
     assert!(host.tools().is_empty());
+    host.shutdown().await;
+}
+
+/// What an embedding agent reads back, through the names the crate root exports: the
+/// load report (ready, errors, warnings, untrusted), the listing (source, transport,
+/// state, sandbox), a status, a call's error, the interception chain, a grant for one
+/// run, and outside text made safe for a terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedder_reads_every_report_through_the_root_exports() {
+    let scratch = TempDir::new("library-exports");
+    let project = scratch.path().join("project");
+    // The project's own extension, not trusted: reported, never started.
+    write_manifest(
+        &project.join(".zot/extensions/local"),
+        &py_manifest("local", &[]),
+    );
+    let exts = scratch.path().join("exts");
+    let echo = write_manifest(&exts.join("echo"), &py_manifest("echo-ext", &[]));
+    let shadowed = write_manifest(&exts.join("echo-again"), &py_manifest("echo-ext", &[]));
+    let guard = write_manifest(
+        &exts.join("guard"),
+        &py_manifest("guard", &["--mode", "guard"]),
+    );
+    let broken = write_manifest(
+        &exts.join("broken"),
+        &json!({"name": "broken", "version": "1.0.0", "exec": "./missing"}),
+    );
+    let guest = write_manifest(
+        &exts.join("guest"),
+        &json!({"name": "guest", "version": "1.0.0", "wasm": zot_test_guests::REACTOR}),
+    );
+    let mut config = HostConfig::new(ZotHome::new(scratch.path().join("home")), project);
+    config.explicit = vec![echo, shadowed, guard, broken, guest];
+    // The project's extensions, not the user's global ones.
+    config.installed = true;
+    config.global = false;
+    // The test's own component: compiled here, without a child's limits.
+    config.compiler = zot_host::compile::Compiler::in_process();
+    let mut timeouts = Timeouts::default();
+    timeouts.ready = READY_WAIT;
+    config.timeouts = timeouts;
+    let mut run_grant = RunGrant::default();
+    run_grant.add("cwd".parse::<Permission>().unwrap()).unwrap();
+    config.run_grant = run_grant;
+    let (host, _notes): (Host, _) = Host::new(config);
+
+    let report: LoadReport = host.load().await;
+    let mut ready = report.ready.clone();
+    ready.sort();
+    assert_eq!(ready, ["echo-ext", "guard", "guest"], "{report:?}");
+    let errors: &[LoadError] = &report.errors;
+    assert_eq!(errors.len(), 1, "{report:?}");
+    assert_eq!(errors[0].extension, "broken");
+    assert!(errors[0].error.contains("missing"), "{}", errors[0].error);
+    let warnings: &[LoadWarning] = &report.warnings;
+    assert!(
+        warnings.iter().any(|w| w.extension == "echo-ext"),
+        "the second copy of echo-ext is shadowed: {report:?}"
+    );
+    let untrusted: &[UntrustedReport] = &report.untrusted;
+    assert_eq!(untrusted.len(), 1, "{report:?}");
+    let why: &Untrusted = &untrusted[0].untrusted;
+    assert!(why.message().contains("zot ext trust"), "{}", why.message());
+
+    let listing: Vec<ExtensionInfo> = host.extensions();
+    let info = |name: &str| listing.iter().find(|i| i.name == name).unwrap();
+    assert_eq!(info("echo-ext").source, Source::Explicit);
+    assert_eq!(info("echo-ext").transport, TransportKind::Stdio);
+    assert_eq!(info("echo-ext").state, ExtState::Ready);
+    assert_eq!(info("broken").state, ExtState::Error);
+    assert_eq!(info("local").state, ExtState::Untrusted);
+    let sandbox: &SandboxView = info("guest")
+        .sandbox
+        .as_ref()
+        .expect("a component's sandbox");
+    assert_eq!(info("guest").transport, TransportKind::Wasm);
+    let running = sandbox.running.as_ref().expect("what it runs with");
+    assert_eq!(running.run_grant, ["cwd"], "{sandbox:?}");
+
+    let status: Status = host.status("echo-ext").unwrap();
+    assert_eq!(status.ready_by, Some(ReadyBy::Frame), "{status:?}");
+    let missing = host.call_tool("no_such_tool", json!({}), None).await;
+    assert!(
+        matches!(missing, Err(CallError::NotFound(_))),
+        "{missing:?}"
+    );
+
+    let event = Event {
+        id: None,
+        event: "tool_call".into(),
+        fields: json!({"tool_id": "1", "tool_name": "bash", "tool_args": {"command": "rm -rf /"}})
+            .as_object()
+            .unwrap()
+            .clone(),
+    };
+    let (steps, verdict): (Vec<InterceptStep>, Verdict) = host.intercept_steps(event).await;
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0].extension, "guard");
+    assert!(verdict.block, "{verdict:?}");
+
+    // What an extension says is shown to a person only made safe.
+    assert_eq!(terminal_text::one_line("red\x1b[31m"), "red\\x1b[31m");
     host.shutdown().await;
 }

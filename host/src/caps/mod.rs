@@ -6,6 +6,7 @@
 mod error;
 mod host_pattern;
 mod limits;
+pub mod registrations;
 
 pub use error::SandboxError;
 pub use host_pattern::HostPattern;

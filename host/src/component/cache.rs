@@ -134,6 +134,6 @@ fn load_blocking(
 /// The bytes of the component file at `path`: a regular file of at most
 /// `MAX_COMPONENT_BYTES`, never a FIFO or a
 /// device read forever.
-pub fn read_component(path: &Path) -> Result<Vec<u8>, crate::tree::TreeError> {
-    crate::tree::read_regular(path, super::inspect::MAX_COMPONENT_BYTES as u64)
+pub fn read_component(path: &Path) -> Result<Vec<u8>, crate::util::tree::TreeError> {
+    crate::util::tree::read_regular(path, super::inspect::MAX_COMPONENT_BYTES as u64)
 }

@@ -27,7 +27,7 @@ pub(crate) fn read_entry(
     entry: &Path,
     sha256: &str,
 ) -> Result<Code, Option<String>> {
-    let data = match crate::tree::read_regular(entry, crate::tree::MAX_FILE_BYTES) {
+    let data = match crate::util::tree::read_regular(entry, crate::util::tree::MAX_FILE_BYTES) {
         Err(e) if e.cause.kind() == std::io::ErrorKind::NotFound => return Err(None),
         Err(e) => return Err(Some(e.to_string())),
         Ok(data) => data,
@@ -71,7 +71,7 @@ pub(crate) fn store(entry: &Path, sha256: &str, artifact: &[u8]) -> std::io::Res
     rest.extend_from_slice(artifact);
     let mut data = Sha256::digest(&rest).to_vec();
     data.extend_from_slice(&rest);
-    crate::safe_write::write_file(entry, &data)
+    crate::util::safe_write::write_file(entry, &data)
 }
 
 /// The 32 bytes written as 64 hex digits in `text`.

@@ -34,4 +34,4 @@ pub use env::environment;
 #[cfg(target_os = "linux")]
 pub use from_grant::{policy_for, Place};
 #[cfg(target_os = "linux")]
-pub use system::{etc_allows, ETC_ALLOWED};
+pub use system::etc_allows;

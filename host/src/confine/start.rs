@@ -9,8 +9,8 @@ use crate::log::ExtLog;
 use crate::manifest::Manifest;
 use crate::paths::ZotHome;
 use crate::records::confinement::Confinement;
-use crate::safe_write::SafeDir;
 use crate::sandbox::{self, RunGrant};
+use crate::util::safe_write::SafeDir;
 use std::path::Path;
 
 /// The extension a confined start is for, and where it runs.

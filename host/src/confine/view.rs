@@ -62,7 +62,8 @@ pub(crate) fn record_applied(
 
 /// The record of the last confined start of `identity`, if there is one that reads.
 fn last_applied(home: &ZotHome, identity: &Identity) -> Option<Applied> {
-    let bytes = crate::tree::read_regular(&home.confined_record_path(identity), 1 << 20).ok()?;
+    let bytes =
+        crate::util::tree::read_regular(&home.confined_record_path(identity), 1 << 20).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

@@ -226,7 +226,7 @@ fn spawn_hint(m: &Manifest, dir: &Path, program: &Path, cause: &std::io::Error) 
 
 /// The first line of the regular file at `path` (of at most 1 MiB), if it can be read.
 fn first_line(path: &Path) -> Option<String> {
-    let bytes = crate::tree::read_regular(path, 1 << 20).ok()?;
+    let bytes = crate::util::tree::read_regular(path, 1 << 20).ok()?;
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(256)]).into_owned();
     Some(
         text.lines()

@@ -14,6 +14,8 @@ pub mod install;
 /// The user's records: project trust, grants, install provenance, and what a consent
 /// writes of them.
 pub mod records {
+    pub use crate::records::confinement::{decide as confinement_of, Confinement};
+    pub use crate::records::settings::{Settings, SettingsError};
     pub use crate::records::{consent, provenance};
 
     /// Project trust: what the user reviewed and trusted, checked before a project's
@@ -67,7 +69,15 @@ pub mod log {
 
 /// Writing under a folder without following a link.
 pub mod safe_write {
-    pub use crate::safe_write::SafeDir;
+    pub use crate::util::safe_write::SafeDir;
+}
+
+/// A classic extension's confinement as `info`, `list --json` and `check` show it, and
+/// what this kernel enforces (Linux).
+pub mod confine {
+    pub use crate::confine::view::{ConfineView, RuleView};
+    #[cfg(target_os = "linux")]
+    pub use crate::confine::{etc_allows, kernel_report, MAX_FILES};
 }
 
 /// Components as `zot ext check` handles them: the cache and its entries, the engine,

@@ -20,7 +20,7 @@ pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 /// [`MAX_MANIFEST_BYTES`], opened without blocking, so a FIFO or a device (a link to
 /// `/dev/zero`, `/proc/self/fd/0`) is refused at once rather than read forever.
 fn read_manifest_file(path: &Path) -> Result<Vec<u8>, String> {
-    crate::tree::read_regular(path, MAX_MANIFEST_BYTES).map_err(|e| e.cause.to_string())
+    crate::util::tree::read_regular(path, MAX_MANIFEST_BYTES).map_err(|e| e.cause.to_string())
 }
 
 /// An extension's manifest. Fields this host does not know are kept in `extra`.
@@ -365,7 +365,7 @@ impl Manifest {
             (None, None) if manifest.mcp.is_some() => {}
             (None, None) => {
                 let typo = manifest.extra.keys().find_map(|k| {
-                    crate::nearest::typo_of(k, ["exec", "wasm"]).map(|f| (k.clone(), f))
+                    crate::util::nearest::typo_of(k, ["exec", "wasm"]).map(|f| (k.clone(), f))
                 });
                 return Err(match typo {
                     Some((found, meant)) => ProgramTypo { found, meant },
@@ -471,7 +471,7 @@ impl Manifest {
     pub fn likely_typos(&self) -> Vec<(String, &'static str)> {
         self.extra
             .keys()
-            .filter_map(|k| crate::nearest::typo_of(k, FIELDS).map(|f| (k.clone(), f)))
+            .filter_map(|k| crate::util::nearest::typo_of(k, FIELDS).map(|f| (k.clone(), f)))
             .collect()
     }
 
@@ -639,7 +639,7 @@ pub fn set_enabled(dir: &Path, enabled: bool) -> Result<bool, ManifestError> {
 
 /// Sets one top-level field of `dir/extension.json`, keeping every other field and their
 /// order. The file is replaced atomically, never through a link (see
-/// [`crate::safe_write`]).
+/// [`crate::util::safe_write`]).
 pub fn set_field(dir: &Path, key: &str, value: Value) -> Result<(), ManifestError> {
     edit(dir, |_, manifest| {
         manifest.as_object_mut()?.insert(key.into(), value);
@@ -668,7 +668,7 @@ fn edit(
     let Some(out) = change(&text, &mut manifest).ok_or_else(|| err(NotAnObject))? else {
         return Ok(false);
     };
-    crate::safe_write::SafeDir::open(dir)
+    crate::util::safe_write::SafeDir::open(dir)
         .and_then(|d| d.write(MANIFEST_FILE, &out))
         .map_err(|e| err(Unwritable(e.to_string())))?;
     Ok(true)

@@ -96,7 +96,7 @@ pub fn binding(m: &Manifest, dir: &Path) -> Result<(Bound, String), SandboxError
 
 /// The SHA-256 of the component `wasm`, which a grant is pinned to.
 pub fn sha256_of(wasm: &Path) -> Result<String, SandboxError> {
-    crate::tree::sha256_file(wasm).map_err(|e| SandboxError::ComponentUnreadable {
+    crate::util::tree::sha256_file(wasm).map_err(|e| SandboxError::ComponentUnreadable {
         path: e.path,
         cause: e.cause,
     })

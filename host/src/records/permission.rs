@@ -101,7 +101,7 @@ pub(super) fn not_asked(m: &Manifest, permission: &str) -> SandboxError {
     }
     let nearest = options
         .iter()
-        .map(|o| (crate::nearest::edit_distance(o, permission), o))
+        .map(|o| (crate::util::nearest::edit_distance(o, permission), o))
         .filter(|(d, _)| *d < permission.chars().count())
         .min()
         .map(|(_, o)| o.clone());

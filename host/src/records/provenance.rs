@@ -146,7 +146,7 @@ pub fn forget(home: &ZotHome, id: &Identity) -> Result<(), ProvenanceError> {
 
 /// The SHA-256 (or `symlink:<target>`) of every file below `dir`, by relative path.
 pub fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, ProvenanceError> {
-    crate::tree::hash_tree(dir, crate::tree::Links::Record)
+    crate::util::tree::hash_tree(dir, crate::util::tree::Links::Record)
         .map_err(|e| ProvenanceError::io("read", e.path)(e.cause))
 }
 
@@ -165,7 +165,7 @@ pub fn link_targets(
         .filter(|(_, h)| h.starts_with("symlink:"))
         .map(|(p, _)| p)
     {
-        let target = match crate::tree::resolve(&root, Path::new(rel)) {
+        let target = match crate::util::tree::resolve(&root, Path::new(rel)) {
             Ok(real) if root.is_dir(&real) => "directory".to_string(),
             // Never opened: a FIFO or a device would be read forever.
             Ok(real) if !root.metadata(&real).is_ok_and(|m| m.is_file()) => {

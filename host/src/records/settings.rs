@@ -48,7 +48,8 @@ impl Settings {
             Err(e) => return Err(fail(e.to_string())),
             Ok(_) => {}
         }
-        let bytes = crate::tree::read_regular(&path, 1 << 20).map_err(|e| fail(e.to_string()))?;
+        let bytes =
+            crate::util::tree::read_regular(&path, 1 << 20).map_err(|e| fail(e.to_string()))?;
         serde_json::from_slice(&bytes).map_err(|e| fail(e.to_string()))
     }
 

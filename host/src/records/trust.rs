@@ -12,7 +12,7 @@
 
 use crate::manifest::{Launch, Manifest};
 use crate::paths::ZotHome;
-use crate::tree::{hash_tree, sha256_file, Links, TreeError};
+use crate::util::tree::{hash_tree, sha256_file, Links, TreeError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;

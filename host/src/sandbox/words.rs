@@ -3,7 +3,7 @@
 use super::{HostPattern, Limit};
 use crate::manifest::{Manifest, Permissions};
 use crate::records::Grant;
-use crate::terminal_text::one_line;
+use crate::util::terminal_text::one_line;
 
 /// What `m` asks for, in plain words: for a component, its memory and the other limits
 /// it asks above their defaults; for a classic extension, what it gets once confined.

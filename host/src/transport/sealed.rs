@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-/// The most bytes of a program copied (as [`crate::tree`] hashes at most).
+/// The most bytes of a program copied (as [`crate::util::tree`] hashes at most).
 const MAX_PROGRAM_BYTES: u64 = 1 << 30;
 
 /// A program's bytes in a sealed memory file.
@@ -239,7 +239,7 @@ mod tests {
         let real = std::fs::canonicalize("/bin/true").unwrap();
         let files = Fingerprint::from([(
             format!("outside:{}", real.display()),
-            crate::tree::sha256_file(&real).unwrap(),
+            crate::util::tree::sha256_file(&real).unwrap(),
         )]);
         copy.check(&files, &dir).unwrap();
         let _ = std::fs::remove_dir_all(&dir);

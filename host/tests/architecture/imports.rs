@@ -96,7 +96,7 @@ fn first_segments(code: &str, prefix: &str) -> Vec<String> {
 }
 
 /// What each name the crate root re-exports (`pub use module::…`) comes from.
-fn root_names(lib: &str) -> BTreeMap<String, String> {
+pub(crate) fn root_names(lib: &str) -> BTreeMap<String, String> {
     let mut names = BTreeMap::new();
     for stmt in code(lib).split(';') {
         let Some(path) = stmt.trim().strip_prefix("pub use ") else {
@@ -483,10 +483,10 @@ fn the_file_scan_sees_paths_whole_and_the_known_uses() {
         uses("component/cache.rs", "component/compile.rs"),
         "{graph:#?}"
     );
-    assert!(uses("component/cache.rs", "tree.rs"), "{graph:#?}");
-    assert!(uses("extension.rs", "extension/pending.rs"), "{graph:#?}");
+    assert!(uses("component/cache.rs", "util/tree.rs"), "{graph:#?}");
+    assert!(uses("extension/mod.rs", "extension/pending.rs"), "{graph:#?}");
     // A child's use of its parent is not counted.
-    assert!(!uses("extension/pending.rs", "extension.rs"), "{graph:#?}");
+    assert!(!uses("extension/pending.rs", "extension/mod.rs"), "{graph:#?}");
     // A circle is found, and named in order.
     let mut circle = BTreeMap::new();
     circle.insert("a", BTreeSet::from(["b"]));

@@ -6,4 +6,5 @@
 //! `cargo test -p zot-host --test architecture`.
 
 mod doc;
+mod exports;
 mod imports;

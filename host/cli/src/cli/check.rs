@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use zot_host::compile::Compiler;
+use zot_host::manage::confine::ConfineView;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::install::Progress;
 use zot_host::manage::manifest::{Manifest, TransportKind};
@@ -19,8 +20,8 @@ use zot_host::manage::records::provenance;
 use zot_host::manage::records::trust::Untrusted;
 use zot_host::terminal_text::{multi_line, one_line};
 use zot_host::ReadyBy;
+use zot_host::SandboxView;
 use zot_host::ZotHome;
-use zot_host::{ConfineView, SandboxView};
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
 use zot_protocol::Hello;
 

@@ -12,8 +12,9 @@ use std::path::Path;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::{Launch, Manifest};
 use zot_host::manage::records::grants;
+use zot_host::manage::records::Settings;
 use zot_host::manage::sandbox::Grant;
-use zot_host::{Settings, ZotHome};
+use zot_host::ZotHome;
 
 /// Which extensions `confine` and `unconfine` act on.
 #[derive(clap::Args)]
@@ -153,7 +154,7 @@ fn set(
 fn landlock_here() -> String {
     #[cfg(target_os = "linux")]
     {
-        let (abi, _) = zot_host::confine::kernel_report(&Default::default());
+        let (abi, _) = zot_host::manage::confine::kernel_report(&Default::default());
         format!(" (Landlock ABI {abi} here)")
     }
     #[cfg(not(target_os = "linux"))]
@@ -167,7 +168,7 @@ fn landlock_here() -> String {
 fn say_rules() {
     #[cfg(target_os = "linux")]
     {
-        for rule in zot_host::confine::kernel_report(&Default::default()).1 {
+        for rule in zot_host::manage::confine::kernel_report(&Default::default()).1 {
             match rule.not_enforced {
                 None => say!("  enforced      {}", rule.what),
                 Some(why) => say!("  NOT enforced  {} ({why})", rule.what),

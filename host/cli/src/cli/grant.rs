@@ -200,8 +200,8 @@ fn run_grant(
     let runs_confined = match pinned {
         Bound::Component => true,
         Bound::Classic => !matches!(
-            zot_host::confinement_of(home, &id, &m, &dir),
-            zot_host::Confinement::Unconfined { .. }
+            zot_host::manage::records::confinement_of(home, &id, &m, &dir),
+            zot_host::manage::records::Confinement::Unconfined { .. }
         ),
     };
     match (pinned, runs_confined) {

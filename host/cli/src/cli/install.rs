@@ -6,6 +6,7 @@ use super::resolve::{copy_at, resolve, Scope, ScopeArgs};
 use super::terminal::{self, cwd, Prompt as _, Term, TermProgress};
 use std::path::{Path, PathBuf};
 use zot_host::compile::Compiler;
+use zot_host::manage::confine::ConfineView;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::install::{self, update, InstallSource, Request, Staged};
 use zot_host::manage::manifest::{Launch, Manifest};
@@ -13,7 +14,7 @@ use zot_host::manage::paths::{project_extensions_dir, ZotHome};
 use zot_host::manage::records::{consent, grants, provenance};
 use zot_host::manage::sandbox::{asked_words, granted_words};
 use zot_host::terminal_text::{self, one_line};
-use zot_host::{ConfineView, SandboxView};
+use zot_host::SandboxView;
 
 #[derive(clap::Args)]
 pub(crate) struct InstallArgs {
@@ -95,7 +96,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
     if let Some(m) = bare.as_ref().filter(|_| args.confine) {
         return Err(not_confinable(m)).context(&what);
     }
-    let settings = zot_host::Settings::load(home).context(&what)?;
+    let settings = zot_host::manage::records::Settings::load(home).context(&what)?;
     if let Some(m) = &bare {
         say!("{} (a component file)", args.source);
         let question = describe_asks(m, false);

@@ -158,7 +158,7 @@ impl fmt::Display for InstallError {
                 "no {MANIFEST_FILE} at the top of the source, but in {}\nhint: install one \
                  of them with --path, e.g. --path {}",
                 found.join(", "),
-                crate::terminal_text::shell_word(&found[0])
+                crate::util::terminal_text::shell_word(&found[0])
             ),
             InvalidManifest(e) => write!(f, "invalid {MANIFEST_FILE}: {}", e.kind),
             ProgramMissing(path) => write!(

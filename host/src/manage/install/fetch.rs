@@ -9,7 +9,7 @@
 //! and sticky bits. `.git` is not copied.
 
 use super::InstallError;
-use crate::tree::{resolve, LinkFault};
+use crate::util::tree::{resolve, LinkFault};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use std::path::{Component, Path, PathBuf};

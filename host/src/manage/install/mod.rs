@@ -23,7 +23,7 @@ use crate::discovery::{discover, Found, SearchPath, Source};
 use crate::identity::Identity;
 use crate::manifest::{self, Manifest, TransportKind, MANIFEST_FILE};
 use crate::paths::{project_extensions_dir, ZotHome};
-use crate::safe_write::SafeDir;
+use crate::util::safe_write::SafeDir;
 use cap_std::fs::Dir;
 use serde::Serialize;
 use serde_json::Value;
@@ -700,7 +700,7 @@ impl Listed {
 /// The manifest as a JSON object, best effort (empty when unreadable), so that a broken
 /// manifest still shows its version, description and `enabled`.
 fn raw_manifest(dir: &Path) -> serde_json::Map<String, Value> {
-    crate::tree::read_regular(
+    crate::util::tree::read_regular(
         &dir.join(MANIFEST_FILE),
         crate::manifest::MAX_MANIFEST_BYTES,
     )
@@ -744,7 +744,7 @@ pub fn list(cwd: &Path, home: &ZotHome) -> Listing {
             if row.confinement.as_ref().is_some_and(|c| c.stale) {
                 row.warning = Some(format!(
                     "confined for other files: it does not start until `zot ext confine {}`",
-                    crate::terminal_text::one_line(&m.name)
+                    crate::util::terminal_text::one_line(&m.name)
                 ));
             }
         }

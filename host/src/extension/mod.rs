@@ -32,7 +32,7 @@ pub const EVENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// The least a one-way frame counts for against [`EVENT_QUEUE_BYTES`] in the transport's
 /// queue, so that one-way frames fill at most half of it ([`OUTBOUND_QUEUE`]).
 const ONE_WAY_SHARE: usize = EVENT_QUEUE_BYTES / (OUTBOUND_QUEUE / 2);
-use crate::registration_caps::Registered;
+use crate::caps::registrations::Registered;
 use one_way::OneWay;
 use pending::{Answered, Kind, Pending};
 
@@ -995,7 +995,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registration_caps::{REGISTRATIONS, REGISTRATION_BYTES};
+    use crate::caps::registrations::{REGISTRATIONS, REGISTRATION_BYTES};
     use crate::transport::memory::{pair, Peer};
     use serde_json::json;
 
