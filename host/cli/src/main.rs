@@ -1,6 +1,42 @@
-//! The `zot` command: `zot ext …` manages and checks extensions, `zot host` is the sidecar.
+//! The `zot` command: `zot ext …` manages and checks extensions, `zot host` is the sidecar,
+//! `zot mcp` an MCP server. [`app`] is the command tree; each subcommand is a module of
+//! [`commands`] (none imports another); the flags several share are [`flags`]'s, what they
+//! print [`output`]'s.
+//!
+//! Whatever is printed for people goes through [`say!`] (stdout) or [`esay!`] (stderr),
+//! which show the whole text with [`zot_host::terminal_text::multi_line`]: nothing from
+//! outside (a manifest, a frame, a file name, an error quoting them) drives the terminal.
+//! JSON output is printed as serde writes it, its data exact (`terminal::print_line`).
+//! A command that fails returns an [`output::error::CliError`]; [`app::main`] prints it,
+//! the one place that writes `zot: <what>: <why>`.
 
-mod cli;
+/// `println!` for people: the text shown with `terminal_text::multi_line`; a closed
+/// stdout ends the program quietly (`terminal::print_line`).
+macro_rules! say {
+    () => { $crate::output::terminal::print_line("") };
+    ($($arg:tt)*) => {
+        $crate::output::terminal::print_line(
+            &zot_host::terminal_text::multi_line(&format!($($arg)*)),
+        )
+    };
+}
+
+/// `eprintln!` for people: the text shown with `terminal_text::multi_line`.
+macro_rules! esay {
+    ($($arg:tt)*) => {
+        $crate::output::terminal::eprint_line(
+            &zot_host::terminal_text::multi_line(&format!($($arg)*)),
+        )
+    };
+}
+
+mod app;
+mod commands;
+mod complete;
+mod flags;
+mod output;
+mod records;
+mod validate;
 
 fn main() -> std::process::ExitCode {
     one_malloc_arena();
@@ -9,7 +45,7 @@ fn main() -> std::process::ExitCode {
     if let Some(code) = zot_host::compile::child_if_asked() {
         return code;
     }
-    cli::main()
+    app::main()
 }
 
 /// Makes glibc's malloc keep one arena for all threads (as `MALLOC_ARENA_MAX=1`), before

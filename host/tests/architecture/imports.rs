@@ -484,9 +484,15 @@ fn the_file_scan_sees_paths_whole_and_the_known_uses() {
         "{graph:#?}"
     );
     assert!(uses("component/cache.rs", "util/tree.rs"), "{graph:#?}");
-    assert!(uses("extension/mod.rs", "extension/pending.rs"), "{graph:#?}");
+    assert!(
+        uses("extension/mod.rs", "extension/pending.rs"),
+        "{graph:#?}"
+    );
     // A child's use of its parent is not counted.
-    assert!(!uses("extension/pending.rs", "extension/mod.rs"), "{graph:#?}");
+    assert!(
+        !uses("extension/pending.rs", "extension/mod.rs"),
+        "{graph:#?}"
+    );
     // A circle is found, and named in order.
     let mut circle = BTreeMap::new();
     circle.insert("a", BTreeSet::from(["b"]));

@@ -1,0 +1,449 @@
+//! `zot mcp --http`: the same MCP server over Streamable HTTP (rmcp's service, served by
+//! hyper), for clients on this machine only unless names are allowed
+//! (`--http-allow-host`). A request must name a loopback (or allowed) `Host` and, if it
+//! has an `Origin`, an origin of this server by one of those names (the spec's
+//! DNS-rebinding rule: else 403), and carry `Authorization: Bearer <token>` (else 401).
+//! Each client has its own session; all share the host.
+
+use super::{forward, Server};
+use crate::output::error::{self, CliError};
+use bytes::Bytes;
+use futures_core::Stream;
+use http::{header, Request, Response, StatusCode};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, SessionError,
+};
+use rmcp::transport::streamable_http_server::session::{EventStore, ServerSseMessage};
+use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{Mutex, Semaphore};
+use tower_service::Service as _;
+
+/// The one path MCP is served at.
+const PATH: &str = "/mcp";
+
+/// How many connections may be open at once; one more is closed at once.
+const CONNECTIONS: usize = 64;
+
+/// How many sessions may be open at once; one more `initialize` is answered 503.
+const SESSIONS: usize = 32;
+
+/// How long a client may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest token file read.
+const TOKEN_FILE_MAX: u64 = 4096;
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+type Mcp = StreamableHttpService<Server, Capped>;
+
+/// Where to listen and the token to ask for, checked before anything starts.
+pub(super) struct Listen {
+    addr: SocketAddr,
+    token: String,
+    /// The token was made here (and is printed), not read from a file.
+    generated: bool,
+    /// The names other machines reach this one by (`--http-allow-host`).
+    remote: Vec<String>,
+}
+
+impl Listen {
+    /// Refuses an address that is not loopback unless `remote` names are allowed (each
+    /// a host name or address); reads the token from `token_file` (a regular file,
+    /// trimmed, not empty, printable ASCII) or makes a random one.
+    pub(super) fn new(
+        addr: SocketAddr,
+        token_file: Option<&Path>,
+        remote: &[String],
+    ) -> Result<Listen, String> {
+        if !addr.ip().is_loopback() && remote.is_empty() {
+            return Err(format!(
+                "--http {addr}: not a loopback address; zot mcp serves this machine only \
+                 (127.0.0.1 or [::1]) unless --http-allow-host names how other machines \
+                 reach it"
+            ));
+        }
+        if let Some(bad) = remote.iter().find(|name| !host_name(name)) {
+            return Err(format!(
+                "--http-allow-host {bad:?}: not a host name or address (letters, digits, \
+                 '.', '-', or an IPv6 address in brackets)"
+            ));
+        }
+        let (token, generated) = match token_file {
+            Some(file) => (read_token(file)?, false),
+            None => (new_token()?, true),
+        };
+        Ok(Listen {
+            addr,
+            token,
+            generated,
+            remote: remote.to_vec(),
+        })
+    }
+}
+
+/// A DNS name or an IPv4 address (letters, digits, `.`, `-`), or an IPv6 address in
+/// brackets: what a `Host` header names.
+fn host_name(name: &str) -> bool {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+    };
+    match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => plain(name) && name.len() <= 253,
+    }
+}
+
+fn read_token(file: &Path) -> Result<String, String> {
+    let what = format!("--token-file {}", file.display());
+    let meta = std::fs::metadata(file).map_err(|e| format!("{what}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{what}: not a regular file"));
+    }
+    if meta.len() > TOKEN_FILE_MAX {
+        return Err(format!("{what}: longer than {TOKEN_FILE_MAX} bytes"));
+    }
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{what}: {e}"))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(format!("{what}: the file is empty"));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!("{what}: a token is printable ASCII without spaces"));
+    }
+    Ok(token.to_string())
+}
+
+/// 32 bytes from the operating system's random source, as hex.
+fn new_token() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("cannot make a token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Serves until SIGINT or SIGTERM (stdin is not read), then stops the extensions.
+pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
+    let fail = |e: String| {
+        error::report(&CliError::new(e).within("mcp".to_string()));
+        1
+    };
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return fail("cannot handle SIGTERM and SIGINT".into());
+    };
+    let listener = match TcpListener::bind(listen.addr).await {
+        Ok(listener) => listener,
+        Err(e) => return fail(format!("--http {}: {e}", listen.addr)),
+    };
+    let addr = match listener.local_addr() {
+        Ok(addr) => addr,
+        Err(e) => return fail(format!("--http {}: {e}", listen.addr)),
+    };
+    let max_body = config.max_frame;
+    let (server, notes) = Server::start(config).await;
+    let forwarding = tokio::spawn(forward(notes, server.sessions.clone(), None));
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts(&listen.remote))
+        .with_allowed_origins(origins(addr.port(), &listen.remote))
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(max_body);
+    let stop = mcp_config.cancellation_token.clone();
+    let sessions = Arc::new(Capped::default());
+    let first = server.clone();
+    let mcp = StreamableHttpService::new(move || Ok(first.session()), sessions.clone(), mcp_config);
+    let gate = Arc::new(Gate {
+        mcp,
+        sessions,
+        token: listen.token,
+    });
+    eprintln!("zot mcp: serving MCP at http://{addr}{PATH}");
+    if !listen.remote.is_empty() {
+        eprintln!(
+            "zot mcp: warning: other machines may connect as {}: this is plain HTTP, so \
+             the token and every call cross the network unencrypted unless TLS is put in \
+             front of it",
+            listen.remote.join(", ")
+        );
+    }
+    if listen.generated {
+        eprintln!("zot mcp: bearer token: {}", gate.token);
+    }
+    let connections = Arc::new(Semaphore::new(CONNECTIONS));
+    loop {
+        let stream = tokio::select! {
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors, say: a pause rather than a busy loop.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        // Past the limit the connection is closed unanswered.
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            continue;
+        };
+        let gate = gate.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let gate = gate.clone();
+                async move { Ok::<_, Infallible>(gate.answer(req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            drop(permit);
+        });
+    }
+    stop.cancel();
+    forwarding.abort();
+    server.host.shutdown().await;
+    0
+}
+
+/// The `Host` names a request may give: loopback, and the names allowed.
+fn hosts(remote: &[String]) -> Vec<String> {
+    let unbracket = |n: &String| n.trim_start_matches('[').trim_end_matches(']').to_string();
+    let loopback = ["localhost", "127.0.0.1", "::1"].map(String::from);
+    loopback
+        .into_iter()
+        .chain(remote.iter().map(unbracket))
+        .collect()
+}
+
+/// The origins a browser page of this server would send: its loopback names with this
+/// port, and each allowed name with this port or behind TLS (`https://NAME`).
+fn origins(port: u16, remote: &[String]) -> Vec<String> {
+    let local = ["127.0.0.1", "localhost", "[::1]"].map(|host| format!("http://{host}:{port}"));
+    let far = remote
+        .iter()
+        .flat_map(|host| [format!("http://{host}:{port}"), format!("https://{host}")]);
+    local.into_iter().chain(far).collect()
+}
+
+/// What every request passes before rmcp's service (which checks `Host` and `Origin`).
+struct Gate {
+    mcp: Mcp,
+    sessions: Arc<Capped>,
+    token: String,
+}
+
+impl Gate {
+    async fn answer(&self, req: Request<Incoming>) -> Response<Body> {
+        if !authorized(req.headers(), self.token.as_bytes()) {
+            let mut refused = plain(StatusCode::UNAUTHORIZED, "a bearer token is required");
+            refused
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, "Bearer".parse().unwrap());
+            return refused;
+        }
+        if req.uri().path() != PATH {
+            return plain(StatusCode::NOT_FOUND, "MCP is served at /mcp");
+        }
+        let full = || {
+            plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many sessions are open: try again later",
+            )
+        };
+        // Said at once when full (rmcp would log an error); the session manager's own check
+        // is the one that holds.
+        if !req.headers().contains_key("mcp-session-id") && self.sessions.len().await >= SESSIONS {
+            return full();
+        }
+        let refused = Arc::new(AtomicBool::new(false));
+        let response = match REFUSED
+            .scope(refused.clone(), self.mcp.clone().call(req))
+            .await
+        {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        // rmcp answers the session manager's refusal 500: said as the check above says it.
+        if refused.load(Ordering::SeqCst) {
+            return full();
+        }
+        response
+    }
+}
+
+tokio::task_local! {
+    /// Set by [`Capped::create_session`] when it refuses the session of the request the
+    /// task serves.
+    static REFUSED: Arc<AtomicBool>;
+}
+
+/// rmcp's session manager, with at most [`SESSIONS`] sessions: the count is checked and
+/// the session made in one step, so `initialize`s at once cannot pass it together.
+#[derive(Default)]
+struct Capped {
+    local: LocalSessionManager,
+    /// Held while a session is counted and made.
+    opening: Mutex<()>,
+}
+
+impl Capped {
+    /// How many sessions are open.
+    async fn len(&self) -> usize {
+        self.local.sessions.read().await.len()
+    }
+}
+
+impl SessionManager for Capped {
+    type Error = LocalSessionManagerError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let _opening = self.opening.lock().await;
+        if self.len().await >= SESSIONS {
+            let _ = REFUSED.try_with(|refused| refused.store(true, Ordering::SeqCst));
+            let full = std::io::Error::other("too many sessions are open");
+            return Err(SessionError::Io(full).into());
+        }
+        self.local.create_session().await
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.local.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.local.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.local.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.local.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.local.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.local.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.local.resume(id, last_event_id).await
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.local.event_store()
+    }
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+/// `Authorization: Bearer <token>`, the token compared in constant time.
+fn authorized(headers: &http::HeaderMap, token: &[u8]) -> bool {
+    let Some(given) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+    else {
+        return false;
+    };
+    given.len() == token.len()
+        && std::hint::black_box(given.iter().zip(token).fold(0u8, |d, (a, b)| d | (a ^ b))) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_bearer_token_passes() {
+        let with = |value: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+            authorized(&headers, b"s3cret")
+        };
+        assert!(with("Bearer s3cret"));
+        for wrong in [
+            "Bearer s3cre",
+            "Bearer s3cret2",
+            "Bearer S3cret",
+            "Basic s3cret",
+            "s3cret",
+        ] {
+            assert!(!with(wrong), "{wrong}");
+        }
+        assert!(!authorized(&http::HeaderMap::new(), b"s3cret"));
+    }
+
+    #[test]
+    fn a_remote_address_and_a_bad_token_file_are_refused() {
+        let any = "0.0.0.0:0".parse().unwrap();
+        let err = Listen::new(any, None, &[]).err().unwrap();
+        assert!(err.contains("not a loopback address"), "{err}");
+        for bad in ["", "a b", "evil.example/x", "[not-v6]", "x:80"] {
+            let err = Listen::new(any, None, &[bad.into()]).err().unwrap();
+            assert!(err.contains("not a host name"), "{bad:?}: {err}");
+        }
+        for good in ["zot.example", "10.0.0.7", "[fd00::7]"] {
+            assert!(Listen::new(any, None, &[good.into()]).is_ok(), "{good}");
+        }
+        let listen = Listen::new("[::1]:0".parse().unwrap(), None, &[]).unwrap();
+        assert_eq!(listen.token.len(), 64);
+        assert!(listen.generated);
+        let dir = std::env::temp_dir().join(format!("zot-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("token");
+        for (text, why) in [("  \n", "empty"), ("a b", "printable ASCII")] {
+            std::fs::write(&file, text).unwrap();
+            let err = read_token(&file).unwrap_err();
+            assert!(err.contains(why), "{err}");
+        }
+        assert!(read_token(&dir).unwrap_err().contains("not a regular file"));
+        std::fs::write(&file, " t0ken\n").unwrap();
+        assert_eq!(read_token(&file).unwrap(), "t0ken");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
