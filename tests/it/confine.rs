@@ -408,7 +408,7 @@ fn a_confined_classic_extension_cannot_get_out_and_an_unconfined_one_can() {
 /// source is kept `gofmt`-clean.
 fn build_hostile_go(dir: &Path) {
     let started = std::time::Instant::now();
-    let out = crate::go_ext::go_command(crate::go_ext::go())
+    let out = crate::common::go_command(crate::common::go())
         .args(["build", "-trimpath", "-o", "hostile", "."])
         .current_dir(dir)
         .output()
@@ -420,8 +420,8 @@ fn build_hostile_go(dir: &Path) {
         text(&out)
     );
     println!("built hostile-go in {:.1?}", started.elapsed());
-    let gofmt = crate::go_ext::go().with_file_name("gofmt");
-    let out = crate::go_ext::go_command(&gofmt)
+    let gofmt = crate::common::go().with_file_name("gofmt");
+    let out = crate::common::go_command(&gofmt)
         .args(["-l", "."])
         .current_dir(dir)
         .output()

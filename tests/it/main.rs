@@ -5,44 +5,20 @@
 //! passes its environment and working directory to the commands it starts and never
 //! changes the process's own.
 //!
-//! One module: `cargo test -p zot-cli --test it shell::`.
+//! A module per feature (`trust`, `install`, `shell`, `mcp`, `wasm`, `confine`, `sidecar`,
+//! `cli`, `sdk`, `library`), each a folder of its concerns; `common` is what they share.
+//! One feature: `cargo test -p zot-cli --test it shell::`.
 
 mod common;
 
-mod call_friction;
-mod cli_call;
-mod cli_check;
-mod cli_ext;
-mod cli_new;
-mod completion;
+mod cli;
 #[cfg(target_os = "linux")]
 mod confine;
-mod containment;
-mod dev;
-mod example_component;
-mod examples;
-mod failclosed;
-mod faults;
-mod friction;
-mod go_ext;
-mod guests_built;
+mod install;
 mod library;
-mod load_flags;
-mod logs;
 mod mcp;
-mod mcp_bounds;
-mod mcp_clients;
-mod mcp_servers;
-mod memory;
-mod protocol_compat;
-mod quota;
-mod records;
-mod sanitize;
 mod sdk;
 mod shell;
-mod shell_friction;
 mod sidecar;
-mod tree_compile;
 mod trust;
-mod ts_sdk;
 mod wasm;

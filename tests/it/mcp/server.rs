@@ -1018,14 +1018,14 @@ fn mcp_servers_loaded_as_extensions_are_served_again() {
     p.ext("py", &py("py", &["--tools", "echo_py", "--commands", ""]));
     p.ext(
         "everything",
-        &crate::mcp_servers::official("everything", "everything", &["stdio"], "ev."),
+        &super::extensions::official("everything", "everything", &["stdio"], "ev."),
     );
     let allowed = p.path("cwd");
     std::fs::write(p.path("outside.txt"), "secret").unwrap();
     let outside = p.path("outside.txt");
     p.ext(
         "fs",
-        &crate::mcp_servers::official("fs", "filesystem", &[allowed.to_str().unwrap()], "fs."),
+        &super::extensions::official("fs", "filesystem", &[allowed.to_str().unwrap()], "fs."),
     );
     let run = p.drive(
         json!([

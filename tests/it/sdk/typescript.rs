@@ -13,7 +13,6 @@
 
 use crate::common::*;
 use serde_json::{json, Value};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -67,72 +66,9 @@ fn built() -> &'static Built {
     BUILT.get_or_init(build)
 }
 
-/// The pinned tools' `node_modules/.bin`, installed once per target dir.
-pub(crate) fn ts_tools() -> PathBuf {
-    static TOOLS: OnceLock<PathBuf> = OnceLock::new();
-    TOOLS
-        .get_or_init(|| {
-            let started = Instant::now();
-            let dir = npm_installed(
-                "examples/ts-hello",
-                "ts-hello-tools",
-                "node_modules/.bin/componentize-qjs",
-            );
-            println!("npm ci (or reuse) took {:.1?}", started.elapsed());
-            dir.join("node_modules/.bin")
-        })
-        .clone()
-}
-
-/// The tools of a StarlingMonkey build (`tests/ts-starlingmonkey`): componentize-js and
-/// the same esbuild and TypeScript, installed once per target dir.
-pub(crate) fn starlingmonkey_tools() -> PathBuf {
-    static TOOLS: OnceLock<PathBuf> = OnceLock::new();
-    TOOLS
-        .get_or_init(|| {
-            let started = Instant::now();
-            let dir = npm_installed(
-                "tests/ts-starlingmonkey",
-                "ts-starlingmonkey-tools",
-                "node_modules/.bin/componentize-js",
-            );
-            println!("npm ci (or reuse) took {:.1?}", started.elapsed());
-            dir.join("node_modules/.bin")
-        })
-        .clone()
-}
-
 /// `npm run <script>` in `dir` with the example's pinned tools first on `PATH`.
 pub(crate) fn npm_run(dir: &Path, script: &str) {
     npm_run_with(&ts_tools(), dir, script);
-}
-
-/// `npm run <script>` in `dir` with the tools of `bin` first on `PATH`; must succeed.
-pub(crate) fn npm_run_with(bin: &Path, dir: &Path, script: &str) {
-    let mut path = OsString::from(bin);
-    if let Some(rest) = std::env::var_os("PATH") {
-        path.push(":");
-        path.push(rest);
-    }
-    let started = Instant::now();
-    let out = Command::new("npm")
-        .args(["run", "--silent", script])
-        .current_dir(dir)
-        .env("PATH", path)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run npm (is it installed?): {e}"));
-    assert!(
-        out.status.success(),
-        "npm run {script} in {} ({}):\n{}",
-        dir.display(),
-        out.status,
-        text(&out)
-    );
-    println!(
-        "npm run {script} in {} took {:.1?}",
-        dir.display(),
-        started.elapsed()
-    );
 }
 
 /// Checks the pins, copies the SDK, the WIT package and the example into

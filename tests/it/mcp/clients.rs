@@ -1,4 +1,4 @@
-//! `zot mcp` against real MCP clients other than the SDK 1.x that tests/it/mcp.rs drives,
+//! `zot mcp` against real MCP clients other than the SDK 1.x that tests/it/mcp/server.rs drives,
 //! each pinned by `tests/mcp-client/package-lock.json` and installed with it (one
 //! `npm ci`, [`client`]):
 //!
@@ -9,8 +9,8 @@
 //! - the 2.x TypeScript client, `@modelcontextprotocol/client` 2.4.0, through
 //!   `tests/mcp-client/drive-v2.mjs` (which documents its steps).
 
+use super::server::{client, first, names, py, run_client_command, Project};
 use crate::common::*;
-use crate::mcp::{client, first, names, py, run_client_command, Project};
 use serde_json::{json, Value};
 use std::process::{Command, Output};
 

@@ -285,7 +285,7 @@ fn dev_session_piped(
     // The npm scripts find the pinned tools (installed by the ts_sdk tests' helper) first.
     let mut path = std::ffi::OsString::new();
     if lang != "rust" {
-        path.push(crate::ts_sdk::ts_tools());
+        path.push(crate::common::ts_tools());
         path.push(":");
     }
     path.push(std::env::var_os("PATH").unwrap_or_default());

@@ -191,8 +191,8 @@ fn the_typescript_scaffold_passes_check_and_works() {
     assert_eq!(manifest["exec"], "node");
     assert_eq!(manifest["args"], json!(["dist/main.js"]));
     installed_sdk(&dir);
-    let tools = crate::ts_sdk::ts_tools();
-    crate::ts_sdk::npm_run_with(&tools, &dir, "build");
+    let tools = crate::common::ts_tools();
+    crate::common::npm_run_with(&tools, &dir, "build");
     assert!(dir.join("dist/main.js").is_file());
     check_and_drive(&dir, "ts-demo");
     // Installed as the README says; node_modules is copied beside a program.
@@ -202,7 +202,7 @@ fn the_typescript_scaffold_passes_check_and_works() {
         .is_file());
     // The same folder builds the component, and with the manifest's launch switched to
     // it, the same checks pass.
-    crate::ts_sdk::npm_run_with(&tools, &dir, "build:wasm");
+    crate::common::npm_run_with(&tools, &dir, "build:wasm");
     assert!(dir.join("ts-demo.wasm").is_file());
     let mut manifest = manifest;
     let launch = manifest.as_object_mut().unwrap();
@@ -507,9 +507,9 @@ fn component_scaffold(lang: &str, name: &str, engine: &[&str]) {
         "the published WIT package, unchanged"
     );
     let tools = if engine.is_empty() {
-        crate::ts_sdk::ts_tools()
+        crate::common::ts_tools()
     } else {
-        crate::ts_sdk::starlingmonkey_tools()
+        crate::common::starlingmonkey_tools()
     };
     for (tool, version) in package["devDependencies"].as_object().unwrap() {
         let installed = tools.join("..").join(tool).join("package.json");
@@ -522,7 +522,7 @@ fn component_scaffold(lang: &str, name: &str, engine: &[&str]) {
     }
     installed_sdk(&dir);
     // `npm run build` builds what the manifest runs: here the component.
-    crate::ts_sdk::npm_run_with(&tools, &dir, "build");
+    crate::common::npm_run_with(&tools, &dir, "build");
     assert!(dir.join(format!("{name}.wasm")).is_file());
     check_and_drive(&dir, name);
     // Installed as the README says: the component without the build's node_modules.
