@@ -19,10 +19,10 @@ use zot_host::manage::manifest::{Manifest, TransportKind};
 use zot_host::manage::records::provenance;
 use zot_host::manage::records::trust::Untrusted;
 use zot_host::terminal_text::{multi_line, one_line};
-use zot_host::ReadyBy;
 use zot_host::SandboxView;
 use zot_host::ZotHome;
 use zot_host::{ExtState, Host, HostConfig, Timeouts};
+use zot_host::{ExtensionInfo, LoadReport, ReadyBy, Status};
 use zot_protocol::Hello;
 
 /// What `check` found: serialised for `--json` (its fields are the public contract in
@@ -243,7 +243,6 @@ fn ms(d: Option<Duration>) -> Option<f64> {
 /// installed under with `--name`, which its hello need not give.
 async fn check(config: HostConfig, renamed: Option<String>) -> CheckReport {
     let wait = config.timeouts.ready;
-    let wait_text = humantime::format_duration(wait);
     let (host, _notes) = Host::new(config);
     let report = host.load().await;
     let Some(info) = host.extensions().into_iter().next() else {
@@ -259,28 +258,7 @@ async fn check(config: HostConfig, renamed: Option<String>) -> CheckReport {
     let status = host.status(&info.name).unwrap_or_default();
     let not_started =
         matches!(info.state, ExtState::Disabled | ExtState::Error) && status.hello.is_none();
-    let exited_early = info.state == ExtState::Exited;
-    if exited_early {
-        // The exit is the violation; what it did not get to send follows from it.
-    } else if status.hello.is_none()
-        && info.state != ExtState::Disabled
-        && info.state != ExtState::Error
-    {
-        violations.push(format!(
-            "no hello within --wait ({wait_text}): is stdout flushed after printing it?"
-        ));
-    } else if info.state == ExtState::Starting {
-        violations.push(format!(
-            "not ready within --wait ({wait_text}): it kept sending frames"
-        ));
-    }
-    // An exit before ready is in the load report already.
-    if exited_early && !report.errors.iter().any(|e| e.extension == info.name) {
-        violations.push(format!(
-            "exited during the check: {}",
-            info.error.clone().unwrap_or_default()
-        ));
-    }
+    violations.extend(start_violations(&info, &status, &report, wait));
     if let Some(hello) = status.hello.as_ref().filter(|h| h.name != info.name) {
         if renamed.as_deref() == Some(info.name.as_str()) {
             warnings.push(format!(
@@ -294,47 +272,9 @@ async fn check(config: HostConfig, renamed: Option<String>) -> CheckReport {
             ));
         }
     }
-    let normal = Timeouts::default().ready;
-    let starts = [("hello", status.hello_after), ("ready", status.ready_after)];
-    let later_than = |limit: Duration| {
-        starts
-            .iter()
-            .find_map(|(what, after)| Some(*what).zip(after.filter(|t| *t > limit)))
-    };
-    if let Some((what, after)) = later_than(normal) {
-        warnings.push(format!(
-            "slow start: {what} after {:.1} s, later than zot host's ready wait ({}); \
-             zot host takes its registrations when they arrive",
-            after.as_secs_f64(),
-            humantime::format_duration(normal)
-        ));
-    } else if let Some((what, after)) = later_than(normal / 2) {
-        warnings.push(format!(
-            "slow start: {what} after {:.1} s, more than half of zot host's ready wait \
-             ({}): on a slower or busier machine it may come after it",
-            after.as_secs_f64(),
-            humantime::format_duration(normal)
-        ));
-    }
+    warnings.extend(slow_start(&status));
     violations.extend(status.violations.iter().cloned());
-    let commands = host
-        .commands()
-        .into_iter()
-        .map(|(_, c)| Registered {
-            name: c.name,
-            description: c.description,
-            schema: None,
-        })
-        .collect();
-    let tools = host
-        .tools()
-        .into_iter()
-        .map(|(_, t)| Registered {
-            name: t.name,
-            description: t.description,
-            schema: Some(t.schema),
-        })
-        .collect();
+    let (commands, tools) = registered(&host);
     for name in &info.shadowed {
         violations.push(format!("{name:?} is a built-in name: shadowed"));
     }
@@ -376,6 +316,184 @@ async fn check(config: HostConfig, renamed: Option<String>) -> CheckReport {
     }
 }
 
+/// What went wrong with its start: no hello, not ready, or an exit the load report does
+/// not tell already.
+fn start_violations(
+    info: &ExtensionInfo,
+    status: &Status,
+    report: &LoadReport,
+    wait: Duration,
+) -> Vec<String> {
+    let wait_text = humantime::format_duration(wait);
+    let mut violations = Vec::new();
+    let exited_early = info.state == ExtState::Exited;
+    if exited_early {
+        // The exit is the violation; what it did not get to send follows from it.
+    } else if status.hello.is_none()
+        && info.state != ExtState::Disabled
+        && info.state != ExtState::Error
+    {
+        violations.push(format!(
+            "no hello within --wait ({wait_text}): is stdout flushed after printing it?"
+        ));
+    } else if info.state == ExtState::Starting {
+        violations.push(format!(
+            "not ready within --wait ({wait_text}): it kept sending frames"
+        ));
+    }
+    // An exit before ready is in the load report already.
+    if exited_early && !report.errors.iter().any(|e| e.extension == info.name) {
+        violations.push(format!(
+            "exited during the check: {}",
+            info.error.clone().unwrap_or_default()
+        ));
+    }
+    violations
+}
+
+/// A warning when its hello or ready came late enough that `zot host` may not wait for
+/// it.
+fn slow_start(status: &Status) -> Option<String> {
+    let normal = Timeouts::default().ready;
+    let starts = [("hello", status.hello_after), ("ready", status.ready_after)];
+    let later_than = |limit: Duration| {
+        starts
+            .iter()
+            .find_map(|(what, after)| Some(*what).zip(after.filter(|t| *t > limit)))
+    };
+    if let Some((what, after)) = later_than(normal) {
+        Some(format!(
+            "slow start: {what} after {:.1} s, later than zot host's ready wait ({}); \
+             zot host takes its registrations when they arrive",
+            after.as_secs_f64(),
+            humantime::format_duration(normal)
+        ))
+    } else if let Some((what, after)) = later_than(normal / 2) {
+        Some(format!(
+            "slow start: {what} after {:.1} s, more than half of zot host's ready wait \
+             ({}): on a slower or busier machine it may come after it",
+            after.as_secs_f64(),
+            humantime::format_duration(normal)
+        ))
+    } else {
+        None
+    }
+}
+
+/// Its commands and tools as the report lists them.
+fn registered(host: &Host) -> (Vec<Registered>, Vec<Registered>) {
+    let commands = host
+        .commands()
+        .into_iter()
+        .map(|(_, c)| Registered {
+            name: c.name,
+            description: c.description,
+            schema: None,
+        })
+        .collect();
+    let tools = host
+        .tools()
+        .into_iter()
+        .map(|(_, t)| Registered {
+            name: t.name,
+            description: t.description,
+            schema: Some(t.schema),
+        })
+        .collect();
+    (commands, tools)
+}
+
+/// What a started extension did: hello, ready, registrations, sandbox, confinement,
+/// subscriptions, shutdown.
+fn write_started(out: &mut String, f: &Found) {
+    use std::fmt::Write as _;
+    let ms = |m: Option<f64>| m.map_or("-".into(), |m| format!("{m:.1} ms"));
+    match &f.hello {
+        Some(hello) => {
+            let _ = writeln!(
+                out,
+                "  hello      {:>10}  name \"{}\", version \"{}\", capabilities {}",
+                ms(f.hello_ms),
+                one_line(&hello.name),
+                one_line(&hello.version),
+                serde_json::to_string(&hello.capabilities).unwrap_or_default()
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  hello      never");
+        }
+    }
+    let how = match f.ready_by {
+        Some(ReadyBy::Frame) => "sent ready",
+        Some(ReadyBy::Silence) => "silent for 250 ms, no ready frame",
+        None => "never",
+    };
+    let _ = writeln!(out, "  ready      {:>10}  {how}", ms(f.ready_ms));
+    for (label, prefix, list) in [("commands", "/", &f.commands), ("tools", "", &f.tools)] {
+        if list.is_empty() {
+            let _ = writeln!(out, "  {label:<10} (none)");
+        }
+        for item in list {
+            let _ = writeln!(
+                out,
+                "  {label:<10} {prefix}{} - {}",
+                one_line(&item.name),
+                one_line(&item.description)
+            );
+        }
+    }
+    write_sandbox(out, f);
+    if let Some(view) = &f.confinement {
+        for (k, v) in crate::records::confinement::rows(&f.name, view) {
+            let _ = writeln!(out, "  {k:<10} {}", one_line(&v));
+        }
+    }
+    let list = |v: &[String]| serde_json::to_string(v).unwrap_or_default();
+    let _ = writeln!(out, "  events     {}", list(&f.events));
+    let _ = writeln!(out, "  intercept  {}", list(&f.intercept));
+    let _ = writeln!(
+        out,
+        "  shutdown   {:>10}  {}",
+        ms(Some(f.shutdown_ms)),
+        f.exit.as_deref().unwrap_or_default()
+    );
+}
+
+/// The sandbox a started component ran in.
+fn write_sandbox(out: &mut String, f: &Found) {
+    use std::fmt::Write as _;
+    let started = f
+        .sandbox
+        .as_ref()
+        .and_then(|sb| Some((sb, sb.running.as_ref()?)));
+    if let Some((sb, run)) = started {
+        let sha256 = sb.sha256.as_deref().unwrap_or_default();
+        let what = match word(&sb.component).as_str() {
+            "preview1" => "WASI preview-1 module".to_string(),
+            other => format!("{other} component"),
+        };
+        let _ = writeln!(
+            out,
+            "  sandbox    {what}, {} MiB memory, sha256 {}",
+            run.memory_mb,
+            sha256.chars().take(12).collect::<String>()
+        );
+        let _ = writeln!(
+            out,
+            "             asks {}",
+            serde_json::to_string(&sb.asked).unwrap_or_default()
+        );
+        let _ = writeln!(
+            out,
+            "             granted {}",
+            serde_json::to_string(&sb.granted).unwrap_or_default()
+        );
+        for w in &run.withheld {
+            let _ = writeln!(out, "             withheld: {w}");
+        }
+    }
+}
+
 /// A unit enum as the word it serialises to (`reactor`).
 fn word(value: &impl Serialize) -> String {
     match serde_json::to_value(value) {
@@ -414,84 +532,7 @@ fn print_text(r: &CheckReport) {
         if r.not_started {
             let _ = writeln!(out, "  not started (see below)");
         } else {
-            match &f.hello {
-                Some(hello) => {
-                    let _ = writeln!(
-                        out,
-                        "  hello      {:>10}  name \"{}\", version \"{}\", capabilities {}",
-                        ms(f.hello_ms),
-                        one_line(&hello.name),
-                        one_line(&hello.version),
-                        serde_json::to_string(&hello.capabilities).unwrap_or_default()
-                    );
-                }
-                None => {
-                    let _ = writeln!(out, "  hello      never");
-                }
-            }
-            let how = match f.ready_by {
-                Some(ReadyBy::Frame) => "sent ready",
-                Some(ReadyBy::Silence) => "silent for 250 ms, no ready frame",
-                None => "never",
-            };
-            let _ = writeln!(out, "  ready      {:>10}  {how}", ms(f.ready_ms));
-            for (label, prefix, list) in [("commands", "/", &f.commands), ("tools", "", &f.tools)] {
-                if list.is_empty() {
-                    let _ = writeln!(out, "  {label:<10} (none)");
-                }
-                for item in list {
-                    let _ = writeln!(
-                        out,
-                        "  {label:<10} {prefix}{} - {}",
-                        one_line(&item.name),
-                        one_line(&item.description)
-                    );
-                }
-            }
-            let started = f
-                .sandbox
-                .as_ref()
-                .and_then(|sb| Some((sb, sb.running.as_ref()?)));
-            if let Some((sb, run)) = started {
-                let sha256 = sb.sha256.as_deref().unwrap_or_default();
-                let what = match word(&sb.component).as_str() {
-                    "preview1" => "WASI preview-1 module".to_string(),
-                    other => format!("{other} component"),
-                };
-                let _ = writeln!(
-                    out,
-                    "  sandbox    {what}, {} MiB memory, sha256 {}",
-                    run.memory_mb,
-                    sha256.chars().take(12).collect::<String>()
-                );
-                let _ = writeln!(
-                    out,
-                    "             asks {}",
-                    serde_json::to_string(&sb.asked).unwrap_or_default()
-                );
-                let _ = writeln!(
-                    out,
-                    "             granted {}",
-                    serde_json::to_string(&sb.granted).unwrap_or_default()
-                );
-                for w in &run.withheld {
-                    let _ = writeln!(out, "             withheld: {w}");
-                }
-            }
-            if let Some(view) = &f.confinement {
-                for (k, v) in crate::records::confinement::rows(&f.name, view) {
-                    let _ = writeln!(out, "  {k:<10} {}", one_line(&v));
-                }
-            }
-            let list = |v: &[String]| serde_json::to_string(v).unwrap_or_default();
-            let _ = writeln!(out, "  events     {}", list(&f.events));
-            let _ = writeln!(out, "  intercept  {}", list(&f.intercept));
-            let _ = writeln!(
-                out,
-                "  shutdown   {:>10}  {}",
-                ms(Some(f.shutdown_ms)),
-                f.exit.as_deref().unwrap_or_default()
-            );
+            write_started(&mut out, f);
         }
         let _ = writeln!(out, "  log        {}", f.log.display());
     }

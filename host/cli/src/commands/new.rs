@@ -150,31 +150,7 @@ pub(crate) fn run(args: NewArgs) -> Result<(), CliError> {
 fn new(args: NewArgs) -> Result<(), String> {
     let name = args.name.as_str();
     validate_name(name).map_err(|e| format!("invalid extension name: {e}"))?;
-    let javascript = matches!(args.lang, Lang::Node | Lang::Typescript);
-    if args.wasm && args.lang == Lang::Python {
-        return Err(
-            "--wasm is not supported with --lang python (no Python component \
-                    toolchain is bundled; for a Python component, start from \
-                    examples/hello-component-py, built with componentize-py); without \
-                    --wasm, --lang python writes a classic extension"
-                .into(),
-        );
-    }
-    if args.engine.is_some() && !(javascript && args.wasm) {
-        return Err("--engine applies to --lang typescript or node with --wasm".into());
-    }
-    let on_sdk = match args.lang {
-        Lang::Rust | Lang::Typescript => true,
-        Lang::Node => args.wasm,
-        Lang::Python => false,
-    };
-    if args.sdk.is_some() && !on_sdk {
-        return Err(
-            "--sdk applies to --lang rust and typescript, and to node with --wasm: the other \
-             scaffolds use no SDK"
-                .into(),
-        );
-    }
+    check_flags(&args)?;
     let dir = args.dir.join(name);
     refuse_existing(&dir)?;
 
@@ -205,33 +181,82 @@ fn new(args: NewArgs) -> Result<(), String> {
             let sdk_display = sdk.display().to_string();
             vars.push(("sdk", toml_string(&sdk_display)));
             vars.push(("sdk_display", sdk_display));
-            let build = if args.wasm {
-                vars.push(("wasm_flag", " --wasm".into()));
-                vars.push(("flavour", "sandboxed WebAssembly component".into()));
-                vars.push(("kind", "sandboxed component".into()));
-                vars.push(("launch", "wasm".into()));
-                vars.push((
-                    "artifact",
-                    format!("target/wasm32-wasip2/release/{krate}.wasm"),
-                ));
-                "rustup target add wasm32-wasip2   # once\ncargo build --release --target wasm32-wasip2"
-            } else {
-                vars.push(("wasm_flag", String::new()));
-                vars.push(("flavour", "native build".into()));
-                vars.push(("kind", "native".into()));
-                vars.push(("launch", "exec".into()));
-                vars.push(("artifact", format!("target/release/{krate}")));
-                "cargo build --release"
-            };
+            let build = rust_vars(&mut vars, &krate, args.wasm);
             vars.push(("build", build.to_string()));
             (RUST, Some(build.to_string()))
         }
     };
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
 
+    write_templates(&args.dir, name, templates, &vars)?;
+
+    print_next(&args, &dir, templates, next_build);
+    Ok(())
+}
+
+/// Refuses flags that do not go together.
+fn check_flags(args: &NewArgs) -> Result<(), String> {
+    let javascript = matches!(args.lang, Lang::Node | Lang::Typescript);
+    if args.wasm && args.lang == Lang::Python {
+        return Err(
+            "--wasm is not supported with --lang python (no Python component \
+                    toolchain is bundled; for a Python component, start from \
+                    examples/hello-component-py, built with componentize-py); without \
+                    --wasm, --lang python writes a classic extension"
+                .into(),
+        );
+    }
+    if args.engine.is_some() && !(javascript && args.wasm) {
+        return Err("--engine applies to --lang typescript or node with --wasm".into());
+    }
+    let on_sdk = match args.lang {
+        Lang::Rust | Lang::Typescript => true,
+        Lang::Node => args.wasm,
+        Lang::Python => false,
+    };
+    if args.sdk.is_some() && !on_sdk {
+        return Err(
+            "--sdk applies to --lang rust and typescript, and to node with --wasm: the other \
+             scaffolds use no SDK"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// The variables of a Rust scaffold, native or a component (`wasm`); the build command.
+fn rust_vars(vars: &mut Vec<(&str, String)>, krate: &str, wasm: bool) -> &'static str {
+    if wasm {
+        vars.push(("wasm_flag", " --wasm".into()));
+        vars.push(("flavour", "sandboxed WebAssembly component".into()));
+        vars.push(("kind", "sandboxed component".into()));
+        vars.push(("launch", "wasm".into()));
+        vars.push((
+            "artifact",
+            format!("target/wasm32-wasip2/release/{krate}.wasm"),
+        ));
+        "rustup target add wasm32-wasip2   # once\ncargo build --release --target wasm32-wasip2"
+    } else {
+        vars.push(("wasm_flag", String::new()));
+        vars.push(("flavour", "native build".into()));
+        vars.push(("kind", "native".into()));
+        vars.push(("launch", "exec".into()));
+        vars.push(("artifact", format!("target/release/{krate}")));
+        "cargo build --release"
+    }
+}
+
+/// Writes `templates`, rendered with `vars`, into the new folder `name` of `parent`.
+fn write_templates(
+    parent: &Path,
+    name: &str,
+    templates: &[Template],
+    vars: &[(&str, &str)],
+) -> Result<(), String> {
+    let dir = parent.join(name);
     // Nothing is written through a link: the folder and its subfolders are opened
     // without following one, each file created afresh in them (see `safe_write`).
-    let root = SafeDir::create(&args.dir)
+    let root = SafeDir::create(parent)
         .and_then(|parent| parent.create_sub(name))
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for (path, template) in templates {
@@ -247,10 +272,16 @@ fn new(args: NewArgs) -> Result<(), String> {
         }
         sub.as_ref()
             .unwrap_or(&root)
-            .write(file, render(template, &vars).as_bytes())
+            .write(file, render(template, vars).as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", dir.join(path).display()))?;
     }
 
+    Ok(())
+}
+
+/// Says what was created and what to run next.
+fn print_next(args: &NewArgs, dir: &Path, templates: &[Template], next_build: Option<String>) {
+    let name = args.name.as_str();
     let shown = zot_host::terminal_text::shell_word(&dir.display().to_string());
     let flavour = match (args.lang, args.wasm) {
         (Lang::Rust, true) => "rust, sandboxed component".to_string(),
@@ -282,7 +313,6 @@ fn new(args: NewArgs) -> Result<(), String> {
         say!("  zot ext check {shown}");
         say!("  zot ext install {shown}");
     }
-    Ok(())
 }
 
 /// Refuses a target that exists, unless it is an empty folder (not a link to one).

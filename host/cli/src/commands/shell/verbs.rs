@@ -122,65 +122,8 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
         }
     };
     match verb {
-        "call" => {
-            let (tool, json) = split_word(rest);
-            let (validate, (tool, json)) = match tool {
-                "--no-validate" => (false, split_word(json)),
-                _ => (true, (tool, json)),
-            };
-            if tool.is_empty() {
-                return Err("usage: call [--no-validate] <tool> [json object]".into());
-            }
-            let args = if json.is_empty() {
-                None
-            } else {
-                Some(Value::Object(object(json, "the tool's arguments")?))
-            };
-            Ok(Some(Verb::Call {
-                tool: tool.to_string(),
-                args,
-                validate,
-            }))
-        }
-        "intercept" => {
-            let (event, rest) = split_word(rest);
-            let fields =
-                match event {
-                    "" => return Err(
-                        "usage: intercept tool_call <tool> [json] | intercept turn_start [step] | \
-                     intercept assistant_message <text>"
-                            .into(),
-                    ),
-                    "tool_call" => {
-                        let (tool, json) = split_word(rest);
-                        if tool.is_empty() {
-                            return Err("usage: intercept tool_call <tool> [json]".into());
-                        }
-                        let args = object_or_empty(json, "the tool's arguments")?;
-                        fields([
-                            ("tool_id", Value::from("shell-1")),
-                            ("tool_name", Value::from(tool)),
-                            ("tool_args", Value::Object(args)),
-                        ])
-                    }
-                    "turn_start" => {
-                        let step = if rest.is_empty() {
-                            1
-                        } else {
-                            rest.parse::<u64>().map_err(|_| {
-                                format!("intercept turn_start: {rest:?} is not a step number")
-                            })?
-                        };
-                        fields([("step", Value::from(step))])
-                    }
-                    "assistant_message" => fields([("text", Value::from(rest))]),
-                    _ => object_or_empty(rest, "the event's fields")?,
-                };
-            Ok(Some(Verb::Intercept {
-                event: event.to_string(),
-                fields,
-            }))
-        }
+        "call" => parse_call(rest).map(Some),
+        "intercept" => parse_intercept(rest).map(Some),
         "emit" => {
             let (event, json) = split_word(rest);
             if event.is_empty() {
@@ -203,22 +146,7 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
         "list" => none(Verb::List),
         "tools" => none(Verb::Tools),
         "commands" => none(Verb::Commands),
-        "logs" => {
-            let (name, n) = split_word(rest);
-            if name.is_empty() {
-                return Err("usage: logs <extension> [lines]".into());
-            }
-            let lines = if n.is_empty() {
-                LOG_LINES
-            } else {
-                n.parse()
-                    .map_err(|_| format!("logs: {n:?} is not a number of lines"))?
-            };
-            Ok(Some(Verb::Logs {
-                name: name.to_string(),
-                lines,
-            }))
-        }
+        "logs" => parse_logs(rest).map(Some),
         "key" => {
             let (key, text) = split_word(rest);
             if key.is_empty() {
@@ -254,6 +182,88 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
         "quit" | "exit" => none(Verb::Quit),
         _ => Err(format!("unknown verb {verb:?}: `help` lists them")),
     }
+}
+
+/// `call [--no-validate] <tool> [json object]`.
+fn parse_call(rest: &str) -> Result<Verb, String> {
+    let (tool, json) = split_word(rest);
+    let (validate, (tool, json)) = match tool {
+        "--no-validate" => (false, split_word(json)),
+        _ => (true, (tool, json)),
+    };
+    if tool.is_empty() {
+        return Err("usage: call [--no-validate] <tool> [json object]".into());
+    }
+    let args = if json.is_empty() {
+        None
+    } else {
+        Some(Value::Object(object(json, "the tool's arguments")?))
+    };
+    Ok(Verb::Call {
+        tool: tool.to_string(),
+        args,
+        validate,
+    })
+}
+
+/// `intercept <event> …`: a `tool_call`, `turn_start` or `assistant_message` in its own
+/// words, any other event with a JSON object of its fields.
+fn parse_intercept(rest: &str) -> Result<Verb, String> {
+    let (event, rest) = split_word(rest);
+    let fields = match event {
+        "" => {
+            return Err(
+                "usage: intercept tool_call <tool> [json] | intercept turn_start [step] | \
+             intercept assistant_message <text>"
+                    .into(),
+            )
+        }
+        "tool_call" => {
+            let (tool, json) = split_word(rest);
+            if tool.is_empty() {
+                return Err("usage: intercept tool_call <tool> [json]".into());
+            }
+            let args = object_or_empty(json, "the tool's arguments")?;
+            fields([
+                ("tool_id", Value::from("shell-1")),
+                ("tool_name", Value::from(tool)),
+                ("tool_args", Value::Object(args)),
+            ])
+        }
+        "turn_start" => {
+            let step = if rest.is_empty() {
+                1
+            } else {
+                rest.parse::<u64>()
+                    .map_err(|_| format!("intercept turn_start: {rest:?} is not a step number"))?
+            };
+            fields([("step", Value::from(step))])
+        }
+        "assistant_message" => fields([("text", Value::from(rest))]),
+        _ => object_or_empty(rest, "the event's fields")?,
+    };
+    Ok(Verb::Intercept {
+        event: event.to_string(),
+        fields,
+    })
+}
+
+/// `logs <extension> [lines]`.
+fn parse_logs(rest: &str) -> Result<Verb, String> {
+    let (name, n) = split_word(rest);
+    if name.is_empty() {
+        return Err("usage: logs <extension> [lines]".into());
+    }
+    let lines = if n.is_empty() {
+        LOG_LINES
+    } else {
+        n.parse()
+            .map_err(|_| format!("logs: {n:?} is not a number of lines"))?
+    };
+    Ok(Verb::Logs {
+        name: name.to_string(),
+        lines,
+    })
 }
 
 /// The first word and the rest, both trimmed.
