@@ -107,11 +107,30 @@ pub(crate) async fn check(
             skipped: Vec::new(),
         });
     }
+    let (addrs, skipped) = resolve_public(&host, port, scheme, timeout)
+        .await
+        .map_err(|(why, code)| deny(why, code))?;
+    Ok(Target {
+        host,
+        tls,
+        addrs,
+        skipped,
+    })
+}
+
+/// The addresses `host` resolves to that a request may reach (`port` of `scheme`), and
+/// those skipped with why; none reachable is why it is refused, with the error code.
+async fn resolve_public(
+    host: &str,
+    port: u16,
+    scheme: &str,
+    timeout: Duration,
+) -> Result<(Vec<SocketAddr>, Vec<(SocketAddr, &'static str)>), (String, Error)> {
     let resolved: Vec<SocketAddr> =
-        match tokio::time::timeout(timeout, tokio::net::lookup_host((host.as_str(), port))).await {
-            Err(_) => return Err(deny("the DNS lookup timed out".into(), Error::DnsTimeout)),
+        match tokio::time::timeout(timeout, tokio::net::lookup_host((host, port))).await {
+            Err(_) => return Err(("the DNS lookup timed out".into(), Error::DnsTimeout)),
             Ok(Err(e)) => {
-                return Err(deny(
+                return Err((
                     format!("the DNS lookup failed: {e}"),
                     Error::DnsError {
                         rcode: Some(e.to_string()),
@@ -134,7 +153,7 @@ pub(crate) async fn check(
             .iter()
             .map(|(a, why)| format!("{} ({why})", a.ip()))
             .collect();
-        return Err(deny(
+        return Err((
             if what.is_empty() {
                 "the DNS lookup found no address".into()
             } else {
@@ -151,12 +170,7 @@ pub(crate) async fn check(
             Error::DestinationIpProhibited,
         ));
     }
-    Ok(Target {
-        host,
-        tls,
-        addrs,
-        skipped,
-    })
+    Ok((addrs, skipped))
 }
 
 /// IPv4 ranges refused unless named literally: the IANA IPv4 Special-Purpose Address

@@ -5,7 +5,7 @@ use super::sink::PipeSink;
 use super::{pipe, Connection, Control, ExitReason};
 use crate::log::ExtLog;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,18 +65,12 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
             command.pre_exec(move || prepared.apply_in_child());
         }
     }
-    command
-        .args(&spec.args)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(if spec.stderr.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .process_group(0);
+    with_pipes(
+        &mut command,
+        (&spec.args, &spec.env),
+        &spec.dir,
+        spec.stderr.is_some(),
+    );
     let mut child = command.spawn()?;
     let pgid = child
         .id()
@@ -115,25 +109,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
     }
 
     tokio::spawn(writer);
-    let group = control.clone();
-    tokio::spawn(async move {
-        let status = child.wait().await;
-        group.reaped.store(true, Ordering::SeqCst);
-        // Whatever the leader left behind in its group goes with it.
-        signal_group(group.pgid, libc::SIGKILL);
-        // Its input goes too: the writer task ends and the pipe is closed, whoever
-        // still holds the connection.
-        group.input.close_input();
-        if let Some(exited) = group.exited.lock().unwrap().take() {
-            let _ = exited.send(());
-        }
-        let stopped_for = group.stopped_for.lock().unwrap().take();
-        let _ = exit_tx.send(match (stopped_for, status) {
-            (Some(reason), _) => reason,
-            (None, Ok(status)) => describe(status),
-            (None, Err(e)) => ExitReason::LostTrack(e.to_string()),
-        });
-    });
+    tokio::spawn(reap(child, control.clone(), exit_tx));
 
     Ok(Connection {
         outbound: input.into(),
@@ -145,6 +121,53 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         exit: exit_rx,
         control: Box::new(ControlHandle(control)),
     })
+}
+
+/// Waits for the group's leader to exit, then ends what it left: the rest of its group,
+/// its input; and tells its exit (`exit`), or why it was stopped.
+async fn reap(
+    mut child: tokio::process::Child,
+    group: Arc<Group>,
+    exit: oneshot::Sender<ExitReason>,
+) {
+    let status = child.wait().await;
+    group.reaped.store(true, Ordering::SeqCst);
+    // Whatever the leader left behind in its group goes with it.
+    signal_group(group.pgid, libc::SIGKILL);
+    // Its input goes too: the writer task ends and the pipe is closed, whoever
+    // still holds the connection.
+    group.input.close_input();
+    if let Some(exited) = group.exited.lock().unwrap().take() {
+        let _ = exited.send(());
+    }
+    let stopped_for = group.stopped_for.lock().unwrap().take();
+    let _ = exit.send(match (stopped_for, status) {
+        (Some(reason), _) => reason,
+        (None, Ok(status)) => describe(status),
+        (None, Err(e)) => ExitReason::LostTrack(e.to_string()),
+    });
+}
+
+/// Its arguments, environment and folder, its standard streams piped (stderr only when
+/// it is logged), and a process group of its own.
+fn with_pipes(
+    command: &mut Command,
+    (args, env): (&[String], &[(String, String)]),
+    dir: &Path,
+    log_stderr: bool,
+) {
+    command
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(if log_stderr {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .process_group(0);
 }
 
 /// The process group and the signals the pump tasks wait on.

@@ -104,25 +104,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
     }
     let staged = stage(&req).context(&what)?;
     let m = &staged.manifest;
-    // Staging read the file again: it must ask what the user consented to.
-    if let Some(b) = bare
-        .as_ref()
-        .filter(|b| (&b.permissions, &b.limits) != (&m.permissions, &m.limits))
-    {
-        return Err(format!(
-            "{} changed while it was installed: it now asks for something else; nothing \
-             was changed",
-            b.wasm.as_deref().unwrap_or_default()
-        ))
-        .context(&what);
-    }
-    if staged.dest().symlink_metadata().is_ok() && !args.force {
-        let taken = install::InstallError::AlreadyInstalled {
-            name: m.name.clone(),
-            dest: staged.dest(),
-        };
-        return Err(taken).context(&what);
-    }
+    still_consented(&staged, bare.as_ref(), args.force).context(&what)?;
     say!("{}", headline(&staged));
     if let Some(own) = &staged.renamed_from {
         say!(
@@ -165,22 +147,45 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
             if args.confine { "" } else { " (by default)" }
         );
     }
-    let version = match done.manifest.version.as_str() {
+    say_installed(&done.manifest, &done.dir);
+    Ok(())
+}
+
+/// Refuses what was staged if it is not what the user was asked about (a component file
+/// that changed meanwhile), or would replace an install without `--force`.
+fn still_consented(staged: &Staged, bare: Option<&Manifest>, force: bool) -> Result<(), String> {
+    let m = &staged.manifest;
+    // Staging read the file again: it must ask what the user consented to.
+    if let Some(b) = bare.filter(|b| (&b.permissions, &b.limits) != (&m.permissions, &m.limits)) {
+        return Err(format!(
+            "{} changed while it was installed: it now asks for something else; nothing \
+             was changed",
+            b.wasm.as_deref().unwrap_or_default()
+        ));
+    }
+    if staged.dest().symlink_metadata().is_ok() && !force {
+        let taken = install::InstallError::AlreadyInstalled {
+            name: m.name.clone(),
+            dest: staged.dest(),
+        };
+        return Err(taken.to_string());
+    }
+    Ok(())
+}
+
+/// Says where the extension of `m` was installed (`dir`), and that it is off if it is.
+fn say_installed(m: &Manifest, dir: &Path) {
+    let version = match m.version.as_str() {
         "" => String::new(),
         v => format!(" {}", one_line(v)),
     };
-    say!(
-        "Installed {}{version} into {}",
-        done.manifest.name,
-        done.dir.display()
-    );
-    if !done.manifest.enabled {
+    say!("Installed {}{version} into {}", m.name, dir.display());
+    if !m.enabled {
         say!(
             "It is disabled; turn it on with `zot ext enable {}`.",
-            done.manifest.name
+            m.name
         );
     }
-    Ok(())
 }
 
 /// `--confine` of a component.
@@ -363,11 +368,39 @@ fn update_one(
             e => e.to_string(),
         })?;
     let name = plan.old.name.clone();
-    let (old, new, staged) = (&plan.old, &plan.staged.manifest, &plan.staged);
+    let (new, staged) = (&plan.staged.manifest, &plan.staged);
     if plan.up_to_date() {
         say!("{name} is up to date ({}; {copy}).", headline(staged));
         return Ok(());
     }
+    say_plan(&plan, &copy);
+    let asks = plan.asks();
+    if let Some(project) = &asks.trust {
+        say!(
+            "  Updated, it is trusted to run whenever zot starts in {}:",
+            one_line(&project.to_string_lossy())
+        );
+        say!(
+            "  {} ({})",
+            one_line(&name),
+            one_line(&staged.dest().to_string_lossy())
+        );
+        crate::records::trust::review(&mut Term, new, &staged.dest());
+    }
+    if let Some(question) = question(&name, &asks) {
+        terminal::ask(&mut Term, &question, yes)?;
+    }
+    let done = runtime()?
+        .block_on(plan.apply(&TermProgress::new()))
+        .map_err(|e| e.to_string())?;
+    say!("Updated {name} in {}", done.dir.display());
+    Ok(())
+}
+
+/// What an update would change, as the user reads it before saying yes.
+fn say_plan(plan: &update::Plan, copy: &str) {
+    let name = &plan.old.name;
+    let (old, new, staged) = (&plan.old, &plan.staged.manifest, &plan.staged);
     if plan.same_source() {
         say!("{name}: the {copy} has files changed since it was installed; its source has not changed:");
     } else {
@@ -412,14 +445,14 @@ fn update_one(
         say!(
             "  local    {} file(s) changed since install (`zot ext verify {}`): replaced",
             plan.local.len(),
-            one_line(&name)
+            one_line(name)
         );
     }
     if plan.confined {
         say!(
             "  confined yes: the new files run confined, with what was granted to the old \
              (`zot ext grant {}` to review)",
-            one_line(&name)
+            one_line(name)
         );
     }
     if plan.grown.is_empty() {
@@ -430,27 +463,6 @@ fn update_one(
             say!("  - {line}");
         }
     }
-    let asks = plan.asks();
-    if let Some(project) = &asks.trust {
-        say!(
-            "  Updated, it is trusted to run whenever zot starts in {}:",
-            one_line(&project.to_string_lossy())
-        );
-        say!(
-            "  {} ({})",
-            one_line(&name),
-            one_line(&staged.dest().to_string_lossy())
-        );
-        crate::records::trust::review(&mut Term, new, &staged.dest());
-    }
-    if let Some(question) = question(&name, &asks) {
-        terminal::ask(&mut Term, &question, yes)?;
-    }
-    let done = runtime()?
-        .block_on(plan.apply(&TermProgress::new()))
-        .map_err(|e| e.to_string())?;
-    say!("Updated {name} in {}", done.dir.display());
-    Ok(())
 }
 
 /// The question an update asks before it applies, if it asks one.
@@ -553,32 +565,7 @@ pub(crate) fn info(
     );
     row("transport", transport);
     row("enabled", if m.enabled { "yes" } else { "no" });
-    match &record {
-        None => row(
-            "source",
-            "unknown (no install record: installed by hand or by an older zot)",
-        ),
-        Some(r) => {
-            row("source", &format!("{} ({})", r.source, kind_label(r.kind)));
-            if let Some(v) = &r.git_ref {
-                row("ref", v);
-            }
-            if let Some(v) = &r.path {
-                row("path", v);
-            }
-            if let Some(v) = &r.commit {
-                row("commit", v);
-            }
-            row("installed at", &r.installed_at);
-            row(
-                "files",
-                &format!(
-                    "{} recorded (`zot ext verify {name}` checks them)",
-                    r.files.len()
-                ),
-            );
-        }
-    }
+    source_rows(record.as_ref(), name, &row);
     let label = if m.is_component() {
         "component"
     } else {
@@ -626,6 +613,36 @@ pub(crate) fn info(
         );
     }
     Ok(())
+}
+
+/// Where an install came from, as `info` shows it (`row`: one labelled row).
+fn source_rows(record: Option<&provenance::Provenance>, name: &str, row: &dyn Fn(&str, &str)) {
+    match record {
+        None => row(
+            "source",
+            "unknown (no install record: installed by hand or by an older zot)",
+        ),
+        Some(r) => {
+            row("source", &format!("{} ({})", r.source, kind_label(r.kind)));
+            if let Some(v) = &r.git_ref {
+                row("ref", v);
+            }
+            if let Some(v) = &r.path {
+                row("path", v);
+            }
+            if let Some(v) = &r.commit {
+                row("commit", v);
+            }
+            row("installed at", &r.installed_at);
+            row(
+                "files",
+                &format!(
+                    "{} recorded (`zot ext verify {name}` checks them)",
+                    r.files.len()
+                ),
+            );
+        }
+    }
 }
 
 fn kind_label(kind: install::SourceKind) -> &'static str {

@@ -45,7 +45,7 @@ pub(crate) fn run(args: HostArgs) -> Result<ExitCode, CliError> {
 
 async fn serve(config: HostConfig, input: Input, output: Output) {
     let max_frame = config.max_frame;
-    let (host, mut notes) = Host::new(config);
+    let (host, notes) = Host::new(config);
     // Responses are never dropped; notifications are taken from the host only while
     // the client keeps up (the host drops the oldest when it does not, and says so).
     let out = Arc::new(Outbox::default());
@@ -54,30 +54,8 @@ async fn serve(config: HostConfig, input: Input, output: Output) {
         async move { out.write_to(output).await }
     });
 
-    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-    let forward_out = out.clone();
-    let forward = tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                note = async {
-                    forward_out.room().await;
-                    notes.recv().await
-                } => match note {
-                    Some(note) => forward_out.push(encode(&note)),
-                    None => return,
-                },
-                _ = &mut stop_rx => {
-                    // The extensions are gone: what they and the host said last is
-                    // still on its way (the host's queue hands over one at a time).
-                    let last = Duration::from_millis(50);
-                    while let Ok(Some(note)) = tokio::time::timeout(last, notes.recv()).await {
-                        forward_out.push(encode(&note));
-                    }
-                    return;
-                }
-            }
-        }
-    });
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let forward = tokio::spawn(forward_notes(out.clone(), notes, stop_rx));
 
     let report = host.load().await;
     crate::output::report::print_problems(&report);
@@ -158,6 +136,35 @@ async fn serve(config: HostConfig, input: Input, output: Output) {
     }
     out.close();
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+}
+
+/// Forwards the host's notifications to the client while it keeps up; at `stop` (the
+/// extensions are gone) what is still on its way.
+async fn forward_notes(
+    out: Arc<Outbox>,
+    mut notes: tokio::sync::mpsc::Receiver<zot_host::HostEvent>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            note = async {
+                out.room().await;
+                notes.recv().await
+            } => match note {
+                Some(note) => out.push(encode(&note)),
+                None => return,
+            },
+            _ = &mut stop => {
+                // The extensions are gone: what they and the host said last is
+                // still on its way (the host's queue hands over one at a time).
+                let last = Duration::from_millis(50);
+                while let Ok(Some(note)) = tokio::time::timeout(last, notes.recv()).await {
+                    out.push(encode(&note));
+                }
+                return;
+            }
+        }
+    }
 }
 
 /// The response to a request: `data` on success, else `error`. `command` is the

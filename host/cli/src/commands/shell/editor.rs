@@ -16,7 +16,7 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{CompletionType, Context, ExternalPrinter};
 use std::os::unix::thread::JoinHandleExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -103,7 +103,7 @@ struct Helper {
     host: Host,
     /// The line and the cursor as the editor last showed them (rustyline asks for a
     /// hint at each change): what an interrupted read gives back.
-    typed: Arc<Mutex<(String, usize)>>,
+    typed: AtPrompt,
 }
 
 impl Completer for Helper {
@@ -160,6 +160,43 @@ impl rustyline::Helper for Helper {}
 /// the session (it is what makes the editor read again).
 pub(crate) type Printer = std::sync::mpsc::Sender<String>;
 
+/// The line editor with its completion and history, what is typed at the prompt (for an
+/// interrupted read to give back), and a printer that writes above the prompt.
+fn open(host: Host, history: &Path) -> Result<(LineEditor, AtPrompt, Printer), String> {
+    let failed = |e: ReadlineError| format!("cannot start the line editor: {e}");
+    let config = rustyline::Config::builder()
+        .max_history_size(HISTORY)
+        .map(|b| {
+            b.history_ignore_space(true)
+                .auto_add_history(false)
+                .completion_type(CompletionType::List)
+                .build()
+        });
+    let mut editor = config.and_then(LineEditor::with_config).map_err(failed)?;
+    let typed = Arc::new(Mutex::new((String::new(), 0)));
+    editor.set_helper(Some(Helper {
+        host,
+        typed: typed.clone(),
+    }));
+    let _ = editor.load_history(history);
+    let mut p = editor.create_external_printer().map_err(failed)?;
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        while let Ok(text) = rx.recv() {
+            if p.print(text).is_err() {
+                return;
+            }
+        }
+    });
+    Ok((editor, typed, tx))
+}
+
+/// The rustyline editor the shell reads lines with.
+type LineEditor = rustyline::Editor<Helper, DefaultHistory>;
+
+/// What is typed at the prompt, and where the cursor is.
+type AtPrompt = Arc<Mutex<(String, usize)>>;
+
 /// Starts the editor thread; gives its handle and the printer for events. The process
 /// must already catch SIGINT (the session does, before it starts the editor):
 /// [`Editor::interrupt`] sends it.
@@ -170,47 +207,16 @@ pub(crate) fn start(host: Host, history: PathBuf) -> Result<(Editor, Printer), S
     let abort = Arc::new(AtomicU64::new(0));
     let aborted = abort.clone();
     let thread = std::thread::spawn(move || {
-        let config = rustyline::Config::builder()
-            .max_history_size(HISTORY)
-            .map(|b| {
-                b.history_ignore_space(true)
-                    .auto_add_history(false)
-                    .completion_type(CompletionType::List)
-                    .build()
-            });
-        let editor = config.and_then(rustyline::Editor::<Helper, DefaultHistory>::with_config);
-        let mut editor = match editor {
-            Ok(e) => e,
+        let (mut editor, typed) = match open(host, &history) {
+            Ok((editor, typed, printer)) => match ready_tx.send(Ok(printer)) {
+                Ok(()) => (editor, typed),
+                Err(_) => return,
+            },
             Err(e) => {
-                let _ = ready_tx.send(Err(format!("cannot start the line editor: {e}")));
+                let _ = ready_tx.send(Err(e));
                 return;
             }
         };
-        let typed = Arc::new(Mutex::new((String::new(), 0)));
-        editor.set_helper(Some(Helper {
-            host,
-            typed: typed.clone(),
-        }));
-        let _ = editor.load_history(&history);
-        match editor.create_external_printer() {
-            Ok(mut p) => {
-                let (tx, rx) = std::sync::mpsc::channel::<String>();
-                std::thread::spawn(move || {
-                    while let Ok(text) = rx.recv() {
-                        if p.print(text).is_err() {
-                            return;
-                        }
-                    }
-                });
-                if ready_tx.send(Ok(tx)).is_err() {
-                    return;
-                }
-            }
-            Err(e) => {
-                let _ = ready_tx.send(Err(format!("cannot start the line editor: {e}")));
-                return;
-            }
-        }
         while let Ok(ask) = ask_rx.recv() {
             if let Ok(mut typed) = typed.lock() {
                 *typed = (
