@@ -122,7 +122,7 @@ impl Extension {
         }
     }
 
-    /// Whether `registration` fits this extension's caps (`registration_caps`); one that
+    /// Whether `registration` fits this extension's caps (`caps::registrations`); one that
     /// replaces a registration of the same kind and name counts instead of it. Records
     /// it if so; logs the refusal if not.
     pub(super) fn admit_registration(&self, registration: &Registration) -> bool {

@@ -2,7 +2,7 @@
 //! grant of what it asks (bound to the component's hash), a confined classic extension's
 //! grant (bound to its files' fingerprint, as `trust` computes it), and, for a project's
 //! copy, the project's trust in its files as they are. The start reads each back with the
-//! same rule ([`crate::records::grants`], `confine_decision`, [`crate::records::trust::check`]).
+//! same rule ([`super::grants`], [`super::confinement`], [`super::trust::check`]).
 
 use super::trust::{self, ProjectExtension, TrustError};
 use super::{grants, Grant};

@@ -1,7 +1,7 @@
-//! `docs/architecture.md` kept true: every module of this crate has its row in the
-//! modules table, and every file the tables name exists — so a reader who follows the
-//! page to a decision finds the file it names. And `docs/security.md`: every row of its
-//! fault and escape matrix names tests that exist.
+//! `docs/architecture.md` kept true: every module of the library and of the `zot`
+//! command has its paragraph, and every file the page names exists — so a reader who
+//! follows the page to a decision finds the file it names. And `docs/security.md`: every
+//! row of its fault and escape matrix names tests that exist.
 
 use std::path::{Path, PathBuf};
 
@@ -42,68 +42,73 @@ fn paths(cell: &str) -> Vec<String> {
         .collect()
 }
 
-/// Where a path named on the page is: `host/…` from the repository, else from `host/src`.
-fn place(path: &str) -> PathBuf {
-    if path.starts_with("host/") {
-        root().join(path)
-    } else {
-        root().join("host/src").join(path)
-    }
+/// The text of the section under `heading`, to the next `## ` heading.
+fn section<'a>(page: &'a str, heading: &str) -> &'a str {
+    let at = page
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"));
+    let rest = &page[at + heading.len()..];
+    &rest[..rest.find("\n## ").unwrap_or(rest.len())]
+}
+
+/// Every entry of `dir` but `skip`, as the page names it: `name/` for a folder.
+fn entries(dir: &Path, skip: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|path| {
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            (name != skip).then(|| match path.is_dir() {
+                true => format!("{name}/"),
+                false => name,
+            })
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
-fn every_module_has_a_row() {
-    let rows = table(&page(), "## Modules of `zot-host`");
-    let named: Vec<String> = rows.iter().map(|r| r[0].clone()).collect();
-    let src = root().join("host/src");
-    for entry in std::fs::read_dir(&src).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name == "lib.rs" {
-            continue;
+fn every_module_has_a_paragraph() {
+    let page = page();
+    for (heading, dir, skip) in [
+        ("## Modules of `zot-host`", "host/src", "lib.rs"),
+        ("## Modules of `zot-cli`", "host/cli/src", "main.rs"),
+    ] {
+        let text = section(&page, heading);
+        for name in entries(&root().join(dir), skip) {
+            assert!(
+                text.contains(&format!("**`{name}`**")),
+                "docs/architecture.md ({heading}) has no paragraph for {dir}/{name}"
+            );
         }
-        // A folder is its module's (`host/`, `caps/`) or a file module's own (`launcher/`
-        // beside `launcher.rs`).
-        let spans = if path.is_dir() {
-            vec![format!("`{name}/"), format!("`{name}.rs`")]
-        } else {
-            vec![format!("`{name}`")]
-        };
-        assert!(
-            named
-                .iter()
-                .any(|cell| spans.iter().any(|s| cell.contains(s))),
-            "docs/architecture.md has no row for {name}"
-        );
     }
 }
 
 #[test]
 fn every_file_the_page_names_exists() {
     let page = page();
-    for heading in ["## Modules of `zot-host`", "## Where each decision lives"] {
-        for row in table(&page, heading) {
-            for cell in &row {
-                for path in paths(cell) {
-                    let here = place(&path);
-                    // A file named inside a folder's row is that folder's.
-                    let inside = paths(&row[0])
-                        .iter()
-                        .filter(|dir| dir.ends_with('/'))
-                        .map(|dir| place(dir).join(&path))
-                        .any(|p| p.exists());
-                    assert!(
-                        here.exists() || inside || in_any_folder(&path),
-                        "docs/architecture.md ({heading}) names {path}, which is not there"
-                    );
-                }
-            }
+    for heading in [
+        "## Crates",
+        "## Modules of `zot-host`",
+        "## Modules of `zot-cli`",
+        "## A tool call, there and back",
+        "## Where each decision lives",
+    ] {
+        for path in paths(section(&page, heading)) {
+            let bases = ["", "host/src", "host/cli/src", "host/cli"];
+            assert!(
+                bases.iter().any(|b| root().join(b).join(&path).exists())
+                    || in_any_folder("host/src", &path)
+                    || in_any_folder("host/cli/src", &path),
+                "docs/architecture.md ({heading}) names {path}, which is not there"
+            );
         }
     }
 }
 
-/// Whether `path` exists below some folder of `host/src` (`files.rs` in `transport/wasm/`).
-fn in_any_folder(path: &str) -> bool {
+/// Whether `path` exists below some folder of `top` (`files.rs` in `transport/wasm/`).
+fn in_any_folder(top: &str, path: &str) -> bool {
     fn walk(dir: &Path, path: &str) -> bool {
         if dir.join(path).exists() {
             return true;
@@ -114,7 +119,7 @@ fn in_any_folder(path: &str) -> bool {
             .filter_map(Result::ok)
             .any(|e| e.path().is_dir() && walk(&e.path(), path))
     }
-    walk(&root().join("host/src"), path)
+    walk(&root().join(top), path)
 }
 
 /// Each row of `docs/security.md`'s matrix names in its `test` cell one or more tests, a

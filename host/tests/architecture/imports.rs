@@ -179,8 +179,7 @@ fn reach(graph: &Graph, from: &str) -> BTreeSet<String> {
 }
 
 /// A module's path from the crate root: `component/cache.rs` is `component::cache`,
-/// `host/mod.rs` is `host`, `launcher/scripted.rs` (beside `launcher.rs`) is
-/// `launcher::scripted`.
+/// `host/mod.rs` is `host`, `launcher/scripted.rs` is `launcher::scripted`.
 fn module_path(rel: &Path) -> Vec<String> {
     let mut parts: Vec<String> = rel
         .iter()
