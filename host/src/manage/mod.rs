@@ -21,9 +21,7 @@ pub mod records {
     /// Project trust: what the user reviewed and trusted, checked before a project's
     /// extension starts.
     pub mod trust {
-        pub use crate::records::trust::{
-            check, digest, trust, untrust, ProjectExtension, Untrusted,
-        };
+        pub use crate::records::trust::{check, trust, untrust, ProjectExtension, Untrusted};
     }
 
     /// Where grants are kept (`$ZOT_HOME/grants`), read and written.

@@ -45,11 +45,9 @@ pub fn decide(home: &ZotHome, id: &Identity, m: &Manifest, dir: &Path) -> Confin
         Ok(grant) => grant,
         Err(e) => return Confinement::Refused(format!("its grant cannot be read: {e}")),
     };
-    let digest = || {
-        crate::records::trust::fingerprint(dir, Some(m))
-            .map(|files| (crate::records::trust::digest_of(&files), files))
-            .map_err(|e| format!("its files cannot be read: {e}"))
-    };
+    // What its grant is bound to, by the rule that wrote it.
+    let digest =
+        || grants::classic_files(m, dir).map_err(|e| format!("its files cannot be read: {e}"));
     let confined = |grant: Option<Grant>, by_default: bool, (digest, files)| {
         let require =
             settings.require_confinement || grant.as_ref().is_some_and(|g| g.require_confinement);
@@ -118,8 +116,9 @@ mod tests {
             Identity::of(&self.dir, &self.home)
         }
         fn digest(&self) -> String {
-            crate::records::trust::digest(&self.dir, Some(&Manifest::read(&self.dir).unwrap()))
+            grants::classic_files(&Manifest::read(&self.dir).unwrap(), &self.dir)
                 .unwrap()
+                .0
         }
         fn grant(&self, edit: impl FnOnce(&mut Grant)) {
             let mut grant = Grant {

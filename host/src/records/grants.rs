@@ -3,11 +3,13 @@
 //! extension is installed ([`Identity`]), never by its name. What a grant means is
 //! decided in [`super::policy`].
 
+use super::trust::Fingerprint;
 use super::Grant;
 use crate::caps::SandboxError;
 use crate::identity::Identity;
 use crate::manifest::{Launch, Manifest};
 use crate::paths::ZotHome;
+use crate::util::tree::TreeError;
 use std::path::Path;
 
 /// The grant recorded for `id`, if any. An unreadable grant counts as none (and says
@@ -80,18 +82,26 @@ pub enum Bound {
 
 /// What a grant of the extension of `m` in `dir` is bound to, and its SHA-256 — the one
 /// rule, for writing a grant and for checking one: a component's file, by its SHA-256; a
-/// classic extension's files, by their fingerprint as one hash ([`crate::records::trust::digest`],
+/// classic extension's files, by their fingerprint as one hash ([`classic_files`],
 /// the same fingerprint a project's trust holds).
 pub fn binding(m: &Manifest, dir: &Path) -> Result<(Bound, String), SandboxError> {
     match m.launch(dir) {
         Launch::Wasm(wasm) => Ok((Bound::Component, sha256_of(&wasm)?)),
-        Launch::Exec(_) => crate::records::trust::digest(dir, Some(m))
-            .map(|sha256| (Bound::Classic, sha256))
+        Launch::Exec(_) => classic_files(m, dir)
+            .map(|(sha256, _)| (Bound::Classic, sha256))
             .map_err(|e| SandboxError::FilesUnreadable {
                 path: e.path,
                 cause: e.cause,
             }),
     }
+}
+
+/// A classic extension's files as a grant is bound to them ([`binding`]): their one
+/// hash, and the fingerprint it is the hash of (what its program is checked against
+/// before it runs).
+pub fn classic_files(m: &Manifest, dir: &Path) -> Result<(String, Fingerprint), TreeError> {
+    let files = super::trust::fingerprint(dir, Some(m))?;
+    Ok((super::trust::digest_of(&files), files))
 }
 
 /// The SHA-256 of the component `wasm`, which a grant is pinned to.
@@ -128,10 +138,7 @@ mod tests {
         assert_eq!(binding(&component, &wasm_dir).unwrap().1, first);
         let (kind, first) = binding(&classic, &exec_dir).unwrap();
         assert_eq!(kind, Bound::Classic);
-        assert_eq!(
-            first,
-            crate::records::trust::digest(&exec_dir, Some(&classic)).unwrap()
-        );
+        assert_eq!(first, classic_files(&classic, &exec_dir).unwrap().0);
         assert_eq!(binding(&classic, &exec_dir).unwrap().1, first);
         // Any file of a classic extension: another binding.
         std::fs::write(exec_dir.join("lib.txt"), b"b").unwrap();

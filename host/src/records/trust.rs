@@ -177,13 +177,8 @@ pub fn fingerprint(dir: &Path, manifest: Option<&Manifest>) -> Result<Fingerprin
     Ok(files)
 }
 
-/// One SHA-256 of the [`fingerprint`] of the extension in `dir`: what a confined classic
-/// extension's grant is bound to.
-pub fn digest(dir: &Path, manifest: Option<&Manifest>) -> Result<String, TreeError> {
-    Ok(digest_of(&fingerprint(dir, manifest)?))
-}
-
-/// One SHA-256 of a [`fingerprint`].
+/// One SHA-256 of a [`fingerprint`]: what a confined classic extension's grant is bound
+/// to (`super::grants::classic_files`).
 pub fn digest_of(files: &Fingerprint) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
