@@ -26,7 +26,9 @@ pub mod records {
 
     /// Where grants are kept (`$ZOT_HOME/grants`), read and written.
     pub mod grants {
-        pub use crate::records::grants::{binding, load, revoke, save, Bound};
+        pub use crate::records::grants::{
+            binding, grant, load, revoke, revoke_permissions, Bound, Granted, Revoked,
+        };
     }
 }
 

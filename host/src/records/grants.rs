@@ -47,6 +47,74 @@ pub fn revoke(home: &ZotHome, id: &Identity) -> Result<bool, SandboxError> {
     }
 }
 
+/// What [`grant`] recorded.
+#[derive(Debug)]
+pub struct Granted {
+    /// The grant now in force for these files.
+    pub grant: Grant,
+    /// A grant for other files (another build, changed files) was replaced, not carried.
+    pub replaced: bool,
+}
+
+/// Grants the extension of `m` in `dir`, installed as `id`, everything it asks (`all`)
+/// and each of `permissions` (refused unless asked), added to what was granted for these
+/// very files; a grant for other files is replaced. Confinement, the user's decision
+/// about the extension, is kept as it was.
+pub fn grant(
+    home: &ZotHome,
+    id: &Identity,
+    (m, dir): (&Manifest, &Path),
+    all: bool,
+    permissions: &[String],
+) -> Result<Granted, SandboxError> {
+    let (_, sha256) = binding(m, dir)?;
+    let old = load(home, id)?;
+    let replaced = old.as_ref().is_some_and(|g| g.sha256 != sha256);
+    let (confine, require) = old
+        .as_ref()
+        .map_or((false, false), |g| (g.confine, g.require_confinement));
+    let mut grant = Grant::for_files(old, sha256);
+    grant.confine = confine;
+    grant.require_confinement = require;
+    if all {
+        grant.add_asked(m);
+    }
+    for permission in permissions {
+        grant.add(m, permission)?;
+    }
+    save(home, id, &grant)?;
+    Ok(Granted { grant, replaced })
+}
+
+/// What [`revoke_permissions`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revoked {
+    /// There was no grant.
+    Nothing,
+    /// The grant is gone.
+    Everything,
+    /// Every permission is gone; it stays confined (revoking what it may reach never
+    /// lifts its confinement).
+    KeptConfinement,
+}
+
+/// Forgets every permission granted to `id`.
+pub fn revoke_permissions(home: &ZotHome, id: &Identity) -> Result<Revoked, SandboxError> {
+    if let Some(old) = load(home, id)?.filter(|g| g.confine) {
+        let kept = Grant {
+            sha256: old.sha256,
+            confine: true,
+            ..Default::default()
+        };
+        save(home, id, &kept)?;
+        return Ok(Revoked::KeptConfinement);
+    }
+    Ok(match revoke(home, id)? {
+        true => Revoked::Everything,
+        false => Revoked::Nothing,
+    })
+}
+
 /// Grants everything `m` asks for (the user consented at install or update), for the
 /// component `wasm` installed as `id`.
 pub fn grant_asked(

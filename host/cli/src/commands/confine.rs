@@ -11,9 +11,7 @@ use crate::records::grant::locate_dir;
 use std::path::Path;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::{Launch, Manifest};
-use zot_host::manage::records::grants;
-use zot_host::manage::records::Settings;
-use zot_host::manage::sandbox::Grant;
+use zot_host::manage::records::{consent, Settings};
 use zot_host::ZotHome;
 
 /// Which extensions `confine` and `unconfine` act on.
@@ -74,10 +72,8 @@ fn run(verb: &str, which: &UnconfineArgs, require: bool, on: bool) -> Result<(),
 
 /// Confines every classic extension by default, or no longer.
 fn set_default(home: &ZotHome, on: bool, require: bool) -> Result<(), String> {
-    let mut settings = Settings::load(home).map_err(|e| e.to_string())?;
-    settings.confine_classic = on;
-    settings.require_confinement = on && (require || settings.require_confinement);
-    settings.save(home).map_err(|e| e.to_string())?;
+    let settings =
+        consent::set_default_confinement(home, on, require).map_err(|e| e.to_string())?;
     if on {
         say!(
             "Every classic extension runs confined from its next start, except those you \
@@ -118,22 +114,15 @@ fn set(
         }
     }
     let id = Identity::of(&dir, home);
-    let settings = Settings::load(home).map_err(|e| e.to_string())?;
-    let (_, digest) = grants::binding(&m, &dir).map_err(|e| e.to_string())?;
-    let old = grants::load(home, &id).map_err(|e| e.to_string())?;
-    if !on && !settings.confine_classic && !old.as_ref().is_some_and(|g| g.confine) {
+    let Some(grant) =
+        consent::set_confinement(home, &id, (&m, &dir), on, require).map_err(|e| e.to_string())?
+    else {
         say!("{shown} was not confined");
         return Ok(());
-    }
-    // What was granted to other files is not carried over.
-    let mut grant = Grant::for_files(old, digest);
-    grant.confine = on;
-    grant.unconfined = !on;
-    grant.require_confinement = on && require;
-    grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
+    };
     if !on {
         say!("{shown} is no longer confined: it runs with your full user permissions");
-        if settings.confine_classic {
+        if Settings::load(home).is_ok_and(|s| s.confine_classic) {
             say!(
                 "(confining by default does not apply to it while its files are as they are \
                  now)"

@@ -11,8 +11,6 @@ use zot_host::manage::discovery::Source;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::install::{self, Listed};
 use zot_host::manage::paths::project_root;
-use zot_host::manage::records::grants;
-use zot_host::manage::records::trust;
 use zot_host::terminal_text::one_line;
 use zot_host::ZotHome;
 
@@ -123,10 +121,6 @@ pub(crate) fn remove(
     let id = Identity::of(&dir, home);
     terminal::ask(&mut Term, &format!("Remove the {copy}?"), yes).context(&what)?;
     install::remove(home, &dir).context(&what)?;
-    grants::revoke(home, &id).context(&what)?;
-    if let Identity::Project { dir_name, .. } = &id {
-        trust::untrust(home, &project_root(&cwd), Some(dir_name)).context(&what)?;
-    }
     say!("Removed {name} ({copy}), its install record and its grant");
     let data = home.data_dir(&id);
     if !data.exists() {

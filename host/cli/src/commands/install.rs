@@ -138,10 +138,16 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
     let id = Identity::of(&done.dir, home);
     // The user consented to this code and to what it asks now: nothing is inherited
     // from an earlier install there.
-    grants::revoke(home, &id).context(&what)?;
-    consent::consented(home, &id, (&done.manifest, &done.dir), wasm.as_deref()).context(&what)?;
+    let confined_by = confined.then_some(args.confine);
+    consent::installed(
+        home,
+        &id,
+        (&done.manifest, &done.dir),
+        wasm.as_deref(),
+        confined_by,
+    )
+    .context(&what)?;
     if confined {
-        consent::confined(home, &id, (&done.manifest, &done.dir), args.confine).context(&what)?;
         say!(
             "It runs confined{}.",
             if args.confine { "" } else { " (by default)" }

@@ -11,8 +11,8 @@ use crate::output::terminal::Prompt;
 use std::path::{Path, PathBuf};
 use zot_host::manage::identity::Identity;
 use zot_host::manage::manifest::Manifest;
-use zot_host::manage::records::grants::{self, Bound};
-use zot_host::manage::sandbox::{asked_words, granted_words, Grant};
+use zot_host::manage::records::grants::{self, Bound, Revoked};
+use zot_host::manage::sandbox::{asked_words, granted_words};
 use zot_host::ZotHome;
 
 #[derive(clap::Args)]
@@ -64,28 +64,15 @@ pub(crate) fn revoke_in(
     let (dir, copy) = locate_dir(home, cwd, &args.target, args.scope).context(&what)?;
     let shown = copy.map_or(args.target.clone(), |c| format!("{} ({c})", args.target));
     let id = Identity::of(&dir, home);
-    // Revoking what it may reach never lifts its confinement.
-    if let Some(old) = grants::load(home, &id)
-        .context(&what)?
-        .filter(|g| g.confine)
-    {
-        let kept = zot_host::manage::sandbox::Grant {
-            sha256: old.sha256,
-            confine: true,
-            ..Default::default()
-        };
-        grants::save(home, &id, &kept).context(&what)?;
-        prompt.say(&format!(
+    match grants::revoke_permissions(home, &id).context(&what)? {
+        Revoked::KeptConfinement => prompt.say(&format!(
             "revoked every permission granted to {shown}: it keeps only its data dir, \
              and stays confined"
-        ));
-        return Ok(());
-    }
-    match grants::revoke(home, &id).context(&what)? {
-        true => prompt.say(&format!(
+        )),
+        Revoked::Everything => prompt.say(&format!(
             "revoked every permission granted to {shown}: it keeps only its data dir"
         )),
-        false => prompt.say(&format!("{shown} had no grant")),
+        Revoked::Nothing => prompt.say(&format!("{shown} had no grant")),
     }
     Ok(())
 }
@@ -155,25 +142,13 @@ fn run_grant(
         }
         return Ok(());
     }
-    // A grant given to another build is not carried over: what is granted now is for
-    // this component only.
-    if old.as_ref().is_some_and(|g| g.sha256 != sha256) {
+    // What is granted now is for these files only; confinement is kept.
+    let granted = grants::grant(home, &id, (&m, &dir), args.all, &args.permissions)
+        .map_err(|e| e.to_string())?;
+    if granted.replaced {
         prompt.say(&format!("(the grant given to {other_build} is replaced)"));
     }
-    // Confinement is the user's decision about the extension, kept whatever is granted.
-    let (confined, require) = old
-        .as_ref()
-        .map_or((false, false), |g| (g.confine, g.require_confinement));
-    let mut grant = Grant::for_files(old, sha256);
-    grant.confine = confined;
-    grant.require_confinement = require;
-    if args.all {
-        grant.add_asked(&m);
-    }
-    for permission in &args.permissions {
-        grant.add(&m, permission).map_err(|e| e.to_string())?;
-    }
-    grants::save(home, &id, &grant).map_err(|e| e.to_string())?;
+    let grant = granted.grant;
     prompt.say("granted:");
     prompt.list(&granted_words(&m, &grant));
     let runs_confined = match pinned {

@@ -97,6 +97,9 @@ pub enum InstallError {
         path: PathBuf,
         cause: serde_json::Error,
     },
+    /// Removed, but a record of the user's consent to it (its grant, a project's trust in
+    /// it) could not be forgotten.
+    NotForgotten(crate::records::consent::ConsentError),
     /// A name that would address another folder.
     NotAName(String),
     /// The component cannot be compiled (within the compiler's limits): not installed.
@@ -229,6 +232,7 @@ impl fmt::Display for InstallError {
             Damaged { path, cause } => write!(f, "{} is damaged: {cause}", path.display()),
             NotAName(name) => write!(f, "{name:?} is not an extension name"),
             NotCompiled(e) => write!(f, "cannot compile it, so it was not installed: {e}"),
+            NotForgotten(e) => e.fmt(f),
         }
     }
 }
@@ -248,6 +252,7 @@ impl std::error::Error for InstallError {
             NameNotApplied(e) | InvalidManifest(e) => Some(e),
             NoCommit { cause, .. } | NotRecorded { cause, .. } => Some(cause.as_ref()),
             Damaged { cause, .. } => Some(cause),
+            NotForgotten(e) => Some(e),
             _ => None,
         }
     }

@@ -522,7 +522,8 @@ fn plain_name(name: &str) -> Result<(), InstallError> {
 
 /// Deletes an installed extension's directory (a symlinked install loses only the link)
 /// within its extensions directory opened without following links (so a `.zot` or
-/// `.zot/extensions` that is a link is refused), and its install record.
+/// `.zot/extensions` that is a link is refused), its install record, and the records of
+/// the user's consent to it (its grant, a project's trust in it).
 pub fn remove(home: &ZotHome, dir: &Path) -> Result<(), InstallError> {
     let err = InstallError::io("delete", dir);
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
@@ -537,7 +538,8 @@ pub fn remove(home: &ZotHome, dir: &Path) -> Result<(), InstallError> {
     } else {
         root.dir().remove_file(name).map_err(err)?;
     }
-    Ok(provenance::forget(home, &id)?)
+    provenance::forget(home, &id)?;
+    crate::records::consent::forget(home, &id).map_err(InstallError::NotForgotten)
 }
 
 /// Every extension installed for `cwd` (project-local, then global), one per name.
