@@ -8,7 +8,8 @@
 //! place that writes `zot: <what>: <why>`.
 
 use crate::commands::{
-    call, check, confine, ext, grant, install, man, mcp, new, run, shell, sidecar, trust,
+    call, check, confine, ext, grant, info, install, man, mcp, new, run, shell, sidecar, trust,
+    update, verify,
 };
 use crate::complete;
 use crate::flags::{scope, zot_home};
@@ -72,7 +73,7 @@ pub(crate) enum ExtCommand {
     /// Fetch installed extensions again from where they came from; asks again if they now
     /// ask for more.
     #[command(after_help = examples::UPDATE)]
-    Update(install::UpdateArgs),
+    Update(update::UpdateArgs),
     /// Show an extension's manifest, where it was installed from, its hash and its grant.
     #[command(after_help = examples::INFO)]
     Info {
@@ -227,12 +228,12 @@ fn ext(cmd: ExtCommand) -> ExitCode {
     match cmd {
         ExtCommand::List { json } => with_home(|home| ext::list(home, json)),
         ExtCommand::Install(args) => with_home(|home| install::install(home, args)),
-        ExtCommand::Update(args) => with_home(|home| install::update(home, args)),
+        ExtCommand::Update(args) => with_home(|home| update::update(home, args)),
         ExtCommand::Info { name, json, scope } => {
-            with_home(|home| install::info(home, &name, json, scope.scope()))
+            with_home(|home| info::info(home, &name, json, scope.scope()))
         }
         ExtCommand::Verify { name, json, scope } => {
-            with_home(|home| install::verify(home, &name, json, scope.scope()))
+            with_home(|home| verify::verify(home, &name, json, scope.scope()))
         }
         ExtCommand::Remove {
             name,

@@ -36,6 +36,7 @@ mod complete;
 mod flags;
 mod output;
 mod records;
+mod runtime;
 mod validate;
 
 fn main() -> std::process::ExitCode {
