@@ -4,4 +4,5 @@
 mod bounds;
 mod clients;
 mod extensions;
+mod http;
 mod server;
