@@ -518,3 +518,72 @@ fn no_file_is_in_an_import_circle() {
         }
     }
 }
+
+/// What the command module at `rel` (below `host/cli/src/commands`) names of the other
+/// commands: `crate::commands::X`, or `super::X` from a command's own file (`super::super::X`
+/// from a file in its folder), for every `X` but itself.
+fn commands_named(rel: &Path, text: &str, commands: &BTreeSet<String>) -> BTreeSet<String> {
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    let own = parts[0].clone();
+    // A folder's `mod.rs` is as deep as the folder.
+    let depth = parts.len() - usize::from(parts.len() > 1 && parts[parts.len() - 1] == "mod");
+    let up = "super::".repeat(depth);
+    let code = code(text);
+    let mut named: BTreeSet<String> = first_segments(&code, "crate::commands::")
+        .into_iter()
+        .collect();
+    named.extend(first_segments(&code, &up));
+    named.retain(|n| commands.contains(n) && *n != own);
+    named
+}
+
+/// No subcommand of the `zot` command imports another: what two share is outside
+/// `commands/` (the flags, the output, the CLI's side of the records), and the command
+/// tree (`app.rs`) routes every verb.
+#[test]
+fn no_cli_subcommand_imports_another() {
+    let dir = src().join("../cli/src/commands");
+    let commands: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "mod.rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        commands.contains("shell") && commands.contains("install"),
+        "{commands:?}"
+    );
+    let mut all = Vec::new();
+    files(&dir, &mut all);
+    for file in all {
+        let rel = file.strip_prefix(&dir).unwrap();
+        if rel == Path::new("mod.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let named = commands_named(rel, &text, &commands);
+        assert!(
+            named.is_empty(),
+            "host/cli/src/commands/{} imports the commands {named:?}",
+            rel.display()
+        );
+    }
+    // The scan sees both spellings.
+    let both = "use crate::commands::grant::x;\nuse super::trust::y;";
+    let named = commands_named(Path::new("call.rs"), both, &commands);
+    assert_eq!(named, BTreeSet::from(["grant".into(), "trust".into()]));
+    let named = commands_named(
+        Path::new("shell/exec.rs"),
+        "use super::super::check;",
+        &commands,
+    );
+    assert_eq!(named, BTreeSet::from(["check".into()]));
+}
