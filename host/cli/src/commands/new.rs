@@ -410,41 +410,8 @@ fn sdk_vars(
         ("node", "JavaScript", "js")
     };
     let mut tools = vec![("esbuild", ESBUILD_VERSION)];
-    let (engine_word, engine_flag, componentize, note, line) = match engine {
-        Engine::Quickjs => {
-            tools.push(("componentize-qjs", COMPONENTIZE_QJS_VERSION));
-            (
-                "componentize-qjs (QuickJS)",
-                "",
-                format!("componentize-qjs --sync --wit wit --js dist/component.js -o {name}.wasm"),
-                "QuickJS makes a small component (about 1.8 MB, compiled in seconds) but has no \
-                 event loop: nothing runs between two frames, so a handler must answer before \
-                 it returns (one that returns a promise fails at once, saying so), and there \
-                 are no timers. For async handlers, timers and the Web APIs (`TextEncoder`, \
-                 `URL`, `crypto`, `AbortController`), build with StarlingMonkey: \
-                 `zot ext new <name> --lang <lang> --wasm --engine starlingmonkey`.",
-                "In the component (QuickJS) nothing runs between frames: keep handlers synchronous.",
-            )
-        }
-        Engine::Starlingmonkey => {
-            tools.push(("@bytecodealliance/componentize-js", COMPONENTIZE_JS_VERSION));
-            tools.push(("@bytecodealliance/preview2-shim", PREVIEW2_SHIM_VERSION));
-            (
-                "componentize-js (StarlingMonkey)",
-                " --engine starlingmonkey",
-                format!(
-                    "componentize-js dist/component.js --wit wit --world-name extension \
-                     --disable http fetch-event -o {name}.wasm"
-                ),
-                "StarlingMonkey has an event loop and the Web APIs (timers, `TextEncoder`, `URL`, \
-                 `crypto`, `AbortController`): handlers may be async. Each frame runs to its \
-                 end inside the host's call, so a `tool_cancel` reaches a call only after it \
-                 returned. The component is about 12 MB, its first compile takes 15–20 s (then \
-                 zot caches it), and the tools take about 390 MB of `node_modules`.",
-                "In the component (StarlingMonkey) handlers may be async; each frame runs to its end.",
-            )
-        }
-    };
+    let (engine_word, engine_flag, componentize, note, line) =
+        engine_words(engine, name, &mut tools);
     if typescript {
         tools.push(("typescript", TYPESCRIPT_VERSION));
     }
@@ -513,6 +480,57 @@ fn sdk_vars(
         ("wasm_flag", if wasm { " --wasm" } else { "" }.to_string()),
         ("dev_pad", dev_pad.to_string()),
     ]);
+}
+
+/// What a component scaffold says of its JavaScript engine: its name, its `--engine`
+/// flag, the command that makes the component, a note for the README and a line for the
+/// source; the tools it needs are added to `tools`.
+fn engine_words(
+    engine: Engine,
+    name: &str,
+    tools: &mut Vec<(&'static str, &'static str)>,
+) -> (
+    &'static str,
+    &'static str,
+    String,
+    &'static str,
+    &'static str,
+) {
+    match engine {
+        Engine::Quickjs => {
+            tools.push(("componentize-qjs", COMPONENTIZE_QJS_VERSION));
+            (
+                "componentize-qjs (QuickJS)",
+                "",
+                format!("componentize-qjs --sync --wit wit --js dist/component.js -o {name}.wasm"),
+                "QuickJS makes a small component (about 1.8 MB, compiled in seconds) but has no \
+                 event loop: nothing runs between two frames, so a handler must answer before \
+                 it returns (one that returns a promise fails at once, saying so), and there \
+                 are no timers. For async handlers, timers and the Web APIs (`TextEncoder`, \
+                 `URL`, `crypto`, `AbortController`), build with StarlingMonkey: \
+                 `zot ext new <name> --lang <lang> --wasm --engine starlingmonkey`.",
+                "In the component (QuickJS) nothing runs between frames: keep handlers synchronous.",
+            )
+        }
+        Engine::Starlingmonkey => {
+            tools.push(("@bytecodealliance/componentize-js", COMPONENTIZE_JS_VERSION));
+            tools.push(("@bytecodealliance/preview2-shim", PREVIEW2_SHIM_VERSION));
+            (
+                "componentize-js (StarlingMonkey)",
+                " --engine starlingmonkey",
+                format!(
+                    "componentize-js dist/component.js --wit wit --world-name extension \
+                     --disable http fetch-event -o {name}.wasm"
+                ),
+                "StarlingMonkey has an event loop and the Web APIs (timers, `TextEncoder`, `URL`, \
+                 `crypto`, `AbortController`): handlers may be async. Each frame runs to its \
+                 end inside the host's call, so a `tool_cancel` reaches a call only after it \
+                 returned. The component is about 12 MB, its first compile takes 15–20 s (then \
+                 zot caches it), and the tools take about 390 MB of `node_modules`.",
+                "In the component (StarlingMonkey) handlers may be async; each frame runs to its end.",
+            )
+        }
+    }
 }
 
 /// A cargo package name for `name`: `.` is not allowed there, nor a leading digit.
