@@ -38,6 +38,8 @@ pub struct Loaded {
     pub source: Source,
     /// Why a cache entry was not used, if one existed.
     pub rejected: Option<String>,
+    /// Built by Go: its stdin is read through its poller ([`super::inspect::built_by_go`]).
+    pub go: bool,
 }
 
 /// The cache file for `sha256` under `dir`, for this engine.
@@ -69,6 +71,7 @@ pub async fn load(
         return Err(ComponentError::NotAComponent(what));
     }
     let sha256 = sha256_hex(&bytes);
+    let go = super::inspect::built_by_go(&bytes);
     let entry = entry_path(cache_dir, engine, &sha256);
     let cell = {
         static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceCell<Code>>>>> = OnceLock::new();
@@ -93,12 +96,15 @@ pub async fn load(
         })
         .await?
         .clone();
-    Ok(fresh.unwrap_or(Loaded {
+    let mut loaded = fresh.unwrap_or(Loaded {
         code,
         sha256,
         source: Source::Shared,
         rejected: None,
-    }))
+        go,
+    });
+    loaded.go = go;
+    Ok(loaded)
 }
 
 fn load_blocking(
@@ -116,6 +122,7 @@ fn load_blocking(
                 sha256,
                 source: Source::Cached(started.elapsed()),
                 rejected: None,
+                go: false,
             })
         }
         Err(None) => None,
@@ -128,6 +135,7 @@ fn load_blocking(
         sha256,
         source: Source::Compiled(started.elapsed()),
         rejected,
+        go: false,
     })
 }
 

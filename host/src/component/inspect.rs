@@ -270,6 +270,21 @@ fn over(what: &'static str, value: u64, cap: u64) -> Result<(), ComponentError> 
     }
 }
 
+/// Whether `bytes` is a module built by Go (`GOOS=wasip1`): its linker writes a
+/// `go:buildid` custom section before the first code. Go's runtime reads stdin through
+/// its poller (`poll_oneoff`) when stdin says it is non-blocking, and so keeps running
+/// its other goroutines while it waits for input.
+pub fn built_by_go(bytes: &[u8]) -> bool {
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload {
+            Ok(Payload::CustomSection(reader)) if reader.name() == "go:buildid" => return true,
+            Ok(Payload::CodeSectionStart { .. }) | Err(_) => return false,
+            Ok(_) => {}
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +292,22 @@ mod tests {
     /// A section `id` with `body` (shorter than 128 bytes).
     fn section(id: u8, body: &[u8]) -> Vec<u8> {
         [vec![id, body.len() as u8], body.to_vec()].concat()
+    }
+
+    /// A core module is Go's when it carries a `go:buildid` custom section before its
+    /// code; any other custom section, or none, is not.
+    #[test]
+    fn a_go_module_is_told_by_its_build_id_section() {
+        let custom = |name: &str| {
+            let name = name.as_bytes();
+            section(0, &[&[name.len() as u8], name, b"x".as_slice()].concat())
+        };
+        let module =
+            |sections: &[Vec<u8>]| [b"\0asm\x01\0\0\0".to_vec(), sections.concat()].concat();
+        assert!(built_by_go(&module(&[custom("go:buildid")])));
+        assert!(!built_by_go(&module(&[custom("go:version")])));
+        assert!(!built_by_go(&module(&[])));
+        assert!(!built_by_go(b"not wasm"));
     }
 
     /// A component holding the manifest `manifest` and a core module with one function,

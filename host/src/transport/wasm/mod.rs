@@ -14,6 +14,7 @@ mod files;
 mod outgoing;
 mod preview1;
 mod preview1_quota;
+mod preview1_stdin;
 mod reactor;
 
 use super::{
@@ -54,6 +55,8 @@ pub struct WasmSpec {
 pub struct Loaded {
     code: Code,
     runner: Runner,
+    /// Built by Go: its stdin is offered non-blocking, for its poller.
+    go: bool,
     /// The SHA-256 of the component file (what a grant is pinned to).
     pub sha256: String,
 }
@@ -156,6 +159,7 @@ pub async fn prepare(
     Ok(Loaded {
         code: loaded.code,
         runner,
+        go: loaded.go,
         sha256: loaded.sha256,
     })
 }
@@ -181,6 +185,8 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, ComponentErro
     };
     let guest = Guest {
         engine: engine.clone(),
+        polled_stdin: loaded.go && runner.kind() == Kind::Preview1,
+        polled: None,
         code: loaded.code,
         wasi,
         stdio: Stdio::default(),
@@ -273,6 +279,11 @@ fn runner_of(engine: &Engine, code: &Code) -> Result<Runner, ComponentError> {
 /// What the task needs to run a guest.
 struct Guest {
     engine: Engine,
+    /// A preview-1 module whose runtime polls stdin (Go's): stdin says it is
+    /// non-blocking, and a read with nothing queued returns `again` instead of waiting.
+    polled_stdin: bool,
+    /// That stdin, set by the command runner.
+    polled: Option<command::FrameStdin>,
     code: Code,
     wasi: PreparedWasi,
     /// The guest's stdio, set by the kind of component that has one.
@@ -460,6 +471,8 @@ struct GuestData {
     p1_stdio: preview1_quota::Stdio,
     /// The trampoline to a preview-1 module's original functions (`preview1_quota`).
     p1_trampoline: Option<wasmtime::Instance>,
+    /// A preview-1 module's stdin when its runtime polls it ([`Guest::polled_stdin`]).
+    p1_polled_stdin: Option<command::FrameStdin>,
     table: ResourceTable,
     http: WasiHttpCtx,
     http_gate: outgoing::HttpGate,
@@ -557,6 +570,7 @@ impl Guest {
             p1,
             p1_stdio: preview1_quota::Stdio::default(),
             p1_trampoline: None,
+            p1_polled_stdin: self.polled.clone(),
             table,
             http,
             http_gate: outgoing::HttpGate::new(

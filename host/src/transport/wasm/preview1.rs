@@ -22,7 +22,9 @@ pub(super) async fn run(
         d.p1.as_mut()
             .expect("a preview-1 guest's store holds its context")
     });
-    let quota = linked.and_then(|_| super::preview1_quota::add_to_linker(&mut linker));
+    let quota = linked
+        .and_then(|_| super::preview1_quota::add_to_linker(&mut linker))
+        .and_then(|_| super::preview1_stdin::add_to_linker(&mut linker));
     if let Err(e) = quota {
         return ExitReason::LinkFailed(format!("{e:#}"));
     }

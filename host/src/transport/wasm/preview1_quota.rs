@@ -31,7 +31,7 @@ use wasmtime_wasi::filesystem::Descriptor;
 use wasmtime_wasi::WasiView;
 
 /// The preview-1 functions' module.
-const P1: &str = "wasi_snapshot_preview1";
+pub(super) const P1: &str = "wasi_snapshot_preview1";
 /// `errno::nospc`; `errno::inval` (more than [`IOV_MAX`] iovecs, as POSIX `writev`
 /// says); `errno::notcapable` (a call before the trampoline is connected).
 const NOSPC: i32 = 51;
@@ -40,7 +40,8 @@ const INVAL: i32 = 28;
 const IOV_MAX: usize = 1024;
 const NOTCAPABLE: i32 = 76;
 
-/// The shadowed functions and their parameters (each returns an `errno`, an `i32`).
+/// The shadowed functions and their parameters (each returns an `errno`, an `i32`): the
+/// quota's, and the polled stdin's (`fd_read`, `fd_fdstat_get`: [`super::preview1_stdin`]).
 const SHADOWED: &[(&str, &[ValType])] = {
     use ValType::{I32, I64};
     &[
@@ -57,6 +58,8 @@ const SHADOWED: &[(&str, &[ValType])] = {
         ("path_remove_directory", &[I32, I32, I32]),
         ("fd_close", &[I32]),
         ("fd_renumber", &[I32, I32]),
+        ("fd_read", &[I32, I32, I32, I32]),
+        ("fd_fdstat_get", &[I32, I32]),
     ]
 };
 /// `oflags::creat`, `oflags::trunc`.
@@ -235,7 +238,7 @@ pub(super) fn add_to_linker(linker: &mut Linker<GuestData>) -> wasmtime::Result<
     Ok(())
 }
 
-fn is_stdio(c: &Caller<'_, GuestData>, fd: i32) -> bool {
+pub(super) fn is_stdio(c: &Caller<'_, GuestData>, fd: i32) -> bool {
     c.data().p1_stdio.0.contains(&fd)
 }
 
@@ -343,7 +346,7 @@ fn read_memory(c: &mut Caller<'_, GuestData>, at: i32, len: usize) -> Option<Vec
 }
 
 /// Calls the original of `name` through the trampoline.
-async fn call<P: wasmtime::WasmParams + Sync>(
+pub(super) async fn call<P: wasmtime::WasmParams + Sync>(
     c: &mut Caller<'_, GuestData>,
     name: &str,
     args: P,

@@ -1,0 +1,3 @@
+module example.com/go-async
+
+go 1.21
