@@ -38,8 +38,8 @@ pub struct Loaded {
     pub source: Source,
     /// Why a cache entry was not used, if one existed.
     pub rejected: Option<String>,
-    /// Built by Go: its stdin is read through its poller ([`super::inspect::built_by_go`]).
-    pub go: bool,
+    /// Who built it ([`super::inspect::producer`]).
+    pub producer: super::inspect::Producer,
 }
 
 /// The cache file for `sha256` under `dir`, for this engine.
@@ -71,7 +71,7 @@ pub async fn load(
         return Err(ComponentError::NotAComponent(what));
     }
     let sha256 = sha256_hex(&bytes);
-    let go = super::inspect::built_by_go(&bytes);
+    let producer = super::inspect::producer(&bytes);
     let entry = entry_path(cache_dir, engine, &sha256);
     let cell = {
         static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceCell<Code>>>>> = OnceLock::new();
@@ -101,9 +101,9 @@ pub async fn load(
         sha256,
         source: Source::Shared,
         rejected: None,
-        go,
+        producer: Default::default(),
     });
-    loaded.go = go;
+    loaded.producer = producer;
     Ok(loaded)
 }
 
@@ -122,7 +122,7 @@ fn load_blocking(
                 sha256,
                 source: Source::Cached(started.elapsed()),
                 rejected: None,
-                go: false,
+                producer: Default::default(),
             })
         }
         Err(None) => None,
@@ -135,7 +135,7 @@ fn load_blocking(
         sha256,
         source: Source::Compiled(started.elapsed()),
         rejected,
-        go: false,
+        producer: Default::default(),
     })
 }
 

@@ -8,9 +8,11 @@
 //! the compile's own memory, CPU and time limits ([`super::compile::CompileLimits`])
 //! catch what passes them.
 
-use super::wit::{world_of, World};
+use super::wit::{world_of, Kind, World};
 use super::ComponentError;
-use wasmparser::{BinaryReaderError, Encoding, FunctionBody, Operator, Parser, Payload};
+use wasmparser::{
+    BinaryReaderError, Chunk, Encoding, FunctionBody, KnownCustom, Operator, Parser, Payload,
+};
 
 /// The module a WASI preview-1 module imports its functions from.
 pub const PREVIEW1: &str = "wasi_snapshot_preview1";
@@ -270,19 +272,91 @@ fn over(what: &'static str, value: u64, cap: u64) -> Result<(), ComponentError> 
     }
 }
 
-/// Whether `bytes` is a module built by Go (`GOOS=wasip1`): its linker writes a
-/// `go:buildid` custom section before the first code. Go's runtime reads stdin through
-/// its poller (`poll_oneoff`) when stdin says it is non-blocking, and so keeps running
-/// its other goroutines while it waits for input.
-pub fn built_by_go(bytes: &[u8]) -> bool {
-    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        match payload {
-            Ok(Payload::CustomSection(reader)) if reader.name() == "go:buildid" => return true,
-            Ok(Payload::CodeSectionStart { .. }) | Err(_) => return false,
-            Ok(_) => {}
+/// At most this many characters of a toolchain's name and version are kept.
+const MAX_PRODUCER_CHARS: usize = 80;
+
+/// Who built a core module, as its custom sections say.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Producer {
+    /// Built by Go (`GOOS=wasip1`): its linker writes a `go:buildid` custom section.
+    /// Go's runtime reads stdin through its poller (`poll_oneoff`) when stdin says it is
+    /// non-blocking, and so keeps running its other goroutines while it waits for input.
+    pub go: bool,
+    /// The toolchain, for messages: "Go", else the first tool of the `producers`
+    /// section's `processed-by` ("rustc 1.92.0", "TinyGo 0.35.0"), else its language.
+    pub name: Option<String>,
+}
+
+impl Producer {
+    /// How a module of `kind` built by it has its stdin served: the one decision, applied
+    /// by the wasm transport and shown by the views. `None` for a component.
+    pub fn stdin(&self, kind: Kind) -> Option<Stdin> {
+        match kind {
+            Kind::Preview1 if self.go => Some(Stdin::Polled),
+            Kind::Preview1 => Some(Stdin::Blocking),
+            Kind::Reactor | Kind::Command => None,
         }
     }
-    false
+}
+
+/// How a preview-1 module's stdin is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stdin {
+    /// Said non-blocking, a read with nothing queued answers `again`, and `poll_oneoff`
+    /// waits for a frame: its runtime (Go's) runs other goroutines meanwhile.
+    Polled,
+    /// A read waits for a frame, and nothing else of the module runs meanwhile.
+    Blocking,
+}
+
+/// Who built the core module `bytes` (nothing known of a component, or of bytes that
+/// do not parse). The code section is skipped, not read: the `producers` section comes
+/// after it.
+pub fn producer(bytes: &[u8]) -> Producer {
+    let mut found = Producer::default();
+    let (mut parser, mut rest) = (Parser::new(0), bytes);
+    let mut language = None;
+    while let Ok(Chunk::Parsed { consumed, payload }) = parser.parse(rest, true) {
+        rest = &rest[consumed..];
+        match payload {
+            Payload::Version {
+                encoding: Encoding::Component,
+                ..
+            }
+            | Payload::End(_) => break,
+            Payload::CodeSectionStart { size, .. } => {
+                parser.skip_section();
+                rest = rest.get(size as usize..).unwrap_or_default();
+            }
+            Payload::CustomSection(reader) if reader.name() == "go:buildid" => {
+                found.go = true;
+                found.name = Some("Go".into());
+            }
+            Payload::CustomSection(reader) => {
+                let KnownCustom::Producers(fields) = reader.as_known() else {
+                    continue;
+                };
+                for field in fields.into_iter().flatten() {
+                    let first = field.values.into_iter().flatten().next();
+                    let Some(value) = first else { continue };
+                    let named = format!("{} {}", value.name, value.version);
+                    match field.name {
+                        "processed-by" => found.name = found.name.or(Some(named)),
+                        "language" => language = Some(named),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Words from the file: at most a line's worth, for the messages that show them.
+    found.name = found
+        .name
+        .or(language)
+        .map(|n| n.trim().chars().take(MAX_PRODUCER_CHARS).collect());
+    found
 }
 
 #[cfg(test)]
@@ -294,20 +368,51 @@ mod tests {
         [vec![id, body.len() as u8], body.to_vec()].concat()
     }
 
-    /// A core module is Go's when it carries a `go:buildid` custom section before its
-    /// code; any other custom section, or none, is not.
+    /// A core module is Go's when it carries a `go:buildid` custom section; any other
+    /// custom section, or none, is not. Its toolchain is named by its `producers`
+    /// section, after the code.
     #[test]
-    fn a_go_module_is_told_by_its_build_id_section() {
-        let custom = |name: &str| {
+    fn a_module_is_told_go_by_its_build_id_and_named_by_its_producers() {
+        let custom = |name: &str, body: &[u8]| {
             let name = name.as_bytes();
-            section(0, &[&[name.len() as u8], name, b"x".as_slice()].concat())
+            section(0, &[&[name.len() as u8], name, body].concat())
         };
         let module =
             |sections: &[Vec<u8>]| [b"\0asm\x01\0\0\0".to_vec(), sections.concat()].concat();
-        assert!(built_by_go(&module(&[custom("go:buildid")])));
-        assert!(!built_by_go(&module(&[custom("go:version")])));
-        assert!(!built_by_go(&module(&[])));
-        assert!(!built_by_go(b"not wasm"));
+        let go = producer(&module(&[custom("go:buildid", b"x")]));
+        assert_eq!(
+            go,
+            Producer {
+                go: true,
+                name: Some("Go".into())
+            }
+        );
+        assert_eq!(
+            producer(&module(&[custom("go:version", b"x")])),
+            Producer::default()
+        );
+        assert_eq!(producer(&module(&[])), Producer::default());
+        assert_eq!(producer(b"not wasm"), Producer::default());
+        // One type, one function, its code, then the producers: language and tool.
+        let string = |s: &str| [&[s.len() as u8], s.as_bytes()].concat();
+        let field = |name: &str, value: (&str, &str)| {
+            [string(name), vec![1], string(value.0), string(value.1)].concat()
+        };
+        let producers = [
+            vec![2],
+            field("language", ("Rust", "")),
+            field("processed-by", ("TinyGo", "0.35.0")),
+        ]
+        .concat();
+        let rust = module(&[
+            section(1, &[1, 0x60, 0, 0]),
+            section(3, &[1, 0]),
+            section(10, &[1, 2, 0, 0x0b]),
+            custom("producers", &producers),
+        ]);
+        let found = producer(&rust);
+        assert_eq!(found.name.as_deref(), Some("TinyGo 0.35.0"), "{found:?}");
+        assert!(!found.go);
     }
 
     /// A component holding the manifest `manifest` and a core module with one function,

@@ -84,6 +84,8 @@ pub enum CallError {
         extension: String,
         target: String,
         after: Duration,
+        /// What the transport saw it doing instead ([`Control::stalled`]).
+        stalled: Option<String>,
     },
     /// The extension is not reading its input fast enough.
     QueueFull { extension: String, target: String },
@@ -107,11 +109,15 @@ impl fmt::Display for CallError {
                 extension,
                 target,
                 after,
-            } => write!(
-                f,
-                "{target} timed out after {} ms: extension {extension:?} did not answer",
-                after.as_millis()
-            ),
+                stalled,
+            } => {
+                write!(
+                    f,
+                    "{target} timed out after {} ms: extension {extension:?} did not answer",
+                    after.as_millis()
+                )?;
+                stalled.as_ref().map_or(Ok(()), |why| write!(f, ": {why}"))
+            }
             CallError::Invalid(why) => f.write_str(why),
             CallError::QueueFull { extension, target } => write!(
                 f,
@@ -571,6 +577,7 @@ impl Extension {
                     extension: inner.name.clone(),
                     target: target(),
                     after: timeout,
+                    stalled: inner.control.stalled(),
                 })
             }
         }

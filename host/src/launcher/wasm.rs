@@ -60,6 +60,8 @@ pub(super) async fn start(
     };
     let sandbox = SandboxView {
         component: Some(loaded.kind()),
+        built_with: loaded.built_with().map(str::to_string),
+        stdin: loaded.stdin(),
         sha256: Some(loaded.sha256.clone()),
         asked: m.permissions.clone(),
         limits: None,

@@ -5,6 +5,7 @@
 //! what it runs with ([`Running`]). Each shows the fields it has, in the order below.
 
 use super::InForce;
+use crate::component::inspect::Stdin;
 use crate::component::{cache, entry, Kind};
 use crate::identity::Identity;
 use crate::manifest::{Launch, Limits, Manifest, Permissions};
@@ -19,6 +20,14 @@ pub struct SandboxView {
     /// `reactor` or `command`, read from the file's exports; `null` when the file cannot
     /// be read or is not a component of a supported kind (never for a started one).
     pub component: Option<Kind>,
+    /// A preview-1 module: the toolchain its custom sections name ("Go", "rustc 1.92.0"),
+    /// if any. Go's runtime is served a stdin it polls; another's stdin blocks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub built_with: Option<String>,
+    /// A preview-1 module: how its stdin is served (`polled` for Go's runtime,
+    /// `blocking` for another's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<Stdin>,
     /// Started: the SHA-256 of the component file it runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
@@ -76,6 +85,11 @@ impl SandboxView {
             .as_deref()
             .and_then(|b| crate::component::inspect(b).world().ok())
             .map(crate::component::World::kind);
+        let producer = bytes
+            .as_deref()
+            .map(crate::component::inspect::producer)
+            .unwrap_or_default();
+        let stdin = component.and_then(|kind| producer.stdin(kind));
         let sha256 = match &bytes {
             Some(b) => Some(entry::sha256_hex(b)),
             None => grants::sha256_of(&path).ok(),
@@ -86,6 +100,8 @@ impl SandboxView {
             .is_some_and(|g| Some(&g.sha256) != sha256.as_ref());
         Some(SandboxView {
             component,
+            built_with: producer.name,
+            stdin,
             sha256: None,
             asked: m.permissions.clone(),
             limits: Some(m.limits.clone()),
@@ -119,6 +135,8 @@ mod tests {
     fn each_view_has_its_documented_shape() {
         let on_disk = SandboxView {
             component: None,
+            built_with: None,
+            stdin: None,
             sha256: None,
             asked: asked(),
             limits: Some(serde_json::from_str(r#"{"memory_mb":128}"#).unwrap()),
@@ -140,6 +158,8 @@ mod tests {
         assert!(on_disk.recorded_grant().is_some());
         let started = SandboxView {
             component: Some(Kind::Reactor),
+            built_with: None,
+            stdin: None,
             sha256: Some("375322e6".into()),
             asked: asked(),
             limits: None,

@@ -119,6 +119,11 @@ pub trait Control: Send + Sync {
     fn terminate(&self);
     /// Stop it now (SIGKILL to the process group).
     fn kill(&self);
+    /// Why it cannot answer now, if the transport can tell (a call that times out says
+    /// it): a preview-1 module waiting in a read of stdin.
+    fn stalled(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A live transport, handed to the protocol core.

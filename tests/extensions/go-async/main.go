@@ -24,6 +24,8 @@ type message struct {
 	Name     string          `json:"name"`
 	Args     json.RawMessage `json:"args"`
 	Event    string          `json:"event"`
+	PanelID  string          `json:"panel_id"`
+	Key      string          `json:"key"`
 	ToolArgs json.RawMessage `json:"tool_args"`
 	DataDir  string          `json:"data_dir"`
 }
@@ -48,8 +50,10 @@ func send(f frame) {
 func main() {
 	out.SetEscapeHTML(false)
 	send(frame{"type": "hello", "name": "go-async", "version": "1.0.0",
-		"capabilities": []string{"commands", "tools", "events"}})
+		"capabilities": []string{"commands", "tools", "events", "panels"}})
 	send(frame{"type": "register_command", "name": "go-async", "description": "say hello"})
+	send(frame{"type": "register_command", "name": "go-async-panel",
+		"description": "open a panel that answers keys"})
 	send(frame{"type": "register_tool", "name": "go_wait",
 		"description": "Answer after `ms` milliseconds, in a goroutine.",
 		"schema": map[string]any{"type": "object",
@@ -102,8 +106,21 @@ func handle(msg message) {
 		send(frame{"type": "tool_result", "id": msg.ID, "content": []frame{
 			{"type": "text", "text": fmt.Sprintf("waited %d ms", args.Ms)}}})
 	case "command_invoked":
+		if msg.Name == "go-async-panel" {
+			send(frame{"type": "command_response", "id": msg.ID, "action": "open_panel",
+				"open_panel": frame{"id": "go-async", "title": "Go", "lines": []string{"Press a key."},
+					"footer": "q: close"}})
+			return
+		}
 		send(frame{"type": "command_response", "id": msg.ID, "action": "display",
 			"display": "Hello from a goroutine"})
+	case "panel_key":
+		if msg.Key == "q" {
+			send(frame{"type": "panel_close", "panel_id": msg.PanelID})
+			return
+		}
+		send(frame{"type": "panel_render", "panel_id": msg.PanelID, "title": "Go",
+			"lines": []string{fmt.Sprintf("You pressed %q.", msg.Key)}, "footer": "q: close"})
 	case "event":
 		if msg.Event == "session_start" {
 			send(frame{"type": "notify", "level": "info", "message": "go-async is ready"})

@@ -15,7 +15,7 @@
 //! no C compiler (`CGO_ENABLED=0`).
 
 use crate::common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -359,6 +359,8 @@ fn a_go_extension_answering_in_goroutines_answers_under_wasip1_as_natively() {
         .to_string(),
     )
     .unwrap();
+    let key =
+        |k: &str| json!({"extension": "go-async", "panel_id": "go-async", "key": k, "text": k});
     let script = |first: bool| {
         let mut steps = vec![session_start_step()];
         steps.extend([
@@ -387,11 +389,20 @@ fn a_go_extension_answering_in_goroutines_answers_under_wasip1_as_natively() {
                 0,
                 json!({"block": true, "reason": "go-async refused it"}),
             ),
+            step(
+                "invoke_command",
+                json!({"name": "go-async-panel", "args": ""}),
+                0,
+                json!({"action": "open_panel", "open_panel": {"id": "go-async", "title": "Go",
+                       "lines": ["Press a key."], "footer": "q: close"}}),
+            ),
+            step("panel_key", key("j"), 1, json!({})),
+            step("panel_key", key("q"), 1, json!({})),
         ]);
         steps
     };
     // Two hosts one after the other on one ZOT_HOME: the data dir outlives the first.
-    let run = |label: &str, ext: &Path| {
+    let run = |label: &str, ext: &Path, stdin: Value| {
         let scratch = TempDir::new("go-async");
         let mut all = Vec::new();
         for first in [true, false] {
@@ -406,6 +417,8 @@ fn a_go_extension_answering_in_goroutines_answers_under_wasip1_as_natively() {
                 "{}",
                 host.diagnostics()
             );
+            // Told Go's by its build id, the preview-1 module's stdin is polled.
+            assert_eq!(host.entry("go-async")["sandbox"]["stdin"], stdin);
             all.extend(run_steps(&host, label, script(first), |what, s, events| {
                 if s.ty == "emit" {
                     assert!(
@@ -418,7 +431,20 @@ fn a_go_extension_answering_in_goroutines_answers_under_wasip1_as_natively() {
         }
         all
     };
-    let native = run("go-async native", &dir);
-    let wasip1 = run("go-async preview-1", &wasm_dir);
+    let native = run("go-async native", &dir, Value::Null);
+    let wasip1 = run("go-async preview-1", &wasm_dir, json!("polled"));
+    // The panel's keys were answered (each session once), not merely the same both ways.
+    let events: Vec<Value> = native
+        .iter()
+        .filter_map(|l| l.strip_prefix("    "))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &Value| v["type"].as_str().is_some_and(|t| t.starts_with("panel_")))
+        .collect();
+    let panel = [
+        json!({"type": "panel_render", "extension": "go-async", "panel_id": "go-async",
+               "title": "Go", "lines": ["You pressed \"j\"."], "footer": "q: close"}),
+        json!({"type": "panel_close", "extension": "go-async", "panel_id": "go-async"}),
+    ];
+    assert_eq!(events, [&panel[..], &panel[..]].concat(), "{native:?}");
     assert_same_transcripts(("native", &native), &[("preview-1", &wasip1)]);
 }

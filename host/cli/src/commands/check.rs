@@ -469,7 +469,10 @@ fn write_sandbox(out: &mut String, f: &Found) {
     if let Some((sb, run)) = started {
         let sha256 = sb.sha256.as_deref().unwrap_or_default();
         let what = match word(&sb.component).as_str() {
-            "preview1" => "WASI preview-1 module".to_string(),
+            "preview1" => match &sb.built_with {
+                Some(by) => format!("WASI preview-1 module built with {}", one_line(by)),
+                None => "WASI preview-1 module".to_string(),
+            },
             other => format!("{other} component"),
         };
         let _ = writeln!(
@@ -490,6 +493,14 @@ fn write_sandbox(out: &mut String, f: &Found) {
         );
         for w in &run.withheld {
             let _ = writeln!(out, "             withheld: {w}");
+        }
+        let stdin = match word(&sb.stdin).as_str() {
+            "polled" => Some("polled: its goroutines run while it waits for a frame"),
+            "blocking" => Some("blocking: it must answer each frame before reading the next"),
+            _ => None,
+        };
+        if let Some(stdin) = stdin {
+            let _ = writeln!(out, "             stdin {stdin}");
         }
     }
 }

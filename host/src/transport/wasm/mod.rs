@@ -23,6 +23,7 @@ use super::{
 use crate::budget::{Budget, START_BUDGET};
 use crate::component::cache::{self, Source};
 use crate::component::compile::Compiler;
+use crate::component::inspect::{Producer, Stdin};
 use crate::component::{Code, ComponentError, World};
 // Their home is the component layer; named here too for the callers that know them here.
 pub use crate::component::{engine, Kind};
@@ -55,13 +56,23 @@ pub struct WasmSpec {
 pub struct Loaded {
     code: Code,
     runner: Runner,
-    /// Built by Go: its stdin is offered non-blocking, for its poller.
-    go: bool,
+    /// Who built it: Go's stdin is offered non-blocking, for its poller.
+    producer: Producer,
     /// The SHA-256 of the component file (what a grant is pinned to).
     pub sha256: String,
 }
 
 impl Loaded {
+    /// The toolchain that built a preview-1 module, as its custom sections say.
+    pub fn built_with(&self) -> Option<&str> {
+        self.producer.name.as_deref()
+    }
+
+    /// How a preview-1 module's stdin is served; `None` for a component.
+    pub fn stdin(&self) -> Option<Stdin> {
+        self.producer.stdin(self.kind())
+    }
+
     /// A reactor, a command or a preview-1 module.
     pub fn kind(&self) -> Kind {
         self.runner.kind()
@@ -159,7 +170,7 @@ pub async fn prepare(
     Ok(Loaded {
         code: loaded.code,
         runner,
-        go: loaded.go,
+        producer: loaded.producer,
         sha256: loaded.sha256,
     })
 }
@@ -185,7 +196,7 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, ComponentErro
     };
     let guest = Guest {
         engine: engine.clone(),
-        polled_stdin: loaded.go && runner.kind() == Kind::Preview1,
+        polled_stdin: loaded.stdin() == Some(Stdin::Polled),
         polled: None,
         code: loaded.code,
         wasi,
@@ -228,7 +239,10 @@ pub fn start(loaded: Loaded, spec: WasmSpec) -> Result<Connection, ComponentErro
         outbound: out_tx.into(),
         inbound: in_rx.into(),
         exit: exit_rx,
-        control: Box::new(StopHandle(stop)),
+        control: Box::new(StopHandle {
+            stop,
+            preview1: (runner.kind() == Kind::Preview1).then_some(loaded.producer),
+        }),
     })
 }
 
@@ -311,6 +325,8 @@ struct Stop {
     /// Stop now.
     kill: Notify,
     killed: AtomicBool,
+    /// A preview-1 module is in a read of stdin that waits for input.
+    reading_stdin: AtomicBool,
     /// Why it is stopped (the first reason given wins); unset: [`ExitReason::StoppedByHost`].
     reason: Mutex<Option<ExitReason>>,
 }
@@ -333,17 +349,41 @@ impl Stop {
     }
 }
 
-struct StopHandle(Arc<Stop>);
+struct StopHandle {
+    stop: Arc<Stop>,
+    /// Who built a preview-1 module, named by [`Control::stalled`]; `None` for a component.
+    preview1: Option<Producer>,
+}
 
 impl Control for StopHandle {
     fn close_input(&self) {
-        self.0.close_input.notify_one();
+        self.stop.close_input.notify_one();
     }
     fn terminate(&self) {
         self.kill();
     }
     fn kill(&self) {
-        self.0.stop_for(ExitReason::StoppedByHost);
+        self.stop.stop_for(ExitReason::StoppedByHost);
+    }
+    /// A preview-1 module waiting in a read of stdin: nothing else of it runs until a
+    /// frame comes, so an answer its runtime left to another thread of its own never
+    /// comes (a runtime that polls stdin, Go's, is never in such a read).
+    fn stalled(&self) -> Option<String> {
+        let producer = self.preview1.as_ref()?;
+        if !self.stop.reading_stdin.load(Ordering::SeqCst) {
+            return None;
+        }
+        let by = producer
+            .name
+            .as_deref()
+            .map_or(String::new(), |name| format!(" (built with {name})"));
+        Some(format!(
+            "the preview-1 module{by} is waiting in a read of stdin with the call \
+             unanswered; that read stops the whole module, so an answer left to another \
+             goroutine or thread of its runtime never runs: answer each frame before \
+             reading the next (Go's own runtime, GOOS=wasip1, is served: \
+             docs/writing-extensions.md)"
+        ))
     }
 }
 

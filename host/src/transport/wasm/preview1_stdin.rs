@@ -4,11 +4,13 @@
 //! runtime parks the reading goroutine in `poll_oneoff` — which waits on the frame queue
 //! with no deadline running (`command::FrameStdin`'s `ready`) — and runs the others
 //! meanwhile, such as the one answering the last frame. Other modules (a Rust or C
-//! program reading stdin in a loop) keep a stdin that blocks. Stdout stays blocking: a
+//! program reading stdin in a loop) keep a stdin that blocks; while such a read waits,
+//! a call that times out says so (`Control::stalled`). Stdout stays blocking: a
 //! write waits for room, which a runtime handles like any slow write.
 
 use super::preview1_quota::{call, is_stdio, P1};
 use super::GuestData;
+use std::sync::atomic::Ordering;
 use wasmtime::{Caller, Extern, Linker};
 
 /// `errno::again`: nothing to read yet (a non-blocking read).
@@ -26,13 +28,20 @@ pub(super) fn add_to_linker(linker: &mut Linker<GuestData>) -> wasmtime::Result<
         "fd_read",
         move |mut c: Caller<'_, GuestData>, (fd, iovs, n, out): (i32, i32, i32, i32)| {
             Box::new(async move {
-                let polled = c.data().p1_polled_stdin.clone();
-                if let Some(stdin) = polled.filter(|_| fd == 0 && is_stdio(&c, fd)) {
-                    if !stdin.readable() {
-                        return Ok(AGAIN);
+                let stdin = fd == 0 && is_stdio(&c, fd);
+                match c.data().p1_polled_stdin.clone().filter(|_| stdin) {
+                    Some(polled) if !polled.readable() => Ok(AGAIN),
+                    Some(_) => call(&mut c, "fd_read", (fd, iovs, n, out)).await,
+                    None if stdin => {
+                        // A read that may wait: said by a call that times out meanwhile.
+                        let stop = c.data().stop.clone();
+                        stop.reading_stdin.store(true, Ordering::SeqCst);
+                        let read = call(&mut c, "fd_read", (fd, iovs, n, out)).await;
+                        stop.reading_stdin.store(false, Ordering::SeqCst);
+                        read
                     }
+                    None => call(&mut c, "fd_read", (fd, iovs, n, out)).await,
                 }
-                call(&mut c, "fd_read", (fd, iovs, n, out)).await
             })
         },
     )?;

@@ -53,6 +53,7 @@
 //! | `poll_spin` | `polls` | `polls` times (at least once) a `wasi:io/poll.poll` of stdin and a 1 ms timer together, then never returns; natively only the latter |
 //! | `disk_attack` | `mode`, `amount` | a `/data` quota attack (`big`, `unlinked`, `sparse`, `deep`, `deep_unlinked`: MiB; `files`, `dirs`, `many_unlinked`: entries), see `disk.rs`: `{"done":…,"error":…}` |
 //! | `listings` | `path`, `count` | opens `count` listings of `path` at once, reading one entry of each: `{"opened":…,"first":…}` |
+//! | `unanswered` | — | none: the call is read and never answered (the guest reads on) |
 //! | `sockets` | `port` | a TCP connection to `127.0.0.1:port`, a UDP bind and a lookup of `localhost`, through `wasi:sockets` (natively `std::net`): `{"tcp connect":…,"udp bind":…,"name lookup":…}`, each `ok` or `denied <error>` |
 
 mod disk;
@@ -94,6 +95,7 @@ pub const TOOLS: &[&str] = &[
     "disk_attack",
     "listings",
     "sockets",
+    "unanswered",
 ];
 /// Intercepted events.
 pub const INTERCEPT: &[&str] = &["tool_call", "turn_start", "assistant_message"];
@@ -403,6 +405,7 @@ fn tool(out: &mut dyn FnMut(String), call: ToolCall) {
             disk::listings(str_arg(&args, "path"), u64_arg(&args, "count")).to_string(),
         ),
         "sockets" => text_result(id, sockets(u64_arg(&args, "port") as u16).to_string()),
+        "unanswered" => return,
         other => ToolResult::error(id, format!("guest: no tool {other}")),
     };
     send(out, &ExtFrame::ToolResult(result));
