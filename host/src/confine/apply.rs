@@ -37,6 +37,9 @@ pub enum Network {
     Off,
     /// TCP connections to these ports only (Landlock ABI 4); no UDP, no raw sockets.
     TcpPorts(Vec<u16>),
+    /// A build's package fetch: TCP connections to these ports only, and UDP sockets for
+    /// name lookups (no kernel interface filters UDP by port or address: any UDP).
+    Fetch(Vec<u16>),
 }
 
 /// One rule and whether this kernel enforces it.

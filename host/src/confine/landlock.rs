@@ -66,6 +66,11 @@ pub(super) fn report(abi: i64, network: &Network) -> Vec<Rule> {
             watched: false,
         },
         Network::TcpPorts(_) => needs("network: TCP connections to the granted ports only", 4),
+        Network::Fetch(_) => needs(
+            "network: TCP connections to the fetch's ports only, and UDP for name lookups \
+             (any address: no kernel interface filters UDP)",
+            4,
+        ),
     });
     rules.extend([
         needs("devices: no ioctl", 5),
@@ -122,12 +127,14 @@ pub(super) fn ruleset(policy: &Policy) -> Result<RulesetCreated, ConfineError> {
             ))
         })
         .map_err(|e| fail(&e))?;
-    if let Network::TcpPorts(ports) = &policy.network {
-        for &port in ports {
-            ruleset = ruleset
-                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
-                .map_err(|e| fail(&e))?;
-        }
+    let ports = match &policy.network {
+        Network::Off => &[][..],
+        Network::TcpPorts(ports) | Network::Fetch(ports) => ports,
+    };
+    for &port in ports {
+        ruleset = ruleset
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| fail(&e))?;
     }
     Ok(ruleset)
 }

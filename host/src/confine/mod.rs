@@ -12,6 +12,8 @@
 #[cfg(target_os = "linux")]
 mod apply;
 #[cfg(target_os = "linux")]
+mod build;
+#[cfg(target_os = "linux")]
 mod caps;
 #[cfg(target_os = "linux")]
 mod env;
@@ -29,6 +31,8 @@ pub mod view;
 
 #[cfg(target_os = "linux")]
 pub use apply::*;
+#[cfg(target_os = "linux")]
+pub use build::{policy_for_build, FETCH_PORTS};
 #[cfg(target_os = "linux")]
 pub use env::environment;
 #[cfg(target_os = "linux")]

@@ -385,18 +385,24 @@ fn allow_list(network: &Network) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Conf
     // Sockets: UNIX ones; and TCP streams where the network is granted, which Landlock
     // filters by port (not UDP, raw or packet sockets; not MPTCP or SCTP streams, which
     // would pass its TCP rules).
+    // A fetch also opens UDP sockets (datagrams, protocol 0 or UDP): name lookups.
     let mut socket = vec![rule(vec![eq(0, libc::AF_UNIX as u64)?])?];
-    match network {
-        Network::Off => {}
-        Network::TcpPorts(_) => {
-            for family in [libc::AF_INET, libc::AF_INET6] {
-                for protocol in [0, libc::IPPROTO_TCP] {
-                    socket.push(rule(vec![
-                        eq(0, family as u64)?,
-                        arg(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_STREAM as u64)?,
-                        eq(2, protocol as u64)?,
-                    ])?);
-                }
+    let kinds: &[(libc::c_int, libc::c_int)] = match network {
+        Network::Off => &[],
+        Network::TcpPorts(_) => &[(libc::SOCK_STREAM, libc::IPPROTO_TCP)],
+        Network::Fetch(_) => &[
+            (libc::SOCK_STREAM, libc::IPPROTO_TCP),
+            (libc::SOCK_DGRAM, libc::IPPROTO_UDP),
+        ],
+    };
+    for &(kind, named) in kinds {
+        for family in [libc::AF_INET, libc::AF_INET6] {
+            for protocol in [0, named] {
+                socket.push(rule(vec![
+                    eq(0, family as u64)?,
+                    arg(1, SeccompCmpOp::MaskedEq(0xf), kind as u64)?,
+                    eq(2, protocol as u64)?,
+                ])?);
             }
         }
     }
@@ -424,7 +430,11 @@ mod tests {
 
     #[test]
     fn the_allow_list_compiles_within_the_kernel_s_length_both_ways() {
-        for network in [Network::Off, Network::TcpPorts(vec![443])] {
+        for network in [
+            Network::Off,
+            Network::TcpPorts(vec![443]),
+            Network::Fetch(vec![443]),
+        ] {
             let filters = filters(&network).unwrap();
             assert_eq!(filters.len(), 2);
             assert!(filters[0].len() < 4096, "{}", filters[0].len());

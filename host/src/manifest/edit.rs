@@ -54,6 +54,19 @@ pub fn set_field(dir: &Path, key: &str, value: Value) -> Result<(), ManifestErro
     .map(|_| ())
 }
 
+/// Makes `dir/extension.json` run the component `wasm` instead of a program: `wasm` set,
+/// `exec` and `args` dropped, every other field kept (a build for the sandbox).
+pub fn run_component(dir: &Path, wasm: &str) -> Result<(), ManifestError> {
+    edit(dir, |_, manifest| {
+        let fields = manifest.as_object_mut()?;
+        fields.remove("exec");
+        fields.remove("args");
+        fields.insert("wasm".into(), Value::String(wasm.into()));
+        Some(Some(pretty(manifest)))
+    })
+    .map(|_| ())
+}
+
 /// Reads `dir/extension.json`, asks `change` for its new bytes (`None`: not an object;
 /// `Some(None)`: nothing to change) and replaces the file with them, never through a
 /// link. Returns whether it wrote.

@@ -7,7 +7,7 @@ mod embedded;
 mod error;
 mod mcp;
 
-pub use edit::{set_enabled, set_field};
+pub use edit::{run_component, set_enabled, set_field};
 pub use embedded::{Embedded, SECTION};
 pub use error::{ManifestError, ManifestErrorKind};
 pub use mcp::McpServer;
@@ -56,6 +56,11 @@ pub struct Manifest {
     /// Resource limits a component asks for.
     #[serde(default)]
     pub limits: Limits,
+    /// How `zot ext install` builds `exec` (or `wasm`) when the source does not hold it:
+    /// a program and its arguments (argv, never a shell string), run in the source's
+    /// copy, confined (docs/installing.md#builds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Vec<String>>,
     /// An MCP server to run as the extension, instead of `exec` or `wasm`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpServer>,
@@ -188,7 +193,7 @@ pub enum Launch {
 
 /// `field "name": reason` for the field `name`.
 /// The top-level fields of a manifest that zot reads.
-pub const FIELDS: [&str; 11] = [
+pub const FIELDS: [&str; 12] = [
     "name",
     "version",
     "exec",
@@ -199,6 +204,7 @@ pub const FIELDS: [&str; 11] = [
     "wasm",
     "permissions",
     "limits",
+    "build",
     "mcp",
 ];
 
@@ -255,6 +261,20 @@ impl Manifest {
         }
         typed::<Vec<String>>(&value, "args")?;
         typed::<bool>(&value, "enabled")?;
+        if let Some(build) = value.get("build") {
+            let argv = match build {
+                Value::String(_) => Err(field(
+                    "build",
+                    "a program and its arguments as an array ([\"make\", \"ext\"]), not a \
+                     shell string",
+                )),
+                other => serde_json::from_value::<Vec<String>>(other.clone())
+                    .map_err(|e| field("build", e)),
+            }?;
+            if argv.first().is_none_or(String::is_empty) {
+                return Err(field("build", "names no program"));
+            }
+        }
         if let Some(v) = value.get("permissions") {
             serde_json::from_value::<Permissions>(v.clone())
                 .map_err(|e| field("permissions", e))?;
@@ -355,6 +375,7 @@ impl Manifest {
             wasm: Some(wasm.display().to_string()),
             permissions: embedded.permissions,
             limits: embedded.limits,
+            build: None,
             mcp: None,
             extra: Map::new(),
         })
@@ -521,6 +542,7 @@ mod tests {
             wasm: None,
             permissions: Permissions::default(),
             limits: Limits::default(),
+            build: None,
             mcp: None,
             extra: Map::new(),
         };

@@ -111,6 +111,44 @@ pub struct Provenance {
     /// before links were resolved; then only the links' text is checked.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub targets: BTreeMap<String, String>,
+    /// What the install built (its files are in `files` too), when it built something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Built>,
+}
+
+/// What an install builds: the kind of program the extension runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// A program for this machine, run as a classic extension.
+    Native,
+    /// A WebAssembly component (or preview-1 module), run in the sandbox.
+    Wasm,
+}
+
+/// Where the recipe comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recipe {
+    /// The manifest's `build`.
+    Manifest,
+    /// `go.mod`: `go build`.
+    Go,
+}
+
+/// What was built, kept in the install's record: the recipe, the toolchain, the
+/// commands, and the SHA-256 of each file made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Built {
+    pub recipe: Recipe,
+    pub target: Target,
+    /// The toolchain's own words for its version (`go version go1.27.3 linux/amd64`), or
+    /// the program's path when it has none.
+    pub toolchain: String,
+    /// Each command, as shown.
+    pub steps: Vec<String>,
+    /// Each file made, by path relative to the extension: its SHA-256.
+    pub outputs: BTreeMap<String, String>,
 }
 
 /// The record of the install `id`, if there is one.
@@ -247,6 +285,7 @@ mod tests {
             installed_at: "2026-01-01T00:00:00Z".into(),
             files: hash_tree(&dir).unwrap(),
             targets: BTreeMap::new(),
+            build: None,
         };
         assert_eq!(verify(&dir, &record).unwrap(), []);
         fs::write(dir.join("sub/b"), "changed").unwrap();

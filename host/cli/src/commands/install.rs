@@ -43,6 +43,10 @@ pub(crate) struct InstallArgs {
     /// asks for.
     #[arg(long)]
     confine: bool,
+    /// Build a source whose program is not built as a WebAssembly component (Go:
+    /// GOOS=wasip1), and install it sandboxed.
+    #[arg(long)]
+    wasm: bool,
 }
 
 pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError> {
@@ -58,6 +62,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
         git_ref: args.git_ref.clone(),
         path: args.path.clone(),
         name: args.name.clone(),
+        wasm: args.wasm,
         root,
         home: home.clone(),
         compiler: compiler.clone(),
@@ -82,10 +87,16 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
         let question = describe_asks(m, false);
         terminal::ask(&mut Term, &question, args.yes).context(&what)?;
     }
-    let staged = stage(&req).context(&what)?;
-    let m = &staged.manifest;
+    let mut staged = stage(&req).context(&what)?;
     still_consented(&staged, bare.as_ref(), args.force).context(&what)?;
     say!("{}", headline(&staged));
+    if let Some(plan) = &staged.build {
+        say_build(plan);
+        terminal::ask(&mut Term, "Build it?", args.yes).context(&what)?;
+        staged.run_build(&TermProgress::new()).context(&what)?;
+        say!("Built {}.", one_line(&plan_output(&staged)));
+    }
+    let m = &staged.manifest;
     if let Some(own) = &staged.renamed_from {
         say!(
             "--name: installed as {:?}, the name zot uses for it (check, call, info, the \
@@ -135,6 +146,28 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
     }
     say_installed(&done.manifest, &done.dir);
     Ok(())
+}
+
+/// Says what will be built, how, with which toolchain, and what the build may touch.
+fn say_build(plan: &install::build::Plan) {
+    say!(
+        "It is not built: {} is not in the source. zot builds it with {}:",
+        one_line(&plan.output),
+        one_line(&plan.toolchain.version)
+    );
+    for step in &plan.steps {
+        say!("  {}", one_line(&step.shown()));
+    }
+    say!("The build runs confined (Landlock and seccomp), in a copy of the source:");
+    Term.list(&plan.may_touch());
+}
+
+/// The file the build made, as the install record has it.
+fn plan_output(staged: &Staged) -> String {
+    let outputs = staged.record.build.as_ref().map(|b| &b.outputs);
+    outputs
+        .and_then(|o| o.keys().next().cloned())
+        .unwrap_or_default()
 }
 
 /// Refuses what was staged if it is not what the user was asked about (a component file

@@ -118,6 +118,7 @@ impl Target {
                     git_ref: None,
                     path: None,
                     name: None,
+                    wasm: false,
                     root: home.extensions_dir(),
                     home: home.clone(),
                     compiler: compiler.clone(),

@@ -178,6 +178,14 @@ impl Progress for TermProgress {
         *self.running.lock().unwrap() = Some((stop, thread));
     }
 
+    /// A line of its own, above the spinner (which redraws below it).
+    fn output(&self, line: &str) {
+        if self.on {
+            eprint!("\r\x1b[2K");
+        }
+        esay!("  {}", one_line(line));
+    }
+
     fn end(&self) {
         if let Some((stop, thread)) = self.running.lock().unwrap().take() {
             stop.store(true, Ordering::SeqCst);

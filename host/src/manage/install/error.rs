@@ -104,6 +104,27 @@ pub enum InstallError {
     NotAName(String),
     /// The component cannot be compiled (within the compiler's limits): not installed.
     NotCompiled(crate::component::ComponentError),
+    /// What the manifest runs is not in the source, and no recipe builds it (`wasm`:
+    /// for `--wasm`, none builds a component of it).
+    NoRecipe { missing: String, wasm: bool },
+    /// A recipe needs a toolchain that is not installed: which, and how to get it.
+    NoToolchain {
+        tool: &'static str,
+        get: &'static str,
+    },
+    /// This platform cannot confine a build (no Landlock and seccomp).
+    BuildNotConfinable,
+    /// `--wasm` with a component file: there is nothing to build.
+    WasmNeedsSource,
+    /// A build step failed: its command, why, its log and that log's last lines.
+    BuildFailed {
+        command: String,
+        why: String,
+        log: PathBuf,
+        tail: String,
+    },
+    /// The build ended well but did not make what the manifest runs (or made a link).
+    BuiltNothing(String),
 }
 
 impl InstallError {
@@ -138,6 +159,49 @@ impl fmt::Display for InstallError {
                 "--path {path:?}: give a relative path inside the source, without `..`"
             ),
             BadName(reason) => write!(f, "--name: {reason}"),
+            NoRecipe {
+                missing,
+                wasm: false,
+            } => write!(
+                f,
+                "{MANIFEST_FILE} names {missing}, which is not in the source, and nothing \
+                 says how to build it: build it first, or add a \"build\" to the manifest \
+                 (docs/installing.md#builds)"
+            ),
+            NoRecipe {
+                missing,
+                wasm: true,
+            } => write!(
+                f,
+                "--wasm: no recipe builds a component of it (a go.mod does: \
+                 docs/installing.md#builds); {missing} is not in the source"
+            ),
+            NoToolchain { tool, get } => {
+                write!(f, "building it needs {tool}, which is not found: {get}")
+            }
+            WasmNeedsSource => f.write_str(
+                "--wasm builds a component from a source (a directory or a git URL); a \
+                 .wasm file is one already: install it without --wasm",
+            ),
+            BuildNotConfinable => f.write_str(
+                "building at install runs the build confined, which needs Linux (Landlock \
+                 and seccomp): build it yourself, then install the folder",
+            ),
+            BuildFailed {
+                command,
+                why,
+                log,
+                tail,
+            } => write!(
+                f,
+                "the build failed: `{command}`: {why}; nothing was installed (log: {})\n{tail}",
+                log.display()
+            ),
+            BuiltNothing(output) => write!(
+                f,
+                "the build ended without making {output} (a file, not a link): nothing \
+                 was installed"
+            ),
             NameNotApplied(e) => write!(f, "{e}"),
             SourceNotFound { path, cause } => write!(f, "{}: {cause}; {hint}", path.display()),
             SourceNotADirectory(path) => write!(f, "{} is not a directory; {hint}", path.display()),

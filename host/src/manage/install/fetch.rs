@@ -22,6 +22,8 @@ pub trait Progress {
     fn begin(&self, what: &str);
     /// The step begun last is over.
     fn end(&self);
+    /// The step begun last wrote `line` (a build's output: outside text).
+    fn output(&self, line: &str);
 }
 
 /// No progress reports.
@@ -30,6 +32,7 @@ pub struct Quiet;
 impl Progress for Quiet {
     fn begin(&self, _: &str) {}
     fn end(&self) {}
+    fn output(&self, _: &str) {}
 }
 
 /// Copies the directory `from` to `dst` (which must not exist), then checks that every

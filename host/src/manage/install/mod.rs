@@ -8,6 +8,7 @@
 //! recorded under `$ZOT_HOME` ([`provenance`]). A failure removes the staging folder; one
 //! left by a killed process is removed by the next install.
 
+pub mod build;
 mod error;
 mod fetch;
 mod list;
@@ -74,6 +75,9 @@ pub struct Request {
     pub path: Option<String>,
     /// `--name`: install under this name instead of the manifest's.
     pub name: Option<String>,
+    /// `--wasm`: build a component of a source whose program is not built
+    /// ([`build::plan`]).
+    pub wasm: bool,
     /// The extensions directory: `$ZOT_HOME/extensions` or `./.zot/extensions`.
     pub root: PathBuf,
     /// For the compilation cache and the log of a probed component.
@@ -100,6 +104,10 @@ impl Request {
             git_ref: record.git_ref.clone(),
             path: record.path.clone(),
             name: record.rename.clone(),
+            wasm: record
+                .build
+                .as_ref()
+                .is_some_and(|b| b.target == build::Target::Wasm),
             root,
             home,
             compiler,
@@ -132,6 +140,9 @@ pub struct Staged {
     /// rename, or a bare component's hello), when that is another one. Its hello may
     /// still give it; the host uses the manifest's.
     pub renamed_from: Option<String>,
+    /// What must be built before it can be installed ([`Staged::build`]), with the
+    /// user's consent.
+    pub build: Option<build::Plan>,
 }
 
 /// Compiles the component `wasm` into the cache within `compiler`'s limits, once the
@@ -224,7 +235,16 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
             .map_err(InstallError::NameNotApplied)?;
     }
     let manifest = read_manifest(&tree)?;
+    let target = match req.wasm {
+        true => build::Target::Wasm,
+        false => build::Target::Native,
+    };
+    if req.wasm && kind == SourceKind::Wasm {
+        return Err(InstallError::WasmNeedsSource);
+    }
+    let plan = build::plan(&tree, &manifest, target)?;
     let program = match manifest.launch(&tree) {
+        _ if plan.is_some() => None,
         manifest::Launch::Wasm(path) => Some(path),
         manifest::Launch::Exec(path) if path.starts_with(&tree) => Some(path),
         manifest::Launch::Exec(_) => None, // on PATH, e.g. `python3`
@@ -245,6 +265,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         installed_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         targets: provenance::link_targets(&tree, &files)?,
         files,
+        build: None,
     };
     drop(fs::remove_dir_all(staging.path.join("checkout")));
     Ok(Staged {
@@ -255,6 +276,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         renamed_from: own_name.filter(|own| req.name.as_ref().is_some_and(|n| n != own)),
         manifest,
         record,
+        build: plan,
     })
 }
 
@@ -277,6 +299,81 @@ impl Staged {
             }
             manifest::Launch::Exec(_) => None,
         }
+    }
+
+    /// Runs the build the user consented to ([`Staged::build`]'s plan), confined, in the
+    /// staging copy; then checks what it made, makes the manifest run a component built
+    /// for `--wasm`, and records the build and the hashes of every file now there. A
+    /// failure leaves nothing behind once this is dropped.
+    pub fn run_build(&mut self, progress: &dyn Progress) -> Result<(), InstallError> {
+        let Some(plan) = self.build.take() else {
+            return Ok(());
+        };
+        self.built(&plan, progress)?;
+        let output = self.tree.join(&plan.output);
+        let made = output.symlink_metadata().is_ok_and(|m| m.is_file());
+        if !made {
+            return Err(InstallError::BuiltNothing(plan.output.clone()));
+        }
+        if plan.target == build::Target::Wasm {
+            read_component_file(&output)?;
+        }
+        if plan.runs_component_instead {
+            manifest::run_component(&self.tree, &plan.output)
+                .map_err(InstallError::InvalidManifest)?;
+        }
+        self.manifest = read_manifest(&self.tree)?;
+        let files = provenance::hash_tree(&self.tree)?;
+        self.record.targets = provenance::link_targets(&self.tree, &files)?;
+        let outputs = files
+            .get(&plan.output)
+            .map(|hash| (plan.output.clone(), hash.clone()))
+            .into_iter()
+            .collect();
+        self.record.files = files;
+        self.record.build = Some(build::Built {
+            recipe: plan.recipe,
+            target: plan.target,
+            toolchain: plan.toolchain.version.clone(),
+            steps: plan.steps.iter().map(build::Step::shown).collect(),
+            outputs,
+        });
+        Ok(())
+    }
+
+    /// Runs `plan` confined in the staging folder, with the build's cache
+    /// (`$ZOT_HOME/cache/build/<name>`) and its log (`$ZOT_HOME/logs/build-<name>.log`).
+    #[cfg(target_os = "linux")]
+    fn built(&self, plan: &build::Plan, progress: &dyn Progress) -> Result<(), InstallError> {
+        let name = &self.manifest.name;
+        let cache_root = self.home.cache_dir();
+        let cache_path = cache_root.join("build").join(name);
+        let cache = SafeDir::beneath(&cache_root, &Path::new("build").join(name), true)
+            .map_err(InstallError::io("create", &cache_path))?;
+        let handle =
+            |dir: Dir| std::sync::Arc::new(std::os::fd::OwnedFd::from(dir.into_std_file()));
+        let staging = self
+            .staging
+            .root
+            .open_dir(&self.staging.name)
+            .map_err(InstallError::io("open", &self.staging.path))?;
+        let logs = self.home.logs_dir();
+        fs::create_dir_all(&logs).map_err(InstallError::io("create", &logs))?;
+        let place = build::Place {
+            tree: &self.tree,
+            staging: handle(staging),
+            staging_path: &self.staging.path,
+            cache: handle(cache.into_dir()),
+            cache_path: &cache_path,
+            log: &logs.join(format!("build-{name}.log")),
+        };
+        build::run(plan, &place, build::BUILD_TIMEOUT, progress)
+    }
+
+    /// No confinement, so no build.
+    #[cfg(not(target_os = "linux"))]
+    fn built(&self, _: &build::Plan, _: &dyn Progress) -> Result<(), InstallError> {
+        Err(InstallError::BuildNotConfinable)
     }
 
     /// Moves the staged extension into place (within the extensions directory's handle)

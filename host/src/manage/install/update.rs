@@ -71,6 +71,8 @@ pub enum UpdateError {
     NoRecord,
     /// The source now names itself otherwise.
     Renamed(String),
+    /// The source no longer holds what the install ran, and would have to be built.
+    NowBuilds,
     Install(InstallError),
     Records(ConsentError),
 }
@@ -83,6 +85,10 @@ impl fmt::Display for UpdateError {
             UpdateError::Renamed(name) => write!(
                 f,
                 "the source now names itself {name:?}; install it under that name instead"
+            ),
+            UpdateError::NowBuilds => f.write_str(
+                "the source no longer holds what the install runs: it must now be built; \
+                 install it again (`zot ext install <source> --force`) to review the build",
             ),
             UpdateError::Install(e) => e.fmt(f),
             UpdateError::Records(e) => e.fmt(f),
@@ -127,7 +133,14 @@ pub async fn plan(
     if let Some(r) = git_ref {
         req.git_ref = Some(r.to_string());
     }
-    let staged = stage(&req, progress).await?;
+    let mut staged = stage(&req, progress).await?;
+    // Rebuilt as it was built at install, the recipe the user consented to then; a
+    // source that now needs a build it did not is installed again, to review that.
+    match (&staged.build, &record.build) {
+        (None, _) => {}
+        (Some(_), Some(_)) => staged.run_build(progress)?,
+        (Some(_), None) => return Err(UpdateError::NowBuilds),
+    }
     if staged.manifest.name != old.name {
         return Err(UpdateError::Renamed(staged.manifest.name.clone()));
     }

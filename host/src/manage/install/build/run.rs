@@ -1,0 +1,236 @@
+//! Runs a [`Plan`] confined (Linux): each step in the source's copy with an environment of
+//! its own (not the user's: a `HOME` and a temp dir in the staging folder, the build's
+//! cache), writing only there, the network only for a step that fetches; its output
+//! streamed to the progress and kept in a log; stopped at a deadline.
+
+use super::{Plan, Recipe, Step};
+use crate::confine::{policy_for_build, Prepared};
+use crate::manage::install::{InstallError, Progress};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// A build that takes longer is stopped (and the install fails).
+pub const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Lines of the log shown when a build fails.
+const TAIL: usize = 20;
+
+/// Where a build runs: the source's copy (`tree`) inside the staging folder (`staging`,
+/// writable, holding its `HOME` and temp dir), the build's own cache (`cache`, writable),
+/// and the log every line goes to.
+pub struct Place<'a> {
+    pub tree: &'a Path,
+    pub staging: Arc<OwnedFd>,
+    pub staging_path: &'a Path,
+    pub cache: Arc<OwnedFd>,
+    pub cache_path: &'a Path,
+    pub log: &'a Path,
+}
+
+/// Runs every step of `plan` at `place`, in order; the first that fails (or outlasts
+/// `timeout`) ends the build with the tail of its log.
+pub fn run(
+    plan: &Plan,
+    place: &Place<'_>,
+    timeout: Duration,
+    progress: &dyn Progress,
+) -> Result<(), InstallError> {
+    let mut log = std::fs::File::create(place.log).map_err(InstallError::io("write", place.log))?;
+    let home = place.staging_path.join("home");
+    let tmp = place.staging_path.join("tmp");
+    for dir in [&home, &tmp] {
+        std::fs::create_dir_all(dir).map_err(InstallError::io("create", dir))?;
+    }
+    if plan.recipe == Recipe::Go {
+        // Go's telemetry is a setting in `HOME`, not a variable: off, so that it starts
+        // no process of its own.
+        let mode = home.join(".config/go/telemetry");
+        std::fs::create_dir_all(&mode)
+            .and_then(|()| std::fs::write(mode.join("mode"), "off"))
+            .map_err(InstallError::io("write", &mode))?;
+    }
+    let deadline = Instant::now() + timeout;
+    for step in &plan.steps {
+        let shown = step.shown();
+        let _ = writeln!(log, "$ {shown}");
+        progress.begin(&format!("building: {shown}"));
+        let ran = run_step(
+            plan,
+            step,
+            place,
+            (&home, &tmp),
+            deadline,
+            &mut log,
+            progress,
+        );
+        progress.end();
+        if let Err(why) = ran {
+            let _ = writeln!(log, "zot: {why}");
+            return Err(InstallError::BuildFailed {
+                command: shown,
+                why,
+                log: place.log.to_path_buf(),
+                tail: tail(place.log),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One step, confined; `Err` says why it failed.
+fn run_step(
+    plan: &Plan,
+    step: &Step,
+    place: &Place<'_>,
+    (home, tmp): (&Path, &Path),
+    deadline: Instant,
+    log: &mut std::fs::File,
+    progress: &dyn Progress,
+) -> Result<(), String> {
+    let writable = vec![place.staging.clone(), place.cache.clone()];
+    let policy = policy_for_build(&plan.toolchain.reads, writable, step.fetches);
+    let mut prepared = Prepared::build(&policy).map_err(|e| e.to_string())?;
+    // (zot's own watches, such as a data dir's quota, are not a build's.)
+    for rule in prepared.report().iter().filter(|r| !r.watched) {
+        if let Some(why) = &rule.not_enforced {
+            let _ = writeln!(log, "zot: not enforced here: {} ({why})", rule.what);
+        }
+    }
+    let program = match step.argv[0].contains('/') {
+        true => place.tree.join(&step.argv[0]),
+        false => PathBuf::from(&step.argv[0]),
+    };
+    let mut command = Command::new(&program);
+    command
+        .args(&step.argv[1..])
+        .current_dir(place.tree)
+        .env_clear()
+        .envs(environment(plan, place, home, tmp))
+        .envs(step.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: `apply_in_child` only makes system calls (no allocation, no lock).
+    unsafe {
+        command.pre_exec(move || prepared.apply_in_child());
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+    let (tx, lines) = mpsc::channel::<String>();
+    for out in [
+        child
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).split(b'\n').map_while(Result::ok) {
+                let _ = tx.send(String::from_utf8_lossy(&line).into_owned());
+            }
+        });
+    }
+    drop(tx);
+    let mut open = true;
+    loop {
+        // Output first, as it comes; then whether it ended.
+        match lines.recv_timeout(Duration::from_millis(50)) {
+            Ok(line) => {
+                let _ = writeln!(log, "{line}");
+                progress.output(&line);
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => open = false,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            if open {
+                // What it wrote before it ended is still to come.
+                for line in lines.iter() {
+                    let _ = writeln!(log, "{line}");
+                    progress.output(&line);
+                }
+            }
+            return match status.success() {
+                true => Ok(()),
+                false => Err(format!("it ended with {status}")),
+            };
+        }
+        if Instant::now() >= deadline {
+            kill_group(&child);
+            let _ = child.wait();
+            return Err(format!(
+                "stopped after {} s (the build's deadline)",
+                BUILD_TIMEOUT.as_secs()
+            ));
+        }
+    }
+}
+
+/// The environment of a build: none of the user's variables but `PATH`'s toolchain, a
+/// `HOME` and temp dir of its own, and the recipe's (Go's caches in the build's cache,
+/// no other toolchain fetched, no C compiler).
+fn environment(plan: &Plan, place: &Place<'_>, home: &Path, tmp: &Path) -> Vec<(String, String)> {
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin",
+        plan.toolchain.bin_dir.display()
+    );
+    let mut env = vec![
+        ("PATH".to_string(), path),
+        ("HOME".to_string(), home.display().to_string()),
+        ("TMPDIR".to_string(), tmp.display().to_string()),
+        ("LANG".to_string(), "C.UTF-8".to_string()),
+    ];
+    let cache = |sub: &str| place.cache_path.join(sub).display().to_string();
+    match plan.recipe {
+        Recipe::Manifest => {}
+        Recipe::Go => {
+            env.extend([
+                ("GOCACHE".to_string(), cache("go-build")),
+                ("GOMODCACHE".to_string(), cache("go-mod")),
+                ("GOPATH".to_string(), cache("go-path")),
+                ("GOTOOLCHAIN".to_string(), "local".to_string()),
+                ("GOENV".to_string(), "off".to_string()),
+                ("GOTELEMETRY".to_string(), "off".to_string()),
+                ("GOFLAGS".to_string(), "-modcacherw".to_string()),
+                ("CGO_ENABLED".to_string(), "0".to_string()),
+            ]);
+            // Where the user fetches modules from, as they set it.
+            for name in ["GOPROXY", "GOSUMDB", "GOPRIVATE", "GONOPROXY", "GONOSUMDB"] {
+                if let Ok(value) = std::env::var(name) {
+                    env.push((name.to_string(), value));
+                }
+            }
+        }
+    }
+    env
+}
+
+/// Stops the step's process group (it leads one of its own).
+fn kill_group(child: &std::process::Child) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: a signal to the process group the child leads.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+}
+
+/// The last [`TAIL`] lines of the log at `path`.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(TAIL)..].join("\n")
+}

@@ -1,0 +1,404 @@
+//! Builds at install: a source whose program is not built is built — by the manifest's
+//! `build`, or `go build` for a `go.mod` — after the user saw the exact commands and the
+//! toolchain, confined to its copy of the source; `--wasm` builds a component and
+//! installs it sandboxed; a failed build installs nothing; `update` builds again.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// `PATH` with the pinned Go toolchain first.
+fn go_path() -> String {
+    let bin = go().parent().unwrap().display().to_string();
+    format!("{bin}:{}", std::env::var("PATH").unwrap_or_default())
+}
+
+/// `zot ext <args>` with `ZOT_HOME=home` in `cwd`, stdin closed, and `PATH` set to `path`.
+fn zot_on(path: &str, home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zot"))
+        .arg("ext")
+        .args(args)
+        .env("ZOT_HOME", home)
+        .env("PATH", path)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("zot runs")
+}
+
+/// A git repository in `dir/repo` holding the Go extension `tests/extensions/go-async`
+/// (an extension in the zotext SDK's shape) as its source only: its `file://` URL.
+fn go_repo(dir: &Path) -> (PathBuf, String) {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    for file in ["main.go", "go.mod", "extension.json"] {
+        let from = workspace().join("tests/extensions/go-async").join(file);
+        std::fs::copy(from, repo.join(file)).unwrap();
+    }
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "the source"]);
+    let url = format!("file://{}", repo.display());
+    (repo, url)
+}
+
+/// The install record of the global install `name`.
+fn record(home: &Path, name: &str) -> Value {
+    let text = std::fs::read_to_string(home.join("provenance").join(format!("{name}.json")));
+    serde_json::from_str(&text.expect("an install record")).unwrap()
+}
+
+/// What `zot ext call <name> <tool> <args>` printed; it must succeed.
+fn call(home: &Path, cwd: &Path, name: &str, tool: &str, args: &str) -> String {
+    let out = zot(home, cwd, &["call", name, tool, args]);
+    assert_ok(&out);
+    stdout(&out).trim().to_string()
+}
+
+/// Nothing of a failed install is left: no extension `name`, no staging folder.
+#[track_caller]
+fn nothing_installed(home: &Path, name: &str) {
+    let exts = home.join("extensions");
+    let left: Vec<String> = std::fs::read_dir(&exts)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        !left
+            .iter()
+            .any(|n| n == name || n.starts_with(".tmp-install-")),
+        "{left:?}"
+    );
+    assert!(!home
+        .join("provenance")
+        .join(format!("{name}.json"))
+        .exists());
+}
+
+/// One command from a Go source in git to a working extension, natively and as a
+/// sandboxed component: both are built with the toolchain named at the prompt, answer a
+/// tool call in a goroutine, keep a data dir, and record what was built; `verify`
+/// checks the built file.
+#[test]
+fn a_go_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
+    let scratch = TempDir::new("build-go");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let (_repo, url) = go_repo(scratch.path());
+    let path = go_path();
+
+    let out = zot_on(&path, &home, &cwd, &["install", &url, "--yes"]);
+    assert_ok(&out);
+    let said = stdout(&out);
+    for line in [
+        "It is not built: go-async is not in the source. zot builds it with go version go1.27.3 ",
+        "/go build -trimpath -o go-async .",
+        "The build runs confined (Landlock and seccomp), in a copy of the source:",
+        "  - network: none",
+        "Built go-async.",
+        "It runs (from its folder's copy):",
+    ] {
+        assert!(said.contains(line), "{line:?} in:\n{}", text(&out));
+    }
+    let out = zot_on(
+        &path,
+        &home,
+        &cwd,
+        &[
+            "install",
+            &url,
+            "--wasm",
+            "--yes",
+            "--name",
+            "go-async-wasm",
+        ],
+    );
+    assert_ok(&out);
+    let said = stdout(&out);
+    for line in [
+        "GOOS=wasip1 GOARCH=wasm ",
+        "/go build -trimpath -o go-async-wasm.wasm .",
+        "Built go-async-wasm.wasm.",
+        "It is a sandboxed WebAssembly component. It asks to:",
+    ] {
+        assert!(said.contains(line), "{line:?} in:\n{}", text(&out));
+    }
+    let m: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join("extensions/go-async-wasm/extension.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["wasm"], "go-async-wasm.wasm", "{m}");
+    assert!(m.get("exec").is_none(), "{m}");
+
+    // Both answer alike, each with its own data dir.
+    for name in ["go-async", "go-async-wasm"] {
+        assert_eq!(
+            call(&home, &cwd, name, "go_count", "{}"),
+            "call 1",
+            "{name}"
+        );
+        assert_eq!(
+            call(&home, &cwd, name, "go_count", "{}"),
+            "call 2",
+            "{name}"
+        );
+        let waited = call(&home, &cwd, name, "go_wait", r#"{"ms":20}"#);
+        assert_eq!(waited, "waited 20 ms", "{name}");
+    }
+    let list = zot(&home, &cwd, &["list", "--json"]);
+    let list: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    let wasm = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "go-async-wasm")
+        .unwrap();
+    assert_eq!(wasm["sandbox"]["stdin"], "polled", "{wasm}");
+
+    for (name, target, output) in [
+        ("go-async", "native", "go-async"),
+        ("go-async-wasm", "wasm", "go-async-wasm.wasm"),
+    ] {
+        let r = record(&home, name);
+        let build = &r["build"];
+        assert_eq!(build["recipe"], "go", "{r}");
+        assert_eq!(build["target"], target, "{r}");
+        assert!(
+            build["toolchain"]
+                .as_str()
+                .unwrap()
+                .starts_with("go version go1.27.3 "),
+            "{r}"
+        );
+        assert_eq!(build["outputs"][output], r["files"][output], "{r}");
+        assert!(
+            build["outputs"][output].as_str().unwrap().len() == 64,
+            "{r}"
+        );
+        assert_ok(&zot(&home, &cwd, &["verify", name]));
+    }
+    // A built file changed after install is what `verify` reports.
+    let program = home.join("extensions/go-async/go-async");
+    let mut bytes = std::fs::read(&program).unwrap();
+    bytes.push(0);
+    std::fs::write(&program, bytes).unwrap();
+    let out = zot(&home, &cwd, &["verify", "go-async"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("go-async"), "{}", text(&out));
+}
+
+/// A source whose manifest says how to build it (`build`, argv), in a folder.
+fn build_source(dir: &Path, build: Value) -> PathBuf {
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let m = json!({"name": "built", "version": "1.0.0", "exec": "./built", "build": build});
+    std::fs::write(src.join("extension.json"), m.to_string()).unwrap();
+    src
+}
+
+/// The build runs confined to its copy: one that writes outside it, or connects to an
+/// address (none is allowed to a build step that does not fetch), fails, installs
+/// nothing and shows its log's tail; the same build without the escape installs.
+#[test]
+fn a_build_that_writes_outside_its_copy_or_connects_out_fails_and_installs_nothing() {
+    let scratch = TempDir::new("build-fence");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let outside = scratch.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let marker = outside.join("marker");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let path = std::env::var("PATH").unwrap();
+    let escapes = [
+        (
+            "a write outside",
+            json!([
+                "sh",
+                "-c",
+                format!("touch '{}' && cp /bin/true built", marker.display())
+            ]),
+            "Permission denied",
+        ),
+        (
+            "a connection",
+            json!([
+                "/usr/bin/python3",
+                "-c",
+                format!(
+                    "import socket, shutil\nsocket.create_connection(('127.0.0.1', {port}), 5)\n\
+                 shutil.copy('/bin/true', 'built')"
+                )
+            ]),
+            "PermissionError",
+        ),
+    ];
+    for (what, build, said) in escapes {
+        let src = build_source(&scratch.path().join(what.replace(' ', "-")), build);
+        let out = zot_on(
+            &path,
+            &home,
+            &cwd,
+            &["install", src.to_str().unwrap(), "--yes"],
+        );
+        assert!(!out.status.success(), "{what}: {}", text(&out));
+        let err = stderr(&out);
+        assert!(err.contains("the build failed: `"), "{what}: {err}");
+        assert!(
+            err.contains("nothing was installed (log: "),
+            "{what}: {err}"
+        );
+        assert!(err.contains(said), "{what}: the log's tail: {err}");
+        nothing_installed(&home, "built");
+    }
+    assert!(!marker.exists(), "the build wrote outside its copy");
+    assert!(
+        listener.accept().is_err(),
+        "the build connected to 127.0.0.1:{port}"
+    );
+    // The same build without the escape: installed, and it runs what it built.
+    let src = build_source(
+        &scratch.path().join("plain"),
+        json!(["cp", "/bin/true", "built"]),
+    );
+    let out = zot_on(
+        &path,
+        &home,
+        &cwd,
+        &["install", src.to_str().unwrap(), "--yes"],
+    );
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("  cp /bin/true built"),
+        "{}",
+        text(&out)
+    );
+    assert!(home.join("extensions/built/built").is_file());
+    assert_eq!(record(&home, "built")["build"]["recipe"], "manifest");
+}
+
+/// A build whose toolchain is missing says which and how to get it; one with no
+/// recipe says how to give one; a shell string is no `build`.
+#[test]
+fn a_source_that_cannot_be_built_here_says_what_is_missing() {
+    let scratch = TempDir::new("build-missing");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    let empty = scratch.path().join("empty-path");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(&empty).unwrap();
+    let go_src = scratch.path().join("go-src");
+    std::fs::create_dir_all(&go_src).unwrap();
+    for file in ["main.go", "go.mod", "extension.json"] {
+        let from = workspace().join("tests/extensions/go-async").join(file);
+        std::fs::copy(from, go_src.join(file)).unwrap();
+    }
+    let empty_path = empty.to_str().unwrap();
+    let cases = [
+        (
+            go_src.clone(),
+            "building it needs go, which is not found: install Go 1.21 or later \
+             (https://go.dev/dl/) and put its `bin` on PATH",
+        ),
+        (
+            build_source(&scratch.path().join("b"), json!(["no-such-builder", "x"])),
+            "building it needs the manifest's build program, which is not found",
+        ),
+    ];
+    for (src, said) in cases {
+        let out = zot_on(
+            empty_path,
+            &home,
+            &cwd,
+            &["install", src.to_str().unwrap(), "--yes"],
+        );
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(stderr(&out).contains(said), "{said:?} in: {}", text(&out));
+    }
+    nothing_installed(&home, "go-async");
+    std::fs::remove_file(go_src.join("go.mod")).unwrap();
+    let out = zot_on(
+        empty_path,
+        &home,
+        &cwd,
+        &["install", go_src.to_str().unwrap(), "--yes"],
+    );
+    assert!(
+        stderr(&out).contains("nothing says how to build it: build it first, or add a \"build\""),
+        "{}",
+        text(&out)
+    );
+    let src = build_source(&scratch.path().join("shell"), json!("make ext"));
+    let out = zot_on(
+        empty_path,
+        &home,
+        &cwd,
+        &["install", src.to_str().unwrap(), "--yes"],
+    );
+    assert!(
+        stderr(&out).contains("not a shell string"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A project's copy of an extension with a build recipe is never built by loading it:
+/// not before the project is trusted, nor after (a build runs only at install).
+#[test]
+fn a_build_recipe_in_a_project_copy_is_not_run_by_loading_it() {
+    let scratch = TempDir::new("build-project");
+    let home = scratch.path().join("home");
+    let project = scratch.path().join("project");
+    let marker = scratch.path().join("built-marker");
+    let ext = project.join(".zot/extensions/built");
+    std::fs::create_dir_all(&ext).unwrap();
+    let build = json!(["sh", "-c", format!("touch '{}'", marker.display())]);
+    let m = json!({"name": "built", "version": "1.0.0", "exec": "./built", "build": build});
+    std::fs::write(ext.join("extension.json"), m.to_string()).unwrap();
+    let _ = zot(&home, &project, &["list"]);
+    let _ = zot(&home, &project, &["check", "built"]);
+    assert_ok(&zot(&home, &project, &["trust", ".", "--yes"]));
+    let out = zot(&home, &project, &["check", "built"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(!marker.exists(), "loading the project ran its build recipe");
+}
+
+/// `update` builds the new source again, as it was built at install; the same source
+/// built again is the same file (up to date).
+#[test]
+fn update_builds_the_new_source_again() {
+    let scratch = TempDir::new("build-update");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let (repo, url) = go_repo(scratch.path());
+    let path = go_path();
+    assert_ok(&zot_on(&path, &home, &cwd, &["install", &url, "--yes"]));
+    let before = record(&home, "go-async")["build"]["outputs"]["go-async"].clone();
+    let out = zot_on(&path, &home, &cwd, &["update", "go-async", "--yes"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("is up to date"), "{}", text(&out));
+
+    let main = repo.join("main.go");
+    let source = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(
+        &main,
+        source.replace("Hello from a goroutine", "Hello again"),
+    )
+    .unwrap();
+    git(&repo, &["commit", "-qam", "a new greeting"]);
+    let out = zot_on(&path, &home, &cwd, &["update", "go-async", "--yes"]);
+    assert_ok(&out);
+    let after = record(&home, "go-async");
+    assert_ne!(after["build"]["outputs"]["go-async"], before, "{after}");
+    assert_eq!(
+        after["build"]["outputs"]["go-async"],
+        after["files"]["go-async"]
+    );
+    assert_ok(&zot(&home, &cwd, &["verify", "go-async"]));
+    let out = zot(&home, &cwd, &["check", "go-async"]);
+    assert_ok(&out);
+}
