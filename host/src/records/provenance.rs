@@ -134,6 +134,10 @@ pub enum Recipe {
     Manifest,
     /// `go.mod`: `go build`.
     Go,
+    /// `Cargo.toml`: `cargo build --release`.
+    Cargo,
+    /// `package.json` with a `build` script: `npm ci` and `npm run build`.
+    Npm,
 }
 
 /// What was built, kept in the install's record: the recipe, the toolchain, the

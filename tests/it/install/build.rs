@@ -16,11 +16,16 @@ fn go_path() -> String {
 
 /// `zot ext <args>` with `ZOT_HOME=home` in `cwd`, stdin closed, and `PATH` set to `path`.
 fn zot_on(path: &str, home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    zot_env(&[("PATH", path)], home, cwd, args)
+}
+
+/// `zot ext <args>` with `ZOT_HOME=home` in `cwd`, stdin closed, and `env` set.
+fn zot_env(env: &[(&str, &str)], home: &Path, cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zot"))
         .arg("ext")
         .args(args)
         .env("ZOT_HOME", home)
-        .env("PATH", path)
+        .envs(env.iter().copied())
         .current_dir(cwd)
         .stdin(Stdio::null())
         .output()
@@ -401,4 +406,177 @@ fn update_builds_the_new_source_again() {
     assert_ok(&zot(&home, &cwd, &["verify", "go-async"]));
     let out = zot(&home, &cwd, &["check", "go-async"]);
     assert_ok(&out);
+}
+
+/// A Rust source (the standard library only) in git: `cargo build --release` natively,
+/// for `wasm32-wasip2` with `--wasm` (a command component, installed sandboxed); both
+/// answer alike, each with its own data dir, and record the build.
+#[test]
+fn a_rust_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
+    let scratch = TempDir::new("build-rust");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let repo = scratch.path().join("repo");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    let source = workspace().join("tests/extensions/rs-plain");
+    for file in ["Cargo.toml", "extension.json", "src/main.rs"] {
+        std::fs::copy(source.join(file), repo.join(file)).unwrap();
+    }
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "the source"]);
+    let url = format!("file://{}", repo.display());
+    let toolchain = pinned_toolchain();
+    let rust = |args: &[&str]| {
+        let out = zot_env(&[("RUSTUP_TOOLCHAIN", &toolchain)], &home, &cwd, args);
+        assert_ok(&out);
+        stdout(&out)
+    };
+    let native = rust(&["install", &url, "--yes"]);
+    let version = format!("zot builds it with cargo {}", pinned_toolchain());
+    for line in [
+        "It is not built: target/release/rs-plain is not in the source.",
+        version.as_str(),
+        "/cargo build --release --offline --bin rs-plain",
+        "Built target/release/rs-plain.",
+    ] {
+        assert!(native.contains(line), "{line:?} in:\n{native}");
+    }
+    let wasm = rust(&["install", &url, "--wasm", "--yes", "--name", "rs-wasm"]);
+    for line in [
+        "/cargo build --release --offline --target wasm32-wasip2 --bin rs-plain",
+        "Built rs-wasm.wasm.",
+        "It is a sandboxed WebAssembly component. It asks to:",
+    ] {
+        assert!(wasm.contains(line), "{line:?} in:\n{wasm}");
+    }
+    for (name, target) in [("rs-plain", "native"), ("rs-wasm", "wasm")] {
+        assert_eq!(
+            call(&home, &cwd, name, "rs_count", "{}"),
+            "call 1",
+            "{name}"
+        );
+        assert_eq!(
+            call(&home, &cwd, name, "rs_count", "{}"),
+            "call 2",
+            "{name}"
+        );
+        let r = record(&home, name);
+        assert_eq!(r["build"]["recipe"], "cargo", "{r}");
+        assert_eq!(r["build"]["target"], target, "{r}");
+        assert_ok(&zot(&home, &cwd, &["verify", name]));
+    }
+    let list = zot(&home, &cwd, &["list", "--json"]);
+    let list: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    let component = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "rs-wasm")
+        .unwrap();
+    assert_eq!(component["sandbox"]["component"], "command", "{component}");
+}
+
+/// A step that fetches packages may reach HTTPS only: `go mod download` told (by the
+/// user's `GOPROXY`) to fetch from a local port fails without connecting, and the
+/// prompt said what the fetch may reach.
+#[test]
+fn a_fetch_step_may_connect_to_https_only() {
+    let scratch = TempDir::new("build-fetch");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let src = scratch.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for file in ["main.go", "extension.json"] {
+        let from = workspace().join("tests/extensions/go-async").join(file);
+        std::fs::copy(from, src.join(file)).unwrap();
+    }
+    std::fs::write(
+        src.join("go.mod"),
+        "module example.com/fetch\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n",
+    )
+    .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let proxy = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let env = [
+        ("PATH", go_path()),
+        ("GOPROXY", proxy),
+        ("GOSUMDB", "off".to_string()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = zot_env(
+        &env,
+        &home,
+        &cwd,
+        &["install", src.to_str().unwrap(), "--yes"],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("go mod download` (TCP port 443, and UDP for name lookups)"),
+        "{said}"
+    );
+    // It failed at the connection, which the kernel refused.
+    assert!(
+        stderr(&out).contains("go mod download`: it ended with exit status: 1"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        stderr(&out).contains("connect: permission denied"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the fetch connected to the proxy"
+    );
+    nothing_installed(&home, "go-async");
+}
+
+/// A Node source whose `package.json` has a `build` script: `npm run build` makes the
+/// script the manifest runs with `node` (`node dist/main.js`); `--wasm` of it, with no
+/// `build:wasm` script, says no recipe builds a component of it.
+#[test]
+fn a_node_source_is_built_by_its_build_script() {
+    let scratch = TempDir::new("build-npm");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let repo = scratch.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let source = workspace().join("tests/extensions/js-plain");
+    for file in ["package.json", "build.js", "src.js", "extension.json"] {
+        std::fs::copy(source.join(file), repo.join(file)).unwrap();
+    }
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "the source"]);
+    let url = format!("file://{}", repo.display());
+    let out = zot(&home, &cwd, &["install", &url, "--wasm", "--yes"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("--wasm: no recipe builds a component of it"),
+        "{}",
+        text(&out)
+    );
+    nothing_installed(&home, "js-plain");
+    let out = zot(&home, &cwd, &["install", &url, "--yes"]);
+    assert_ok(&out);
+    // The build's own output is streamed (on stderr, with the progress).
+    let said = text(&out);
+    for line in [
+        "It is not built: dist/main.js is not in the source. zot builds it with node v",
+        "/npm run build",
+        "  built dist/main.js",
+        "Built dist/main.js.",
+    ] {
+        assert!(said.contains(line), "{line:?} in:\n{}", text(&out));
+    }
+    assert_eq!(
+        call(&home, &cwd, "js-plain", "js_echo", r#"{"a":1}"#),
+        r#"{"a":1}"#
+    );
+    assert_eq!(record(&home, "js-plain")["build"]["recipe"], "npm");
+    assert_ok(&zot(&home, &cwd, &["verify", "js-plain"]));
 }

@@ -51,6 +51,9 @@ pub struct Plan {
     /// `--wasm` of a manifest that runs a program: the staged manifest is made to run
     /// `output` as a component instead (its `exec` and `args` dropped).
     pub runs_component_instead: bool,
+    /// Where the build makes the file, relative to the build's cache, when not at
+    /// `output` (Cargo's target folder is kept there): copied to `output` after it.
+    pub artifact: Option<String>,
 }
 
 impl Plan {
@@ -106,6 +109,14 @@ pub fn plan(tree: &Path, m: &Manifest, target: Target) -> Result<Option<Plan>, I
     let (output, runs_component_instead) = match (target, m.wasm.as_deref(), m.exec.as_deref()) {
         // Already a component: `--wasm` changes nothing.
         (_, Some(wasm), _) => (wasm.to_string(), false),
+        // A program from PATH running a script of the source (`node dist/main.js`): the
+        // script is what a build makes.
+        (Target::Native, None, Some(exec)) if !exec.contains('/') => {
+            match m.args.first().filter(|a| a.contains('/')) {
+                Some(script) => (script.clone(), false),
+                None => return Ok(None),
+            }
+        }
         (Target::Native, None, Some(exec)) => (exec.to_string(), false),
         (Target::Wasm, None, Some(_)) => (format!("{}.wasm", m.name), true),
         // An MCP server: nothing of its own to build.
@@ -119,20 +130,40 @@ pub fn plan(tree: &Path, m: &Manifest, target: Target) -> Result<Option<Plan>, I
         return Ok(None);
     }
     let builds_wasm = runs_component_instead || m.wasm.is_some();
-    let recipe = if tree.join("go.mod").is_file() && (builds_wasm || m.build.is_none()) {
-        Recipe::Go
-    } else if let (Some(argv), false) = (&m.build, runs_component_instead) {
-        return Ok(Some(manifest_plan(argv, output, target)?));
-    } else {
-        return Err(InstallError::NoRecipe {
-            missing: output,
-            wasm: runs_component_instead,
-        });
+    // The manifest's own `build` wins for what the manifest runs; `--wasm` of a program
+    // needs a toolchain's recipe.
+    let own = m.build.as_ref().filter(|_| !runs_component_instead);
+    let recipe = match own {
+        Some(_) => Recipe::Manifest,
+        None if tree.join("go.mod").is_file() => Recipe::Go,
+        None if tree.join("Cargo.toml").is_file() => Recipe::Cargo,
+        None if npm_script(tree, builds_wasm).is_some() => Recipe::Npm,
+        None => {
+            return Err(InstallError::NoRecipe {
+                missing: output,
+                wasm: runs_component_instead,
+            })
+        }
     };
-    match recipe {
-        Recipe::Go => go_plan(tree, output, builds_wasm, runs_component_instead).map(Some),
-        Recipe::Manifest => unreachable!("planned above"),
+    let wasm = Wasm {
+        builds: builds_wasm,
+        instead: runs_component_instead,
+    };
+    match (recipe, own) {
+        (Recipe::Manifest, Some(argv)) => manifest_plan(argv, output, target).map(Some),
+        (Recipe::Go, _) => go_plan(tree, output, wasm).map(Some),
+        (Recipe::Cargo, _) => cargo_plan(tree, m, output, wasm).map(Some),
+        (Recipe::Npm, _) => npm_plan(tree, output, wasm).map(Some),
+        (Recipe::Manifest, None) => unreachable!("a manifest recipe has its argv"),
     }
+}
+
+/// Whether a build makes a component, and whether the manifest is made to run it
+/// instead of a program (`--wasm`).
+#[derive(Clone, Copy)]
+struct Wasm {
+    builds: bool,
+    instead: bool,
 }
 
 /// The manifest's own `build`: its program found as a command is (on `PATH`, or a path
@@ -150,17 +181,13 @@ fn manifest_plan(argv: &[String], output: String, target: Target) -> Result<Plan
         toolchain,
         output,
         runs_component_instead: false,
+        artifact: None,
     })
 }
 
 /// `go build -o <output> .`, for `GOOS=wasip1 GOARCH=wasm` when it builds a module;
 /// `go mod download` first when `go.mod` requires modules and no `vendor/` holds them.
-fn go_plan(
-    tree: &Path,
-    output: String,
-    wasm: bool,
-    runs_component_instead: bool,
-) -> Result<Plan, InstallError> {
+fn go_plan(tree: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError> {
     let toolchain = Toolchain::go()?;
     let go = toolchain.command.clone();
     let requires = std::fs::read_to_string(tree.join("go.mod"))
@@ -176,7 +203,7 @@ fn go_plan(
             fetches: true,
         });
     }
-    let env = match wasm {
+    let env = match wasm.builds {
         true => vec![
             ("GOOS".to_string(), "wasip1".to_string()),
             ("GOARCH".to_string(), "wasm".to_string()),
@@ -199,12 +226,155 @@ fn go_plan(
     });
     Ok(Plan {
         recipe: Recipe::Go,
-        target: if wasm { Target::Wasm } else { Target::Native },
+        target: if wasm.builds {
+            Target::Wasm
+        } else {
+            Target::Native
+        },
         toolchain,
         steps,
         output,
-        runs_component_instead,
+        runs_component_instead: wasm.instead,
+        artifact: None,
     })
+}
+
+/// `cargo build --release --offline --bin <name>` (for `--target wasm32-wasip2` when it
+/// builds a component: a command component), `cargo fetch` first when `Cargo.toml`
+/// has dependencies. The target folder is in the build's cache; the binary named by
+/// the manifest's program (`target/release/demo`: `demo`) is copied into place.
+fn cargo_plan(tree: &Path, m: &Manifest, output: String, wasm: Wasm) -> Result<Plan, InstallError> {
+    let toolchain = Toolchain::cargo(wasm.builds)?;
+    let cargo = toolchain.command.clone();
+    let manifest = std::fs::read_to_string(tree.join("Cargo.toml"))
+        .map_err(InstallError::io("read", tree.join("Cargo.toml")))?;
+    // The binary: the program the manifest runs (for `--wasm`, the one it ran).
+    let program = match wasm.instead {
+        true => m.exec.as_deref().unwrap_or_default(),
+        false => output.as_str(),
+    };
+    let bin = Path::new(program)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let mut steps = Vec::new();
+    if has_dependencies(&manifest) {
+        steps.push(Step {
+            argv: vec![cargo.clone(), "fetch".into()],
+            env: Vec::new(),
+            fetches: true,
+        });
+    }
+    let mut argv = vec![
+        cargo,
+        "build".into(),
+        "--release".into(),
+        "--offline".into(),
+    ];
+    if wasm.builds {
+        argv.extend(["--target".into(), WASM_TARGET.into()]);
+    }
+    argv.extend(["--bin".into(), bin.clone()]);
+    steps.push(Step {
+        argv,
+        env: Vec::new(),
+        fetches: false,
+    });
+    let artifact = match wasm.builds {
+        true => format!("{CARGO_TARGET}/{WASM_TARGET}/release/{bin}.wasm"),
+        false => format!("{CARGO_TARGET}/release/{bin}"),
+    };
+    Ok(Plan {
+        recipe: Recipe::Cargo,
+        target: if wasm.builds {
+            Target::Wasm
+        } else {
+            Target::Native
+        },
+        toolchain,
+        steps,
+        output,
+        runs_component_instead: wasm.instead,
+        artifact: Some(artifact),
+    })
+}
+
+/// The `package.json` script that builds it: `build`, or `build:wasm` for a component
+/// (the TypeScript SDK's scaffold has both); `None` without one.
+fn npm_script(tree: &Path, wasm: bool) -> Option<&'static str> {
+    let text = std::fs::read(tree.join("package.json")).ok()?;
+    let package: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let script = if wasm { "build:wasm" } else { "build" };
+    package["scripts"][script].is_string().then_some(script)
+}
+
+/// `npm ci` (or `npm install` without a lock file) when `package.json` has
+/// dependencies, then `npm run build` (`build:wasm` for a component), which must make
+/// the script (or component) the manifest names.
+fn npm_plan(tree: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError> {
+    let toolchain = Toolchain::npm()?;
+    let npm = toolchain.command.clone();
+    let script = npm_script(tree, wasm.builds).unwrap_or("build");
+    let text = std::fs::read(tree.join("package.json"))
+        .map_err(InstallError::io("read", tree.join("package.json")))?;
+    let package: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
+    let has = |key: &str| package[key].as_object().is_some_and(|o| !o.is_empty());
+    let mut steps = Vec::new();
+    if has("dependencies") || has("devDependencies") {
+        let install = match tree.join("package-lock.json").is_file() {
+            true => "ci",
+            false => "install",
+        };
+        steps.push(Step {
+            argv: vec![npm.clone(), install.into()],
+            env: Vec::new(),
+            fetches: true,
+        });
+    }
+    steps.push(Step {
+        argv: vec![npm, "run".into(), script.into()],
+        env: Vec::new(),
+        fetches: false,
+    });
+    Ok(Plan {
+        recipe: Recipe::Npm,
+        target: if wasm.builds {
+            Target::Wasm
+        } else {
+            Target::Native
+        },
+        toolchain,
+        steps,
+        output,
+        runs_component_instead: wasm.instead,
+        artifact: None,
+    })
+}
+
+/// The target a Rust source is built for to run in the sandbox: a command component.
+pub const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// Cargo's target folder, in the build's cache.
+pub const CARGO_TARGET: &str = "cargo-target";
+
+/// Whether a `Cargo.toml` names a dependency (in any `…dependencies` table): then its
+/// packages are fetched first. One it names that this misses makes the offline build
+/// fail, saying which package it lacks.
+fn has_dependencies(cargo_toml: &str) -> bool {
+    let mut in_table = false;
+    for line in cargo_toml.lines().map(str::trim) {
+        if line.starts_with('[') {
+            let table = line.trim_matches(|c| c == '[' || c == ']');
+            in_table = table.ends_with("dependencies");
+            if table.contains("dependencies.") {
+                return true;
+            }
+        } else if in_table && !line.is_empty() && !line.starts_with('#') {
+            return true;
+        }
+    }
+    false
 }
 
 /// `path` as a plain relative path inside a folder (`./x` → `x`), or `None` when it
@@ -228,6 +398,21 @@ fn inside(path: &str, file: bool) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cargo_toml_with_a_dependency_in_any_table_fetches() {
+        let plain = "[package]\nname = \"x\"\n\n[dependencies]\n# none yet\n\n[profile.release]\nlto = true\n";
+        assert!(!has_dependencies(plain));
+        for with in [
+            "[dependencies]\nserde = \"1\"\n",
+            "[target.'cfg(unix)'.dependencies]\nlibc = \"0.2\"\n",
+            "[dev-dependencies]\nx = { path = \"x\" }\n",
+            "[dependencies.serde]\nversion = \"1\"\n",
+            "[workspace.dependencies]\nserde = \"1\"\n",
+        ] {
+            assert!(has_dependencies(with), "{with}");
+        }
+    }
 
     #[test]
     fn only_a_path_inside_the_folder_is_the_source_s_to_build() {

@@ -79,7 +79,39 @@ pub fn run(
             });
         }
     }
-    Ok(())
+    match &plan.artifact {
+        Some(artifact) => copy_artifact(place, artifact, &plan.output),
+        None => Ok(()),
+    }
+}
+
+/// Copies the file the build made at `artifact` in its cache to `output` in the
+/// source's copy. Every process of the build is gone: what it left is read where it
+/// resolves inside the cache, as a file, and written without following a link.
+fn copy_artifact(place: &Place<'_>, artifact: &str, output: &str) -> Result<(), InstallError> {
+    let made = place.cache_path.join(artifact);
+    let inside = match (made.canonicalize(), place.cache_path.canonicalize()) {
+        (Ok(file), Ok(cache)) => file.starts_with(cache) && file.is_file(),
+        (Err(_), _) | (_, Err(_)) => false,
+    };
+    if !inside {
+        return Err(InstallError::BuiltNothing(artifact.to_string()));
+    }
+    let output = Path::new(output);
+    let (parent, name) = match (output.parent(), output.file_name().and_then(|n| n.to_str())) {
+        (Some(parent), Some(name)) => (parent, name),
+        (None, _) | (_, None) => {
+            return Err(InstallError::BuiltNothing(output.display().to_string()))
+        }
+    };
+    use crate::util::safe_write::SafeDir;
+    let dir = match parent.as_os_str().is_empty() {
+        true => SafeDir::open(place.tree),
+        false => SafeDir::beneath(place.tree, parent, true),
+    }
+    .map_err(InstallError::io("create", place.tree.join(parent)))?;
+    dir.copy_from(name, &made)
+        .map_err(InstallError::io("write", place.tree.join(output)))
 }
 
 /// One step, confined; `Err` says why it failed.
@@ -165,6 +197,8 @@ fn run_step(
                     progress.output(&line);
                 }
             }
+            // What it left running in its group ends with it.
+            kill_group(&child);
             return match status.success() {
                 true => Ok(()),
                 false => Err(format!("it ended with {status}")),
@@ -198,6 +232,35 @@ fn environment(plan: &Plan, place: &Place<'_>, home: &Path, tmp: &Path) -> Vec<(
     let cache = |sub: &str| place.cache_path.join(sub).display().to_string();
     match plan.recipe {
         Recipe::Manifest => {}
+        Recipe::Npm => env.extend([
+            ("npm_config_cache".to_string(), cache("npm")),
+            (
+                "npm_config_update_notifier".to_string(),
+                "false".to_string(),
+            ),
+            ("npm_config_fund".to_string(), "false".to_string()),
+            ("npm_config_audit".to_string(), "false".to_string()),
+        ]),
+        Recipe::Cargo => {
+            env.extend([
+                ("CARGO_HOME".to_string(), cache("cargo-home")),
+                ("CARGO_TARGET_DIR".to_string(), cache(super::CARGO_TARGET)),
+                ("RUSTUP_AUTO_INSTALL".to_string(), "0".to_string()),
+                ("CARGO_TERM_COLOR".to_string(), "never".to_string()),
+                // No staging path in the program: the same source builds the same file.
+                (
+                    "RUSTFLAGS".to_string(),
+                    format!("--remap-path-prefix={}=.", place.tree.display()),
+                ),
+            ]);
+            if let Some(home) = super::toolchain::rustup_home() {
+                env.push(("RUSTUP_HOME".to_string(), home.display().to_string()));
+            }
+            // The toolchain the user chose, whose version the prompt showed.
+            if let Ok(toolchain) = std::env::var("RUSTUP_TOOLCHAIN") {
+                env.push(("RUSTUP_TOOLCHAIN".to_string(), toolchain));
+            }
+        }
         Recipe::Go => {
             env.extend([
                 ("GOCACHE".to_string(), cache("go-build")),
