@@ -275,7 +275,11 @@ impl Extension {
             st.hello_after = Some(spawned.elapsed());
             st.hello = Some(hello);
         }
-        if let Err(e) = self.send(&HostFrame::HelloAck(ack)) {
+        // Straight to the transport, as a request goes: queued behind the one-way frames
+        // it would be overtaken by a call made the moment `ready` follows, and the
+        // extension would meet the call before its data dir.
+        let ack = self.inner.outbound(&HostFrame::HelloAck(ack), None);
+        if let Err(e) = self.inner.outbound.try_send(ack) {
             self.inner
                 .log
                 .warn(&format!("could not send hello_ack: {e}"));

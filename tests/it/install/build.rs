@@ -101,7 +101,7 @@ fn a_go_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
     let said = stdout(&out);
     for line in [
         "It is not built: go-async is not in the source. zot builds it with go version go1.27.3 ",
-        "/go build -trimpath -o go-async .",
+        "/go build -trimpath -buildvcs=false -o go-async .",
         "The build runs confined (Landlock and seccomp), in a copy of the source:",
         "  - network: none",
         "Built go-async.",
@@ -126,8 +126,8 @@ fn a_go_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
     let said = stdout(&out);
     for line in [
         "GOOS=wasip1 GOARCH=wasm ",
-        "/go build -trimpath -o go-async-wasm.wasm .",
-        "Built go-async-wasm.wasm.",
+        "/go build -trimpath -buildvcs=false -o go-async.wasm .",
+        "Built go-async.wasm.",
         "It is a sandboxed WebAssembly component. It asks to:",
     ] {
         assert!(said.contains(line), "{line:?} in:\n{}", text(&out));
@@ -136,7 +136,8 @@ fn a_go_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
         &std::fs::read_to_string(home.join("extensions/go-async-wasm/extension.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(m["wasm"], "go-async-wasm.wasm", "{m}");
+    // Named as the source names it (`--name` names the install).
+    assert_eq!(m["wasm"], "go-async.wasm", "{m}");
     assert!(m.get("exec").is_none(), "{m}");
 
     // Both answer alike, each with its own data dir.
@@ -166,7 +167,7 @@ fn a_go_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
 
     for (name, target, output) in [
         ("go-async", "native", "go-async"),
-        ("go-async-wasm", "wasm", "go-async-wasm.wasm"),
+        ("go-async-wasm", "wasm", "go-async.wasm"),
     ] {
         let r = record(&home, name);
         let build = &r["build"];
@@ -445,17 +446,15 @@ fn a_rust_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
     let wasm = rust(&["install", &url, "--wasm", "--yes", "--name", "rs-wasm"]);
     for line in [
         "/cargo build --release --offline --target wasm32-wasip2 --bin rs-plain",
-        "Built rs-wasm.wasm.",
+        "Built rs-plain.wasm.",
         "It is a sandboxed WebAssembly component. It asks to:",
     ] {
         assert!(wasm.contains(line), "{line:?} in:\n{wasm}");
     }
     for (name, target) in [("rs-plain", "native"), ("rs-wasm", "wasm")] {
-        assert_eq!(
-            call(&home, &cwd, name, "rs_count", "{}"),
-            "call 1",
-            "{name}"
-        );
+        let first = call(&home, &cwd, name, "rs_count", "{}");
+        let log = std::fs::read_to_string(home.join(format!("logs/ext-{name}.log")));
+        assert_eq!(first, "call 1", "{name}: {log:?}");
         assert_eq!(
             call(&home, &cwd, name, "rs_count", "{}"),
             "call 2",
@@ -579,4 +578,115 @@ fn a_node_source_is_built_by_its_build_script() {
     );
     assert_eq!(record(&home, "js-plain")["build"]["recipe"], "npm");
     assert_ok(&zot(&home, &cwd, &["verify", "js-plain"]));
+}
+
+/// A TypeScript source on the `@zot/ext` SDK in a monorepo — the SDK (`file:` dependency)
+/// and the WIT package beside it, as in this repository — installed from git with
+/// `--path`: built in the whole source (`npm ci` fetching its pinned tools over HTTPS,
+/// then `npm run build`, or `build:wasm` with `--wasm`, a component installed
+/// sandboxed); both answer alike.
+#[test]
+fn a_typescript_source_in_a_monorepo_is_built_natively_and_for_the_sandbox() {
+    let scratch = TempDir::new("build-ts");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let repo = scratch.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    // The committed files only (no `node_modules/`, no build).
+    let archive = Command::new("git")
+        .args([
+            "archive",
+            "--format=tar",
+            "HEAD",
+            "wit",
+            "guest-sdk/ts",
+            "examples/ts-hello",
+        ])
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    assert!(archive.status.success(), "{}", text(&archive));
+    let mut tar = Command::new("tar")
+        .args(["-x", "-C"])
+        .arg(&repo)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(tar.stdin.as_mut().unwrap(), &archive.stdout).unwrap();
+    assert!(tar.wait().unwrap().success());
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "the monorepo"]);
+    let url = format!("file://{}", repo.display());
+    let install = |extra: &[&str]| {
+        let mut args = vec![
+            "install",
+            url.as_str(),
+            "--path",
+            "examples/ts-hello",
+            "--yes",
+        ];
+        args.extend(extra);
+        let out = zot(&home, &cwd, &args);
+        assert_ok(&out);
+        text(&out)
+    };
+    let native = install(&[]);
+    for line in [
+        "It is not built: dist/main.js is not in the source. zot builds it with node v",
+        "/npm ci\n",
+        "/npm run build\n",
+        "network: only `",
+        "Built dist/main.js.",
+    ] {
+        assert!(native.contains(line), "{line:?} in:\n{native}");
+    }
+    let wasm = install(&["--wasm", "--name", "ts-hello-wasm"]);
+    for line in [
+        "/npm run build:wasm\n",
+        "Built ts-hello.wasm.",
+        "It is a sandboxed WebAssembly component. It asks to:",
+    ] {
+        assert!(wasm.contains(line), "{line:?} in:\n{wasm}");
+    }
+    let shout = |name: &str| call(&home, &cwd, name, "shout", r#"{"text":"hi"}"#);
+    assert_eq!(shout("ts-hello"), shout("ts-hello-wasm"));
+    for (name, target) in [("ts-hello", "native"), ("ts-hello-wasm", "wasm")] {
+        let r = record(&home, name);
+        assert_eq!(r["build"]["recipe"], "npm", "{r}");
+        assert_eq!(r["build"]["target"], target, "{r}");
+        assert_ok(&zot(&home, &cwd, &["verify", name]));
+    }
+}
+
+/// A folder of a local source, with its Go module at the top (`--path ext`): built in a
+/// copy of the whole source (the module is found above the folder), never in the
+/// user's folder, which is left as it was.
+#[test]
+fn a_folder_of_a_local_module_is_built_in_a_copy_of_the_whole_source() {
+    let scratch = TempDir::new("build-mono");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let src = scratch.path().join("src");
+    std::fs::create_dir_all(src.join("ext")).unwrap();
+    for file in ["main.go", "extension.json"] {
+        let from = workspace().join("tests/extensions/go-async").join(file);
+        std::fs::copy(from, src.join("ext").join(file)).unwrap();
+    }
+    std::fs::write(src.join("go.mod"), "module example.com/mono\n\ngo 1.21\n").unwrap();
+    let before: Vec<_> = std::fs::read_dir(src.join("ext"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let args = ["install", src.to_str().unwrap(), "--path", "ext", "--yes"];
+    let out = zot_on(&go_path(), &home, &cwd, &args);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("Built go-async."), "{}", text(&out));
+    assert_eq!(call(&home, &cwd, "go-async", "go_count", "{}"), "call 1");
+    let after: Vec<_> = std::fs::read_dir(src.join("ext"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before, after, "the build wrote in the user's folder");
+    assert!(!src.join("ext/go-async").exists());
 }

@@ -140,9 +140,11 @@ pub struct Staged {
     /// rename, or a bare component's hello), when that is another one. Its hello may
     /// still give it; the host uses the manifest's.
     pub renamed_from: Option<String>,
-    /// What must be built before it can be installed ([`Staged::build`]), with the
+    /// What must be built before it can be installed ([`Staged::run_build`]), with the
     /// user's consent.
     pub build: Option<build::Plan>,
+    /// With `--path` and a build: the whole source it runs in.
+    whole: Option<build::Whole>,
 }
 
 /// Compiles the component `wasm` into the cache within `compiler`'s limits, once the
@@ -195,11 +197,12 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
     let sub = req.path.as_deref().map(fetch::sub_path).transpose()?;
     // The name the extension gives itself, when `--name` renames it.
     let mut own_name = None;
-    let (kind, source, commit) = match source {
+    // With `--path`, the whole source the folder is in: a build runs there.
+    let (kind, source, commit, whole) = match source {
         InstallSource::Dir(dir) => {
             let src = source_dir(dir)?;
             let (from, real) = fetch::open_sub(&src, sub.as_deref(), req.path.as_deref())?;
-            let from_path = src.join(real);
+            let from_path = src.join(&real);
             if req
                 .root
                 .canonicalize()
@@ -208,14 +211,22 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
                 return Err(InstallError::SourceContainsRoot(from_path));
             }
             fetch::copy_dir(&from, &tree)?;
-            (SourceKind::Dir, src.display().to_string(), None)
+            let whole = sub.as_ref().map(|_| build::Whole::Copied {
+                top: src.clone(),
+                sub: real,
+            });
+            (SourceKind::Dir, src.display().to_string(), None, whole)
         }
         InstallSource::Git(url) => {
             let checkout = staging.path.join("checkout");
             let commit = fetch::clone(url, req.git_ref.as_deref(), &checkout, progress)?;
-            let (from, _) = fetch::open_sub(&checkout, sub.as_deref(), req.path.as_deref())?;
+            let (from, real) = fetch::open_sub(&checkout, sub.as_deref(), req.path.as_deref())?;
             fetch::copy_dir(&from, &tree)?;
-            (SourceKind::Git, url.clone(), Some(commit))
+            let whole = sub.as_ref().map(|_| build::Whole::Cloned {
+                top: checkout.clone(),
+                sub: real,
+            });
+            (SourceKind::Git, url.clone(), Some(commit), whole)
         }
         InstallSource::Wasm(file) => {
             if req.path.is_some() {
@@ -225,7 +236,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
                 .canonicalize()
                 .map_err(InstallError::io("read", file))?;
             own_name = Some(stage_component(&file, &tree, req, progress).await?);
-            (SourceKind::Wasm, file.display().to_string(), None)
+            (SourceKind::Wasm, file.display().to_string(), None, None)
         }
     };
     if let Some(name) = &req.name {
@@ -242,7 +253,9 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
     if req.wasm && kind == SourceKind::Wasm {
         return Err(InstallError::WasmNeedsSource);
     }
-    let plan = build::plan(&tree, &manifest, target)?;
+    // A component built for `--wasm` is named as the source names the extension.
+    let source_name = own_name.as_deref().unwrap_or(&manifest.name);
+    let plan = build::plan(&tree, &manifest, (target, source_name), whole.as_ref())?;
     let program = match manifest.launch(&tree) {
         _ if plan.is_some() => None,
         manifest::Launch::Wasm(path) => Some(path),
@@ -267,7 +280,11 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         files,
         build: None,
     };
-    drop(fs::remove_dir_all(staging.path.join("checkout")));
+    // The clone is kept only for a build in it.
+    let whole = whole.filter(|_| plan.is_some());
+    if !matches!(whole, Some(build::Whole::Cloned { .. })) {
+        drop(fs::remove_dir_all(staging.path.join("checkout")));
+    }
     Ok(Staged {
         staging,
         tree,
@@ -277,6 +294,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         manifest,
         record,
         build: plan,
+        whole,
     })
 }
 
@@ -359,8 +377,21 @@ impl Staged {
             .map_err(InstallError::io("open", &self.staging.path))?;
         let logs = self.home.logs_dir();
         fs::create_dir_all(&logs).map_err(InstallError::io("create", &logs))?;
+        let dir = match (&self.whole, plan.in_whole) {
+            (Some(build::Whole::Cloned { top, sub }), true) => top.join(sub),
+            // The user's folder is copied (as an install copies), never built in.
+            (Some(build::Whole::Copied { top, sub }), true) => {
+                let copy = self.staging.path.join("source");
+                let from = Dir::open_ambient_dir(top, cap_std::ambient_authority())
+                    .map_err(InstallError::io("open", top))?;
+                fetch::copy_dir(&from, &copy)?;
+                copy.join(sub)
+            }
+            (None, _) | (Some(_), false) => self.tree.clone(),
+        };
         let place = build::Place {
             tree: &self.tree,
+            dir: &dir,
             staging: handle(staging),
             staging_path: &self.staging.path,
             cache: handle(cache.into_dir()),

@@ -17,7 +17,7 @@ pub use toolchain::Toolchain;
 use super::InstallError;
 use crate::manifest::Manifest;
 pub use crate::records::provenance::{Built, Recipe, Target};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 /// One command of a build, run in the source's copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +39,32 @@ impl Step {
     }
 }
 
+/// The whole source an extension installed with `--path` is a folder of. Its build runs
+/// in the folder there, as in a checkout: a Go module, a Cargo workspace or an npm
+/// `file:` dependency above the folder is found.
+#[derive(Debug, Clone)]
+pub enum Whole {
+    /// The clone, in the staging folder.
+    Cloned { top: PathBuf, sub: PathBuf },
+    /// The user's folder, never built in: copied into the staging folder first.
+    Copied { top: PathBuf, sub: PathBuf },
+}
+
+impl Whole {
+    /// The extension's folder in it.
+    pub fn folder(&self) -> PathBuf {
+        match self {
+            Whole::Cloned { top, sub } | Whole::Copied { top, sub } => top.join(sub),
+        }
+    }
+
+    fn top(&self) -> &Path {
+        match self {
+            Whole::Cloned { top, .. } | Whole::Copied { top, .. } => top,
+        }
+    }
+}
+
 /// What an install will build, and how: shown to the user, who consents before it runs.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -54,6 +80,9 @@ pub struct Plan {
     /// Where the build makes the file, relative to the build's cache, when not at
     /// `output` (Cargo's target folder is kept there): copied to `output` after it.
     pub artifact: Option<String>,
+    /// It runs in the extension's folder of the whole source ([`Whole`]), not in the
+    /// staged copy of the folder: what it makes is copied there after it.
+    pub in_whole: bool,
 }
 
 impl Plan {
@@ -102,10 +131,18 @@ impl Plan {
     }
 }
 
-/// How to build what `m` (staged in `tree`) runs, for `target`; `None` when it needs no
-/// build (the program or component is there, or runs from `PATH`). An error when it
-/// needs one and none can be made: no recipe, or its toolchain is missing.
-pub fn plan(tree: &Path, m: &Manifest, target: Target) -> Result<Option<Plan>, InstallError> {
+/// How to build what `m` (staged in `tree`, a folder of `whole` with `--path`) runs, for
+/// `target` (a component built for `--wasm` is `<name>.wasm`, `name` the one the source
+/// gives it, which its `build:wasm` script may use too); `None` when it needs no build (the program or component is there, or runs
+/// from `PATH`). An error when it needs one and none can be made: no recipe, or its
+/// toolchain is missing. A Go module or Cargo package is looked for in the folder, then
+/// in the folders above it up to the top of the source.
+pub fn plan(
+    tree: &Path,
+    m: &Manifest,
+    (target, name): (Target, &str),
+    whole: Option<&Whole>,
+) -> Result<Option<Plan>, InstallError> {
     let (output, runs_component_instead) = match (target, m.wasm.as_deref(), m.exec.as_deref()) {
         // Already a component: `--wasm` changes nothing.
         (_, Some(wasm), _) => (wasm.to_string(), false),
@@ -118,7 +155,7 @@ pub fn plan(tree: &Path, m: &Manifest, target: Target) -> Result<Option<Plan>, I
             }
         }
         (Target::Native, None, Some(exec)) => (exec.to_string(), false),
-        (Target::Wasm, None, Some(_)) => (format!("{}.wasm", m.name), true),
+        (Target::Wasm, None, Some(_)) => (format!("{name}.wasm"), true),
         // An MCP server: nothing of its own to build.
         (_, None, None) => return Ok(None),
     };
@@ -133,29 +170,49 @@ pub fn plan(tree: &Path, m: &Manifest, target: Target) -> Result<Option<Plan>, I
     // The manifest's own `build` wins for what the manifest runs; `--wasm` of a program
     // needs a toolchain's recipe.
     let own = m.build.as_ref().filter(|_| !runs_component_instead);
+    // The folders a module or package may be declared in: the extension's, then up.
+    let mut above = vec![tree.to_path_buf()];
+    if let Some(whole) = whole {
+        let folder = whole.folder();
+        let top = whole.top();
+        above.extend(
+            folder
+                .ancestors()
+                .skip(1)
+                .take_while(|dir| dir.starts_with(top))
+                .map(Path::to_path_buf),
+        );
+    }
+    let declared = |file: &str| above.iter().find(|dir| dir.join(file).is_file()).cloned();
     let recipe = match own {
-        Some(_) => Recipe::Manifest,
-        None if tree.join("go.mod").is_file() => Recipe::Go,
-        None if tree.join("Cargo.toml").is_file() => Recipe::Cargo,
-        None if npm_script(tree, builds_wasm).is_some() => Recipe::Npm,
-        None => {
-            return Err(InstallError::NoRecipe {
-                missing: output,
-                wasm: runs_component_instead,
-            })
-        }
+        Some(_) => (Recipe::Manifest, tree.to_path_buf()),
+        None => match (declared("go.mod"), declared("Cargo.toml")) {
+            (Some(dir), _) => (Recipe::Go, dir),
+            (None, Some(dir)) => (Recipe::Cargo, dir),
+            (None, None) if npm_script(tree, builds_wasm).is_some() => {
+                (Recipe::Npm, tree.to_path_buf())
+            }
+            (None, None) => {
+                return Err(InstallError::NoRecipe {
+                    missing: output,
+                    wasm: runs_component_instead,
+                })
+            }
+        },
     };
     let wasm = Wasm {
         builds: builds_wasm,
         instead: runs_component_instead,
     };
-    match (recipe, own) {
-        (Recipe::Manifest, Some(argv)) => manifest_plan(argv, output, target).map(Some),
-        (Recipe::Go, _) => go_plan(tree, output, wasm).map(Some),
-        (Recipe::Cargo, _) => cargo_plan(tree, m, output, wasm).map(Some),
-        (Recipe::Npm, _) => npm_plan(tree, output, wasm).map(Some),
-        (Recipe::Manifest, None) => unreachable!("a manifest recipe has its argv"),
-    }
+    let mut plan = match (recipe, own) {
+        ((Recipe::Manifest, _), Some(argv)) => manifest_plan(argv, output, target)?,
+        ((Recipe::Go, dir), _) => go_plan(&dir, output, wasm)?,
+        ((Recipe::Cargo, dir), _) => cargo_plan(&dir, m, output, wasm)?,
+        ((Recipe::Npm, dir), _) => npm_plan(&dir, output, wasm)?,
+        ((Recipe::Manifest, _), None) => unreachable!("a manifest recipe has its argv"),
+    };
+    plan.in_whole = whole.is_some();
+    Ok(Some(plan))
 }
 
 /// Whether a build makes a component, and whether the manifest is made to run it
@@ -182,19 +239,20 @@ fn manifest_plan(argv: &[String], output: String, target: Target) -> Result<Plan
         output,
         runs_component_instead: false,
         artifact: None,
+        in_whole: false,
     })
 }
 
 /// `go build -o <output> .`, for `GOOS=wasip1 GOARCH=wasm` when it builds a module;
 /// `go mod download` first when `go.mod` requires modules and no `vendor/` holds them.
-fn go_plan(tree: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError> {
+fn go_plan(dir: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError> {
     let toolchain = Toolchain::go()?;
     let go = toolchain.command.clone();
-    let requires = std::fs::read_to_string(tree.join("go.mod"))
-        .map_err(InstallError::io("read", tree.join("go.mod")))?
+    let requires = std::fs::read_to_string(dir.join("go.mod"))
+        .map_err(InstallError::io("read", dir.join("go.mod")))?
         .lines()
         .any(|l| l.trim_start().starts_with("require"));
-    let vendored = tree.join("vendor/modules.txt").is_file();
+    let vendored = dir.join("vendor/modules.txt").is_file();
     let mut steps = Vec::new();
     if requires && !vendored {
         steps.push(Step {
@@ -217,6 +275,8 @@ fn go_plan(tree: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError
             go,
             "build".into(),
             "-trimpath".into(),
+            // No `git` run on the clone to stamp the program.
+            "-buildvcs=false".into(),
             "-o".into(),
             output.clone(),
             ".".into(),
@@ -236,6 +296,7 @@ fn go_plan(tree: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError
         output,
         runs_component_instead: wasm.instead,
         artifact: None,
+        in_whole: false,
     })
 }
 
@@ -243,11 +304,11 @@ fn go_plan(tree: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError
 /// builds a component: a command component), `cargo fetch` first when `Cargo.toml`
 /// has dependencies. The target folder is in the build's cache; the binary named by
 /// the manifest's program (`target/release/demo`: `demo`) is copied into place.
-fn cargo_plan(tree: &Path, m: &Manifest, output: String, wasm: Wasm) -> Result<Plan, InstallError> {
+fn cargo_plan(dir: &Path, m: &Manifest, output: String, wasm: Wasm) -> Result<Plan, InstallError> {
     let toolchain = Toolchain::cargo(wasm.builds)?;
     let cargo = toolchain.command.clone();
-    let manifest = std::fs::read_to_string(tree.join("Cargo.toml"))
-        .map_err(InstallError::io("read", tree.join("Cargo.toml")))?;
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+        .map_err(InstallError::io("read", dir.join("Cargo.toml")))?;
     // The binary: the program the manifest runs (for `--wasm`, the one it ran).
     let program = match wasm.instead {
         true => m.exec.as_deref().unwrap_or_default(),
@@ -297,13 +358,14 @@ fn cargo_plan(tree: &Path, m: &Manifest, output: String, wasm: Wasm) -> Result<P
         output,
         runs_component_instead: wasm.instead,
         artifact: Some(artifact),
+        in_whole: false,
     })
 }
 
 /// The `package.json` script that builds it: `build`, or `build:wasm` for a component
 /// (the TypeScript SDK's scaffold has both); `None` without one.
-fn npm_script(tree: &Path, wasm: bool) -> Option<&'static str> {
-    let text = std::fs::read(tree.join("package.json")).ok()?;
+fn npm_script(dir: &Path, wasm: bool) -> Option<&'static str> {
+    let text = std::fs::read(dir.join("package.json")).ok()?;
     let package: serde_json::Value = serde_json::from_slice(&text).ok()?;
     let script = if wasm { "build:wasm" } else { "build" };
     package["scripts"][script].is_string().then_some(script)
@@ -312,17 +374,17 @@ fn npm_script(tree: &Path, wasm: bool) -> Option<&'static str> {
 /// `npm ci` (or `npm install` without a lock file) when `package.json` has
 /// dependencies, then `npm run build` (`build:wasm` for a component), which must make
 /// the script (or component) the manifest names.
-fn npm_plan(tree: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError> {
+fn npm_plan(dir: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError> {
     let toolchain = Toolchain::npm()?;
     let npm = toolchain.command.clone();
-    let script = npm_script(tree, wasm.builds).unwrap_or("build");
-    let text = std::fs::read(tree.join("package.json"))
-        .map_err(InstallError::io("read", tree.join("package.json")))?;
+    let script = npm_script(dir, wasm.builds).unwrap_or("build");
+    let text = std::fs::read(dir.join("package.json"))
+        .map_err(InstallError::io("read", dir.join("package.json")))?;
     let package: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
     let has = |key: &str| package[key].as_object().is_some_and(|o| !o.is_empty());
     let mut steps = Vec::new();
     if has("dependencies") || has("devDependencies") {
-        let install = match tree.join("package-lock.json").is_file() {
+        let install = match dir.join("package-lock.json").is_file() {
             true => "ci",
             false => "install",
         };
@@ -349,6 +411,7 @@ fn npm_plan(tree: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallErro
         output,
         runs_component_instead: wasm.instead,
         artifact: None,
+        in_whole: false,
     })
 }
 

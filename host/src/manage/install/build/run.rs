@@ -25,6 +25,8 @@ const TAIL: usize = 20;
 /// and the log every line goes to.
 pub struct Place<'a> {
     pub tree: &'a Path,
+    /// Where the steps run: `tree`, or the extension's folder in the whole source.
+    pub dir: &'a Path,
     pub staging: Arc<OwnedFd>,
     pub staging_path: &'a Path,
     pub cache: Arc<OwnedFd>,
@@ -80,37 +82,34 @@ pub fn run(
         }
     }
     match &plan.artifact {
-        Some(artifact) => copy_artifact(place, artifact, &plan.output),
+        Some(artifact) => copy_made(place, place.cache_path, artifact, &plan.output),
+        None if place.dir != place.tree => copy_made(place, place.dir, &plan.output, &plan.output),
         None => Ok(()),
     }
 }
 
-/// Copies the file the build made at `artifact` in its cache to `output` in the
-/// source's copy. Every process of the build is gone: what it left is read where it
-/// resolves inside the cache, as a file, and written without following a link.
-fn copy_artifact(place: &Place<'_>, artifact: &str, output: &str) -> Result<(), InstallError> {
-    let made = place.cache_path.join(artifact);
-    let inside = match (made.canonicalize(), place.cache_path.canonicalize()) {
-        (Ok(file), Ok(cache)) => file.starts_with(cache) && file.is_file(),
+/// Copies the file the build made at `made` in `from` (its cache, or the folder it ran
+/// in) to `output` in the extension's copy. Every process of the build is gone: what it
+/// left is read where it resolves inside `from`, as a file, and written without
+/// following a link.
+fn copy_made(place: &Place<'_>, from: &Path, made: &str, output: &str) -> Result<(), InstallError> {
+    use crate::util::safe_write::SafeDir;
+    let file = from.join(made);
+    let inside = match (file.canonicalize(), from.canonicalize()) {
+        (Ok(file), Ok(from)) => file.starts_with(from) && file.is_file(),
         (Err(_), _) | (_, Err(_)) => false,
     };
-    if !inside {
-        return Err(InstallError::BuiltNothing(artifact.to_string()));
-    }
     let output = Path::new(output);
     let (parent, name) = match (output.parent(), output.file_name().and_then(|n| n.to_str())) {
-        (Some(parent), Some(name)) => (parent, name),
-        (None, _) | (_, None) => {
-            return Err(InstallError::BuiltNothing(output.display().to_string()))
-        }
+        (Some(parent), Some(name)) if inside => (parent, name),
+        (_, _) => return Err(InstallError::BuiltNothing(made.to_string())),
     };
-    use crate::util::safe_write::SafeDir;
     let dir = match parent.as_os_str().is_empty() {
         true => SafeDir::open(place.tree),
         false => SafeDir::beneath(place.tree, parent, true),
     }
     .map_err(InstallError::io("create", place.tree.join(parent)))?;
-    dir.copy_from(name, &made)
+    dir.copy_from(name, &file)
         .map_err(InstallError::io("write", place.tree.join(output)))
 }
 
@@ -134,13 +133,13 @@ fn run_step(
         }
     }
     let program = match step.argv[0].contains('/') {
-        true => place.tree.join(&step.argv[0]),
+        true => place.dir.join(&step.argv[0]),
         false => PathBuf::from(&step.argv[0]),
     };
     let mut command = Command::new(&program);
     command
         .args(&step.argv[1..])
-        .current_dir(place.tree)
+        .current_dir(place.dir)
         .env_clear()
         .envs(environment(plan, place, home, tmp))
         .envs(step.env.iter().map(|(k, v)| (k, v)))
@@ -250,7 +249,7 @@ fn environment(plan: &Plan, place: &Place<'_>, home: &Path, tmp: &Path) -> Vec<(
                 // No staging path in the program: the same source builds the same file.
                 (
                     "RUSTFLAGS".to_string(),
-                    format!("--remap-path-prefix={}=.", place.tree.display()),
+                    format!("--remap-path-prefix={}=.", place.dir.display()),
                 ),
             ]);
             if let Some(home) = super::toolchain::rustup_home() {
