@@ -5,11 +5,23 @@ use crate::caps::registrations::{REGISTRATIONS, REGISTRATION_BYTES};
 use crate::transport::memory::{pair, Peer};
 use serde_json::json;
 
-struct NoHub(Timeouts);
+/// A hub with no tools; with `true`, it calls the extension the moment it is ready:
+/// from the `ready` callback itself, before any other task (the one-way queue's pump)
+/// runs.
+struct NoHub(Timeouts, bool);
 
 impl Hub for NoHub {
     fn register(&self, _: &Extension, _: Registration) {}
-    fn ready(&self, _: &Extension) {}
+    fn ready(&self, ext: &Extension) {
+        if !self.1 {
+            return;
+        }
+        let call = ext.call_tool("x", json!({}), Duration::from_secs(5));
+        let mut call = std::pin::pin!(call);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        // Its first poll sends the `tool_call`; the answer is not waited for.
+        assert!(call.as_mut().poll(&mut cx).is_pending());
+    }
     fn exited(&self, _: &Extension) {}
     fn call_tool(
         &self,
@@ -33,7 +45,7 @@ fn start_t(conn: Connection, notes: EventQueue) -> Extension {
         log,
         conn,
         HelloAck::default(),
-        Arc::new(NoHub(Timeouts::default())),
+        Arc::new(NoHub(Timeouts::default(), false)),
         notes,
     )
 }
@@ -48,33 +60,6 @@ async fn started(queue: usize) -> (Extension, Peer, mpsc::Receiver<HostEvent>) {
     (ext, peer, notes_rx)
 }
 
-/// Calls the extension the moment it is ready: the call is sent from the `ready`
-/// callback itself, before any other task (the one-way queue's pump) runs.
-struct CallsWhenReady(Timeouts);
-
-impl Hub for CallsWhenReady {
-    fn register(&self, _: &Extension, _: Registration) {}
-    fn ready(&self, ext: &Extension) {
-        let call = ext.call_tool("x", json!({}), Duration::from_secs(5));
-        let mut call = std::pin::pin!(call);
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        // Its first poll sends the `tool_call`; the answer is not waited for.
-        assert!(call.as_mut().poll(&mut cx).is_pending());
-    }
-    fn exited(&self, _: &Extension) {}
-    fn call_tool(
-        &self,
-        _: &Extension,
-        name: String,
-        _: Value,
-    ) -> Pin<Box<dyn Future<Output = Result<ToolResult, CallError>> + Send>> {
-        Box::pin(async move { Err(CallError::NotFound(format!("tool named {name:?}"))) })
-    }
-    fn timeouts(&self) -> &Timeouts {
-        &self.0
-    }
-}
-
 /// `hello_ack` is the first frame an extension reads, even when the host calls it the
 /// moment `ready` follows `hello`.
 #[tokio::test]
@@ -82,7 +67,7 @@ async fn hello_ack_comes_before_a_call_made_the_moment_it_is_ready() {
     let (conn, mut peer) = pair(16);
     let (notes, _notes_rx) = EventQueue::channel();
     let log = ExtLog::open(&std::env::temp_dir().join("zot-unit-ext.log"));
-    let hub = Arc::new(CallsWhenReady(Timeouts::default()));
+    let hub = Arc::new(NoHub(Timeouts::default(), true));
     let _ext = Extension::start("t".into(), 0, log, conn, HelloAck::default(), hub, notes);
     peer.print(r#"{"type":"hello","name":"t","version":"1"}"#)
         .await;

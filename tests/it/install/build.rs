@@ -32,6 +32,32 @@ fn zot_env(env: &[(&str, &str)], home: &Path, cwd: &Path, args: &[&str]) -> Outp
         .expect("zot runs")
 }
 
+/// `repo` made a git repository of one commit: its `file://` URL.
+fn committed(repo: &Path) -> String {
+    git(repo, &["init", "-q"]);
+    git(repo, &["add", "."]);
+    git(repo, &["commit", "-qm", "the source"]);
+    format!("file://{}", repo.display())
+}
+
+/// Every one of `lines` is in `said`.
+#[track_caller]
+fn says(said: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(said.contains(line), "{line:?} in:\n{said}");
+    }
+}
+
+/// The `list --json` entry of `name`.
+fn listed(home: &Path, cwd: &Path, name: &str) -> Value {
+    let list = zot(home, cwd, &["list", "--json"]);
+    let list: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    let entry = list.as_array().unwrap().iter().find(|e| e["name"] == name);
+    entry
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} is not listed: {list}"))
+}
+
 /// A git repository in `dir/repo` holding the Go extension `tests/extensions/go-async`
 /// (an extension in the zotext SDK's shape) as its source only: its `file://` URL.
 fn go_repo(dir: &Path) -> (PathBuf, String) {
@@ -41,10 +67,7 @@ fn go_repo(dir: &Path) -> (PathBuf, String) {
         let from = workspace().join("tests/extensions/go-async").join(file);
         std::fs::copy(from, repo.join(file)).unwrap();
     }
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "the source"]);
-    let url = format!("file://{}", repo.display());
+    let url = committed(&repo);
     (repo, url)
 }
 
@@ -99,16 +122,17 @@ fn a_go_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
     let out = zot_on(&path, &home, &cwd, &["install", &url, "--yes"]);
     assert_ok(&out);
     let said = stdout(&out);
-    for line in [
-        "It is not built: go-async is not in the source. zot builds it with go version go1.27.3 ",
-        "/go build -trimpath -buildvcs=false -o go-async .",
-        "The build runs confined (Landlock and seccomp), in a copy of the source:",
-        "  - network: none",
-        "Built go-async.",
-        "It runs (from its folder's copy):",
-    ] {
-        assert!(said.contains(line), "{line:?} in:\n{}", text(&out));
-    }
+    says(
+        &said,
+        &[
+            "It is not built: go-async is not in the source. zot builds it with go version go1.27.3 ",
+            "/go build -trimpath -buildvcs=false -o go-async .",
+            "The build runs confined (Landlock and seccomp), in a copy of the source:",
+            "  - network: none",
+            "Built go-async.",
+            "It runs (from its folder's copy):",
+        ],
+    );
     let out = zot_on(
         &path,
         &home,
@@ -124,14 +148,15 @@ fn a_go_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
     );
     assert_ok(&out);
     let said = stdout(&out);
-    for line in [
-        "GOOS=wasip1 GOARCH=wasm ",
-        "/go build -trimpath -buildvcs=false -o go-async.wasm .",
-        "Built go-async.wasm.",
-        "It is a sandboxed WebAssembly component. It asks to:",
-    ] {
-        assert!(said.contains(line), "{line:?} in:\n{}", text(&out));
-    }
+    says(
+        &said,
+        &[
+            "GOOS=wasip1 GOARCH=wasm ",
+            "/go build -trimpath -buildvcs=false -o go-async.wasm .",
+            "Built go-async.wasm.",
+            "It is a sandboxed WebAssembly component. It asks to:",
+        ],
+    );
     let m: Value = serde_json::from_str(
         &std::fs::read_to_string(home.join("extensions/go-async-wasm/extension.json")).unwrap(),
     )
@@ -155,14 +180,7 @@ fn a_go_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
         let waited = call(&home, &cwd, name, "go_wait", r#"{"ms":20}"#);
         assert_eq!(waited, "waited 20 ms", "{name}");
     }
-    let list = zot(&home, &cwd, &["list", "--json"]);
-    let list: Value = serde_json::from_str(&stdout(&list)).unwrap();
-    let wasm = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "go-async-wasm")
-        .unwrap();
+    let wasm = listed(&home, &cwd, "go-async-wasm");
     assert_eq!(wasm["sandbox"]["stdin"], "polled", "{wasm}");
 
     for (name, target, output) in [
@@ -303,10 +321,15 @@ fn a_source_that_cannot_be_built_here_says_what_is_missing() {
         let from = workspace().join("tests/extensions/go-async").join(file);
         std::fs::copy(from, go_src.join(file)).unwrap();
     }
-    let empty_path = empty.to_str().unwrap();
+    // The same source without its module: nothing says how to build it.
+    let no_recipe = scratch.path().join("no-recipe");
+    std::fs::create_dir_all(&no_recipe).unwrap();
+    for file in ["main.go", "extension.json"] {
+        std::fs::copy(go_src.join(file), no_recipe.join(file)).unwrap();
+    }
     let cases = [
         (
-            go_src.clone(),
+            go_src,
             "building it needs go, which is not found: install Go 1.21 or later \
              (https://go.dev/dl/) and put its `bin` on PATH",
         ),
@@ -314,42 +337,22 @@ fn a_source_that_cannot_be_built_here_says_what_is_missing() {
             build_source(&scratch.path().join("b"), json!(["no-such-builder", "x"])),
             "building it needs the manifest's build program, which is not found",
         ),
+        (
+            no_recipe,
+            "nothing says how to build it: build it first, or add a \"build\"",
+        ),
+        (
+            build_source(&scratch.path().join("shell"), json!("make ext")),
+            "not a shell string",
+        ),
     ];
     for (src, said) in cases {
-        let out = zot_on(
-            empty_path,
-            &home,
-            &cwd,
-            &["install", src.to_str().unwrap(), "--yes"],
-        );
+        let args = ["install", src.to_str().unwrap(), "--yes"];
+        let out = zot_on(empty.to_str().unwrap(), &home, &cwd, &args);
         assert!(!out.status.success(), "{}", text(&out));
         assert!(stderr(&out).contains(said), "{said:?} in: {}", text(&out));
+        nothing_installed(&home, "go-async");
     }
-    nothing_installed(&home, "go-async");
-    std::fs::remove_file(go_src.join("go.mod")).unwrap();
-    let out = zot_on(
-        empty_path,
-        &home,
-        &cwd,
-        &["install", go_src.to_str().unwrap(), "--yes"],
-    );
-    assert!(
-        stderr(&out).contains("nothing says how to build it: build it first, or add a \"build\""),
-        "{}",
-        text(&out)
-    );
-    let src = build_source(&scratch.path().join("shell"), json!("make ext"));
-    let out = zot_on(
-        empty_path,
-        &home,
-        &cwd,
-        &["install", src.to_str().unwrap(), "--yes"],
-    );
-    assert!(
-        stderr(&out).contains("not a shell string"),
-        "{}",
-        text(&out)
-    );
 }
 
 /// A project's copy of an extension with a build recipe is never built by loading it:
@@ -423,10 +426,7 @@ fn a_rust_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
     for file in ["Cargo.toml", "extension.json", "src/main.rs"] {
         std::fs::copy(source.join(file), repo.join(file)).unwrap();
     }
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "the source"]);
-    let url = format!("file://{}", repo.display());
+    let url = committed(&repo);
     let toolchain = pinned_toolchain();
     let rust = |args: &[&str]| {
         let out = zot_env(&[("RUSTUP_TOOLCHAIN", &toolchain)], &home, &cwd, args);
@@ -435,22 +435,24 @@ fn a_rust_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
     };
     let native = rust(&["install", &url, "--yes"]);
     let version = format!("zot builds it with cargo {}", pinned_toolchain());
-    for line in [
-        "It is not built: target/release/rs-plain is not in the source.",
-        version.as_str(),
-        "/cargo build --release --offline --bin rs-plain",
-        "Built target/release/rs-plain.",
-    ] {
-        assert!(native.contains(line), "{line:?} in:\n{native}");
-    }
+    says(
+        &native,
+        &[
+            "It is not built: target/release/rs-plain is not in the source.",
+            version.as_str(),
+            "/cargo build --release --offline --bin rs-plain",
+            "Built target/release/rs-plain.",
+        ],
+    );
     let wasm = rust(&["install", &url, "--wasm", "--yes", "--name", "rs-wasm"]);
-    for line in [
-        "/cargo build --release --offline --target wasm32-wasip2 --bin rs-plain",
-        "Built rs-plain.wasm.",
-        "It is a sandboxed WebAssembly component. It asks to:",
-    ] {
-        assert!(wasm.contains(line), "{line:?} in:\n{wasm}");
-    }
+    says(
+        &wasm,
+        &[
+            "/cargo build --release --offline --target wasm32-wasip2 --bin rs-plain",
+            "Built rs-plain.wasm.",
+            "It is a sandboxed WebAssembly component. It asks to:",
+        ],
+    );
     for (name, target) in [("rs-plain", "native"), ("rs-wasm", "wasm")] {
         let first = call(&home, &cwd, name, "rs_count", "{}");
         let log = std::fs::read_to_string(home.join(format!("logs/ext-{name}.log")));
@@ -465,14 +467,7 @@ fn a_rust_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
         assert_eq!(r["build"]["target"], target, "{r}");
         assert_ok(&zot(&home, &cwd, &["verify", name]));
     }
-    let list = zot(&home, &cwd, &["list", "--json"]);
-    let list: Value = serde_json::from_str(&stdout(&list)).unwrap();
-    let component = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "rs-wasm")
-        .unwrap();
+    let component = listed(&home, &cwd, "rs-wasm");
     assert_eq!(component["sandbox"]["component"], "command", "{component}");
 }
 
@@ -548,10 +543,7 @@ fn a_node_source_is_built_by_its_build_script() {
     for file in ["package.json", "build.js", "src.js", "extension.json"] {
         std::fs::copy(source.join(file), repo.join(file)).unwrap();
     }
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "the source"]);
-    let url = format!("file://{}", repo.display());
+    let url = committed(&repo);
     let out = zot(&home, &cwd, &["install", &url, "--wasm", "--yes"]);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
@@ -564,14 +556,15 @@ fn a_node_source_is_built_by_its_build_script() {
     assert_ok(&out);
     // The build's own output is streamed (on stderr, with the progress).
     let said = text(&out);
-    for line in [
-        "It is not built: dist/main.js is not in the source. zot builds it with node v",
-        "/npm run build",
-        "  built dist/main.js",
-        "Built dist/main.js.",
-    ] {
-        assert!(said.contains(line), "{line:?} in:\n{}", text(&out));
-    }
+    says(
+        &said,
+        &[
+            "It is not built: dist/main.js is not in the source. zot builds it with node v",
+            "/npm run build",
+            "  built dist/main.js",
+            "Built dist/main.js.",
+        ],
+    );
     assert_eq!(
         call(&home, &cwd, "js-plain", "js_echo", r#"{"a":1}"#),
         r#"{"a":1}"#
@@ -614,10 +607,7 @@ fn a_typescript_source_in_a_monorepo_is_built_natively_and_for_the_sandbox() {
         .unwrap();
     std::io::Write::write_all(tar.stdin.as_mut().unwrap(), &archive.stdout).unwrap();
     assert!(tar.wait().unwrap().success());
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "the monorepo"]);
-    let url = format!("file://{}", repo.display());
+    let url = committed(&repo);
     let install = |extra: &[&str]| {
         let mut args = vec![
             "install",
@@ -632,23 +622,25 @@ fn a_typescript_source_in_a_monorepo_is_built_natively_and_for_the_sandbox() {
         text(&out)
     };
     let native = install(&[]);
-    for line in [
-        "It is not built: dist/main.js is not in the source. zot builds it with node v",
-        "/npm ci\n",
-        "/npm run build\n",
-        "network: only `",
-        "Built dist/main.js.",
-    ] {
-        assert!(native.contains(line), "{line:?} in:\n{native}");
-    }
+    says(
+        &native,
+        &[
+            "It is not built: dist/main.js is not in the source. zot builds it with node v",
+            "/npm ci\n",
+            "/npm run build\n",
+            "network: only `",
+            "Built dist/main.js.",
+        ],
+    );
     let wasm = install(&["--wasm", "--name", "ts-hello-wasm"]);
-    for line in [
-        "/npm run build:wasm\n",
-        "Built ts-hello.wasm.",
-        "It is a sandboxed WebAssembly component. It asks to:",
-    ] {
-        assert!(wasm.contains(line), "{line:?} in:\n{wasm}");
-    }
+    says(
+        &wasm,
+        &[
+            "/npm run build:wasm\n",
+            "Built ts-hello.wasm.",
+            "It is a sandboxed WebAssembly component. It asks to:",
+        ],
+    );
     let shout = |name: &str| call(&home, &cwd, name, "shout", r#"{"text":"hi"}"#);
     assert_eq!(shout("ts-hello"), shout("ts-hello-wasm"));
     for (name, target) in [("ts-hello", "native"), ("ts-hello-wasm", "wasm")] {

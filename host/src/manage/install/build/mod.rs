@@ -223,6 +223,32 @@ struct Wasm {
     instead: bool,
 }
 
+impl Wasm {
+    /// The plan of a toolchain's `recipe`: its `steps` make `output` (or `artifact` in
+    /// the build's cache, copied there).
+    fn plan(
+        self,
+        (recipe, toolchain): (Recipe, Toolchain),
+        steps: Vec<Step>,
+        output: String,
+        artifact: Option<String>,
+    ) -> Plan {
+        Plan {
+            recipe,
+            target: match self.builds {
+                true => Target::Wasm,
+                false => Target::Native,
+            },
+            toolchain,
+            steps,
+            output,
+            runs_component_instead: self.instead,
+            artifact,
+            in_whole: false,
+        }
+    }
+}
+
 /// The manifest's own `build`: its program found as a command is (on `PATH`, or a path
 /// in the source).
 fn manifest_plan(argv: &[String], output: String, target: Target) -> Result<Plan, InstallError> {
@@ -284,20 +310,7 @@ fn go_plan(dir: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError>
         env,
         fetches: false,
     });
-    Ok(Plan {
-        recipe: Recipe::Go,
-        target: if wasm.builds {
-            Target::Wasm
-        } else {
-            Target::Native
-        },
-        toolchain,
-        steps,
-        output,
-        runs_component_instead: wasm.instead,
-        artifact: None,
-        in_whole: false,
-    })
+    Ok(wasm.plan((Recipe::Go, toolchain), steps, output, None))
 }
 
 /// `cargo build --release --offline --bin <name>` (for `--target wasm32-wasip2` when it
@@ -346,20 +359,7 @@ fn cargo_plan(dir: &Path, m: &Manifest, output: String, wasm: Wasm) -> Result<Pl
         true => format!("{CARGO_TARGET}/{WASM_TARGET}/release/{bin}.wasm"),
         false => format!("{CARGO_TARGET}/release/{bin}"),
     };
-    Ok(Plan {
-        recipe: Recipe::Cargo,
-        target: if wasm.builds {
-            Target::Wasm
-        } else {
-            Target::Native
-        },
-        toolchain,
-        steps,
-        output,
-        runs_component_instead: wasm.instead,
-        artifact: Some(artifact),
-        in_whole: false,
-    })
+    Ok(wasm.plan((Recipe::Cargo, toolchain), steps, output, Some(artifact)))
 }
 
 /// The `package.json` script that builds it: `build`, or `build:wasm` for a component
@@ -399,20 +399,7 @@ fn npm_plan(dir: &Path, output: String, wasm: Wasm) -> Result<Plan, InstallError
         env: Vec::new(),
         fetches: false,
     });
-    Ok(Plan {
-        recipe: Recipe::Npm,
-        target: if wasm.builds {
-            Target::Wasm
-        } else {
-            Target::Native
-        },
-        toolchain,
-        steps,
-        output,
-        runs_component_instead: wasm.instead,
-        artifact: None,
-        in_whole: false,
-    })
+    Ok(wasm.plan((Recipe::Npm, toolchain), steps, output, None))
 }
 
 /// The target a Rust source is built for to run in the sandbox: a command component.
