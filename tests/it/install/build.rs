@@ -285,6 +285,40 @@ fn a_build_that_writes_outside_its_copy_or_connects_out_fails_and_installs_nothi
         listener.accept().is_err(),
         "the build connected to 127.0.0.1:{port}"
     );
+    // What a build leaves is checked as a source is: a link out of the copy is refused,
+    // a setuid bit dropped.
+    let src = build_source(
+        &scratch.path().join("link"),
+        json!(["sh", "-c", "cp /bin/true built && ln -s /etc/passwd leak"]),
+    );
+    let out = zot_on(
+        &path,
+        &home,
+        &cwd,
+        &["install", src.to_str().unwrap(), "--yes"],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(stderr(&out).contains("leak"), "{}", text(&out));
+    nothing_installed(&home, "built");
+    let src = build_source(
+        &scratch.path().join("setuid"),
+        json!(["sh", "-c", "cp /bin/true built && chmod 4755 built"]),
+    );
+    let out = zot_on(
+        &path,
+        &home,
+        &cwd,
+        &["install", src.to_str().unwrap(), "--yes"],
+    );
+    assert_ok(&out);
+    let mode = std::fs::metadata(home.join("extensions/built/built")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        mode.permissions().mode() & 0o7777,
+        0o755,
+        "the setuid bit is kept"
+    );
+    assert_ok(&zot(&home, &cwd, &["remove", "built", "--yes"]));
     // The same build without the escape: installed, and it runs what it built.
     let src = build_source(
         &scratch.path().join("plain"),

@@ -340,6 +340,7 @@ impl Staged {
             manifest::run_component(&self.tree, &plan.output)
                 .map_err(InstallError::InvalidManifest)?;
         }
+        self.checked_again()?;
         self.manifest = read_manifest(&self.tree)?;
         let files = provenance::hash_tree(&self.tree)?;
         self.record.targets = provenance::link_targets(&self.tree, &files)?;
@@ -357,6 +358,19 @@ impl Staged {
             outputs,
         });
         Ok(())
+    }
+
+    /// Copies the tree the build left as a source is copied, and keeps the copy: every
+    /// link inside it, no special file, no setuid, setgid or sticky bit. (No process of
+    /// the build is left to change it meanwhile: each step's group was killed when the
+    /// step ended, and none could leave it.)
+    fn checked_again(&mut self) -> Result<(), InstallError> {
+        let built = Dir::open_ambient_dir(&self.tree, cap_std::ambient_authority())
+            .map_err(InstallError::io("open", &self.tree))?;
+        let checked = self.staging.path.join("checked");
+        fetch::copy_dir(&built, &checked)?;
+        fs::remove_dir_all(&self.tree).map_err(InstallError::io("replace", &self.tree))?;
+        fs::rename(&checked, &self.tree).map_err(InstallError::io("replace", &self.tree))
     }
 
     /// Runs `plan` confined in the staging folder, with the build's cache
