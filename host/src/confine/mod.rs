@@ -32,7 +32,7 @@ pub mod view;
 #[cfg(target_os = "linux")]
 pub use apply::*;
 #[cfg(target_os = "linux")]
-pub use build::{policy_for_build, FETCH_PORTS};
+pub use build::policy_for_build;
 #[cfg(target_os = "linux")]
 pub use env::environment;
 #[cfg(target_os = "linux")]

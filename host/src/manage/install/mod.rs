@@ -256,6 +256,10 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
     // A component built for `--wasm` is named as the source names the extension.
     let source_name = own_name.as_deref().unwrap_or(&manifest.name);
     let plan = build::plan(&tree, &manifest, (target, source_name), whole.as_ref())?;
+    // A build runs confined or not at all: said before it is shown or asked.
+    if plan.is_some() && !cfg!(target_os = "linux") {
+        return Err(InstallError::BuildNotConfinable);
+    }
     let program = match manifest.launch(&tree) {
         _ if plan.is_some() => None,
         manifest::Launch::Wasm(path) => Some(path),

@@ -1,10 +1,11 @@
-//! Building at install what a source does not hold: when the program (`exec`) or
-//! component (`wasm`) its manifest names is missing, a recipe the source carries says how
-//! to make it — the manifest's `build` (argv), or `go.mod` (`go build`) — and
-//! [`plan`] says exactly what will run, with which toolchain, before anything runs.
-//! `--wasm` builds a component instead of a program (Go: `GOOS=wasip1`), and the staged
-//! manifest is made to run it in the sandbox. The build itself runs confined in the
-//! staging copy ([`run`]); what it made is recorded ([`Built`]).
+//! Building at install what a source does not hold: when the program (`exec`), the
+//! script a program from `PATH` runs, or the component (`wasm`) its manifest names is
+//! missing, a recipe the source carries says how to make it — the manifest's `build`
+//! (argv), `go.mod` (`go build`), `Cargo.toml` (`cargo build --release`) or a
+//! `package.json` `build` script — and [`plan`] says exactly what will run, with which
+//! toolchain, before anything runs. `--wasm` builds a component instead of a program,
+//! and the staged manifest is made to run it in the sandbox. The build itself runs
+//! confined (`run.rs`); what it made is recorded ([`Built`]).
 
 #[cfg(target_os = "linux")]
 mod run;
@@ -22,7 +23,7 @@ use std::path::{Component, Path, PathBuf};
 /// One command of a build, run in the source's copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    /// The program (as found: [`Toolchain::program`]) and its arguments.
+    /// The program (as found: [`Toolchain::command`]) and its arguments.
     pub argv: Vec<String>,
     /// Variables that change what it makes (`GOOS=wasip1`), shown before the command.
     pub env: Vec<(String, String)>,
@@ -85,14 +86,15 @@ pub struct Plan {
     pub in_whole: bool,
 }
 
+/// The one port a fetch step may connect to: HTTPS, what Go's module proxy, crates.io
+/// and the npm registry are reached by.
+pub const FETCH_PORTS: &[u16] = &[443];
+
 impl Plan {
-    /// What the build may touch, in words, said at the prompt: how it is confined.
-    #[cfg(target_os = "linux")]
+    /// What the build may touch, in words, said at the prompt: how it is confined, and
+    /// what of it this kernel does not enforce.
     pub fn may_touch(&self) -> Vec<String> {
-        let ports: Vec<String> = crate::confine::FETCH_PORTS
-            .iter()
-            .map(u16::to_string)
-            .collect();
+        let ports: Vec<String> = FETCH_PORTS.iter().map(u16::to_string).collect();
         let fetch = self
             .steps
             .iter()
@@ -113,30 +115,43 @@ impl Plan {
             network,
             "environment: none of yours (a HOME and a temp dir of its own)".into(),
         ];
-        // What this kernel does not hold of it is said, not pretended.
-        let widest = match fetch.is_empty() {
-            true => crate::confine::Network::Off,
-            false => crate::confine::Network::Fetch(crate::confine::FETCH_PORTS.to_vec()),
+        words.extend(self.not_enforced(!fetch.is_empty()));
+        words
+    }
+
+    /// What this kernel does not hold of the build's confinement (the widest step's),
+    /// said, not pretended.
+    #[cfg(target_os = "linux")]
+    fn not_enforced(&self, fetches: bool) -> Vec<String> {
+        let widest = match fetches {
+            true => crate::confine::Network::Fetch(FETCH_PORTS.to_vec()),
+            false => crate::confine::Network::Off,
         };
         let (_, rules) = crate::confine::kernel_report(&widest);
-        for rule in rules.iter().filter(|r| !r.watched) {
-            if let Some(why) = &rule.not_enforced {
-                words.push(format!(
-                    "not enforced on this kernel: {} ({why})",
-                    rule.what
-                ));
-            }
-        }
-        words
+        rules
+            .iter()
+            .filter(|r| !r.watched)
+            .filter_map(|r| {
+                let why = r.not_enforced.as_ref()?;
+                Some(format!("not enforced on this kernel: {} ({why})", r.what))
+            })
+            .collect()
+    }
+
+    /// No confinement here: the build does not run ([`InstallError::BuildNotConfinable`]).
+    #[cfg(not(target_os = "linux"))]
+    fn not_enforced(&self, _: bool) -> Vec<String> {
+        vec!["not enforced on this platform: any of it (the build will not run)".into()]
     }
 }
 
 /// How to build what `m` (staged in `tree`, a folder of `whole` with `--path`) runs, for
 /// `target` (a component built for `--wasm` is `<name>.wasm`, `name` the one the source
-/// gives it, which its `build:wasm` script may use too); `None` when it needs no build (the program or component is there, or runs
-/// from `PATH`). An error when it needs one and none can be made: no recipe, or its
-/// toolchain is missing. A Go module or Cargo package is looked for in the folder, then
-/// in the folders above it up to the top of the source.
+/// gives it, which its `build:wasm` script may use too); `None` when it needs no build
+/// (the program or component is there, or runs from `PATH`). An error when it needs one
+/// and none can be made: no recipe, or its toolchain is missing. A Go module or Cargo
+/// package is looked for in the folder, then in the folders above it up to the top of
+/// the source.
 pub fn plan(
     tree: &Path,
     m: &Manifest,

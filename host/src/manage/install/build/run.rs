@@ -124,7 +124,8 @@ fn run_step(
     progress: &dyn Progress,
 ) -> Result<(), String> {
     let writable = vec![place.staging.clone(), place.cache.clone()];
-    let policy = policy_for_build(&plan.toolchain.reads, writable, step.fetches);
+    let ports = step.fetches.then_some(super::FETCH_PORTS);
+    let policy = policy_for_build(&plan.toolchain.reads, writable, ports);
     let mut prepared = Prepared::build(&policy).map_err(|e| e.to_string())?;
     // (zot's own watches, such as a data dir's quota, are not a build's.)
     for rule in prepared.report().iter().filter(|r| !r.watched) {
