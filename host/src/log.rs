@@ -137,9 +137,15 @@ impl ExtLog {
         self.append(&format!("{} [stderr] {text}\n", now()));
     }
 
-    /// Writes one host diagnostic line: `<time> [zot] <level>: <message>`.
+    /// Writes a host diagnostic: `<time> [zot] <level>: <message>`, a line of the log
+    /// for each of its lines (a `hint:` on a line of its own, not a `\x0a` in it).
     pub fn write(&self, level: &str, message: &str) {
-        self.line("zot", level, message);
+        match message.is_empty() {
+            true => self.line("zot", level, message),
+            false => message
+                .lines()
+                .for_each(|line| self.line("zot", level, line)),
+        }
     }
 
     /// Writes one line a sandboxed guest logged: `<time> [guest] <level>: <message>`.
@@ -264,6 +270,21 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// A host diagnostic with a hint: a line each, both the host's, the hint not a
+    /// `\x0a` in the first; other control characters still escaped.
+    #[test]
+    fn a_host_message_of_several_lines_is_a_line_each() {
+        let dir = scratch("lines");
+        let path = dir.join("ext-d.log");
+        let log = ExtLog::open(&path);
+        log.warn("cannot start ./x: No such file\nhint: build it first\x1b[2J");
+        let text = read(&path);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].ends_with(" [zot] warn: cannot start ./x: No such file"));
+        assert!(lines[1].ends_with(" [zot] warn: hint: build it first\\x1b[2J"));
     }
 
     #[tokio::test]

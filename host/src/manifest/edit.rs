@@ -43,6 +43,20 @@ pub fn set_enabled(dir: &Path, enabled: bool) -> Result<bool, ManifestError> {
     })
 }
 
+/// What the manifest `text` read before `disable` switched it off: the small edits that
+/// turn it on again (the added `"enabled": false` removed, or `false` flipped back);
+/// none when it is not off. The switch is zot's own: `zot ext verify` finds the file
+/// unchanged when one of these is what was installed.
+pub fn before_disable(text: &str) -> Vec<String> {
+    let off = serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("enabled").and_then(Value::as_bool));
+    match off {
+        Some(false) => enabled_edits(text, true, true),
+        Some(true) | None => Vec::new(),
+    }
+}
+
 /// Sets one top-level field of `dir/extension.json`, keeping every other field and their
 /// order. The file is replaced atomically, never through a link (see
 /// [`crate::util::safe_write`]).

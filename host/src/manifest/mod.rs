@@ -7,7 +7,7 @@ mod embedded;
 mod error;
 mod mcp;
 
-pub use edit::{run_component, set_enabled, set_field};
+pub use edit::{before_disable, run_component, set_enabled, set_field};
 pub use embedded::{Embedded, SECTION};
 pub use error::{ManifestError, ManifestErrorKind};
 pub use mcp::McpServer;

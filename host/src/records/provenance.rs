@@ -8,6 +8,7 @@
 //! update` fetches again from the recorded source.
 
 use crate::identity::Identity;
+use crate::manifest::MANIFEST_FILE;
 use crate::paths::ZotHome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -247,6 +248,7 @@ pub fn verify(dir: &Path, record: &Provenance) -> Result<Vec<Change>, Provenance
             .is_some_and(|t| targets.get(path) != Some(t));
         match now.get(path) {
             None => changes.push(Change::Removed(path.clone())),
+            Some(_) if path == MANIFEST_FILE && only_disabled(dir, hash) => {}
             Some(h) if h != hash || retargeted => changes.push(Change::Modified(path.clone())),
             Some(_) => {}
         }
@@ -258,6 +260,15 @@ pub fn verify(dir: &Path, record: &Provenance) -> Result<Vec<Change>, Provenance
     );
     changes.sort_by(|a, b| change_path(a).cmp(change_path(b)));
     Ok(changes)
+}
+
+/// Whether `dir`'s manifest is the one recorded (`hash`) but for `disable`'s switch,
+/// which is zot's own and no change to the files.
+fn only_disabled(dir: &Path, hash: &str) -> bool {
+    let text = fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap_or_default();
+    crate::manifest::before_disable(&text)
+        .iter()
+        .any(|before| crate::component::entry::sha256_hex(before.as_bytes()) == hash)
 }
 
 fn change_path(c: &Change) -> &str {

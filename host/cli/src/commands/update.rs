@@ -122,6 +122,9 @@ fn update_one(
         .block_on(plan.apply(&TermProgress::new()))
         .map_err(|e| e.to_string())?;
     say!("Updated {name} in {}", done.dir.display());
+    if !done.manifest.enabled {
+        say!("It stays disabled; turn it on with `zot ext enable {name}`.");
+    }
     Ok(())
 }
 

@@ -173,7 +173,9 @@ impl Progress for TermProgress {
                 i += 1;
                 std::thread::sleep(Duration::from_millis(100));
             }
-            esay!("\r\x1b[2K{what}: {:.1}s", started.elapsed().as_secs_f64());
+            // The line cleared by the sequence itself (the escaper is for outside text).
+            eprint!("\r\x1b[2K");
+            esay!("{what}: {:.1}s", started.elapsed().as_secs_f64());
         });
         *self.running.lock().unwrap() = Some((stop, thread));
     }

@@ -156,7 +156,9 @@ pub async fn compile(
     wasm: &Path,
     progress: &dyn Progress,
 ) -> Result<(), InstallError> {
-    progress.begin(&format!("compiling {}", wasm.display()));
+    // Named as the source names it: where it was staged is zot's business.
+    let name = wasm.file_name().unwrap_or(wasm.as_os_str());
+    progress.begin(&format!("compiling {}", Path::new(name).display()));
     let loaded = match crate::component::engine() {
         Ok(engine) => {
             crate::component::cache::load(engine, wasm, &home.cache_dir(), compiler).await

@@ -194,7 +194,13 @@ impl Plan {
 
     /// Installs the new files in place of the old (a component compiled first: one
     /// that cannot be is not installed) and moves the user's records to them.
-    pub async fn apply(self, progress: &dyn Progress) -> Result<Installed, UpdateError> {
+    pub async fn apply(mut self, progress: &dyn Progress) -> Result<Installed, UpdateError> {
+        // Switched off, it stays off: the switch is the user's, not the source's.
+        if !self.old.enabled {
+            crate::manifest::set_enabled(self.staged.tree(), false)
+                .map_err(UpdateError::Manifest)?;
+            self.staged.manifest.enabled = false;
+        }
         let wasm = self.staged.component_file();
         if let Some(file) = &wasm {
             super::compile(

@@ -2,7 +2,7 @@
 //! verify.
 
 use super::*;
-use crate::common::{assert_ok, git, stderr, stdout};
+use crate::common::{assert_ok, git, stderr, stdout, text};
 use serde_json::Value;
 use std::fs;
 use std::process::{Command, Stdio};
@@ -367,6 +367,17 @@ fn consent_is_asked_on_a_terminal_and_required_without_one() {
     let (code, shown) = on_terminal(&env, &["install", src], "y");
     assert_eq!(code, 0, "{shown}");
     assert_eq!(env.installed(), ["asker"]);
+    // The progress ends by clearing its line (the sequence itself, not its escaped
+    // text) and names the file as the source has it, not where it was staged.
+    assert!(
+        shown.contains("\r\x1b[2Kcompiling hello.wasm: "),
+        "{shown:?}"
+    );
+    assert!(
+        !shown.contains("\\x0d") && !shown.contains("\\x1b"),
+        "{shown:?}"
+    );
+    assert!(!shown.contains(".tmp-install-"), "{shown:?}");
     let grant: Value =
         serde_json::from_str(&fs::read_to_string(env.home().join("grants/asker.json")).unwrap())
             .unwrap();
@@ -490,6 +501,47 @@ fn verify_reports_files_changed_since_install() {
         v["changes"][0],
         serde_json::json!({"change": "modified", "path": "data.txt"})
     );
+}
+
+/// `disable` is zot's own switch, not a changed file: `verify` finds nothing changed,
+/// and an update (even with `--yes`, of a changed source) keeps it off and says so.
+#[test]
+fn a_disabled_extension_verifies_and_stays_disabled_through_an_update() {
+    let env = Env::new("cli-ext");
+    let v1 = component_manifest("switch", "1.0.0", "{}");
+    let repo = repo_with(
+        &env,
+        "switch",
+        "switch",
+        &v1,
+        &[("hello.wasm", &hello_wasm())],
+    );
+    let url = file_url(&repo);
+    assert_ok(&env.zot(&["install", &url, "--path", "examples/switch", "--yes"]));
+    assert_ok(&env.zot(&["disable", "switch"]));
+    let out = env.zot(&["verify", "switch"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("files match"), "{}", text(&out));
+    let out = env.zot(&["update", "switch", "--yes"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("is up to date"), "{}", text(&out));
+
+    let v2 = component_manifest("switch", "2.0.0", "{}");
+    fs::write(repo.join("examples/switch/extension.json"), &v2).unwrap();
+    git(&repo, &["commit", "-q", "-am", "two"]);
+    let out = env.zot(&["update", "switch", "--yes"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("It stays disabled; turn it on with `zot ext enable switch`."),
+        "{}",
+        text(&out)
+    );
+    let info = info_json(&env, "switch");
+    assert_eq!(info["version"], "2.0.0", "{info}");
+    assert_eq!(info["enabled"], false, "{info}");
+    assert_ok(&env.zot(&["verify", "switch"]));
+    assert_ok(&env.zot(&["enable", "switch"]));
+    assert_ok(&env.zot(&["verify", "switch"]));
 }
 
 #[test]
