@@ -152,6 +152,13 @@ pub fn discover(search: &SearchPath) -> Discovery {
         let mut found = Found {
             manifest: match bare.as_deref() {
                 Some(wasm) => Manifest::bare_component(wasm),
+                // A path given that leads nowhere is said so, not as an unreadable file.
+                None if source == Source::Explicit && dir.symlink_metadata().is_err() => {
+                    Err(crate::manifest::ManifestError {
+                        path: dir.clone(),
+                        kind: crate::manifest::ManifestErrorKind::NoSuchDirectory,
+                    })
+                }
                 None => Manifest::read(&dir),
             },
             identity: identity(source, &project, bare.as_deref().unwrap_or(&dir), search),

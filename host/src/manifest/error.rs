@@ -15,6 +15,8 @@ pub struct ManifestError {
 /// the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ManifestErrorKind {
+    /// The folder named as the extension's does not exist (the error's path is it).
+    NoSuchDirectory,
     /// The file cannot be read (the OS's reason).
     Unreadable(String),
     /// The file is not JSON.
@@ -53,6 +55,7 @@ impl fmt::Display for ManifestErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use ManifestErrorKind::*;
         match self {
+            NoSuchDirectory => f.write_str("no such directory"),
             Unreadable(e) => write!(f, "cannot read: {e}"),
             InvalidJson(e) => write!(f, "invalid JSON: {e}"),
             Invalid(e) => write!(f, "invalid manifest: {e}"),

@@ -247,42 +247,48 @@ pub(super) fn open_sub(
     Ok((dir, real))
 }
 
-/// Folders of `dir`, one or two levels down (not hidden), that hold a manifest: at most
-/// ten, sorted.
+/// Folders of `dir`, one to three levels down (not hidden, and not `node_modules` or
+/// `target`), that hold a manifest: at most ten, sorted. Three: the published zot
+/// repository keeps its extensions at `examples/extensions/<name>`.
 fn manifests_below(dir: &Dir) -> Vec<String> {
-    const MOST: usize = 10;
-    let folders = |d: &Dir| -> Vec<String> {
-        let Ok(entries) = d.entries() else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| !n.starts_with('.'))
-            .collect();
-        names.sort();
-        names
-    };
     let mut found = Vec::new();
-    for top in folders(dir) {
-        let Ok(sub) = dir.open_dir(&top) else {
+    below(dir, "", 3, &mut found);
+    found.sort();
+    found
+}
+
+/// At most this many folders holding a manifest are suggested.
+const MOST_BELOW: usize = 10;
+
+/// Adds to `found` the folders of `dir` (at `at` in the source), `depth` levels down,
+/// that hold a manifest, stopping once it has ten.
+fn below(dir: &Dir, at: &str, depth: usize, found: &mut Vec<String>) {
+    let Ok(entries) = dir.entries() else {
+        return;
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| !n.starts_with('.') && n != "node_modules" && n != "target")
+        .collect();
+    names.sort();
+    for name in names {
+        if depth == 0 || found.len() >= MOST_BELOW {
+            return;
+        }
+        let Ok(sub) = dir.open_dir(&name) else {
             continue;
         };
+        let here = match at {
+            "" => name,
+            at => format!("{at}/{name}"),
+        };
         if sub.is_file(super::MANIFEST_FILE) {
-            found.push(top.clone());
+            found.push(here.clone());
         }
-        for inner in folders(&sub) {
-            if sub.is_file(Path::new(&inner).join(super::MANIFEST_FILE)) {
-                found.push(format!("{top}/{inner}"));
-            }
-        }
-        if found.len() >= MOST {
-            break;
-        }
+        below(&sub, &here, depth - 1, found);
     }
-    found.truncate(MOST);
-    found
 }
 
 /// `--path`: a relative path inside the source, without `..`.

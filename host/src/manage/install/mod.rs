@@ -47,14 +47,18 @@ pub enum InstallSource {
 
 impl InstallSource {
     /// Classifies a command-line argument. `https://`, `git@`, `ssh://` and `file://` are
-    /// git URLs, as is anything ending in `.git` unless it is a directory holding
-    /// `extension.json`; a file ending in `.wasm` is a component; everything else is a
-    /// directory.
+    /// git URLs, as is anything ending in `.git` and a bare repository (a folder with
+    /// `HEAD`, `objects/` and `refs/`, where users keep code on a server), unless it is a
+    /// directory holding `extension.json`; a file ending in `.wasm` is a component;
+    /// everything else is a directory.
     pub fn parse(arg: &str) -> InstallSource {
         const GIT_PREFIXES: [&str; 4] = ["https://", "git@", "ssh://", "file://"];
-        let is_extension_dir = Path::new(arg).join(MANIFEST_FILE).is_file();
+        let dir = Path::new(arg);
+        let is_extension_dir = dir.join(MANIFEST_FILE).is_file();
+        let bare_repo =
+            dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir();
         if GIT_PREFIXES.iter().any(|p| arg.starts_with(p))
-            || arg.ends_with(".git") && !is_extension_dir
+            || (arg.ends_with(".git") || bare_repo) && !is_extension_dir
         {
             InstallSource::Git(arg.to_string())
         } else if arg.ends_with(".wasm") && !Path::new(arg).is_dir() {

@@ -114,6 +114,50 @@ fn install_from_git_at_a_ref_and_a_path_records_where_it_came_from() {
     assert_eq!(env.installed(), ["guard", "guard-old"], "no staging left");
 }
 
+/// Where users keep code: a bare repository on disk (no `.git` in its name) is a git
+/// source, and an extension three levels down (`examples/extensions/<name>`, as the
+/// published zot repository keeps them) is suggested with `--path`.
+#[test]
+fn a_bare_repository_is_a_git_source_and_deep_extensions_are_suggested() {
+    let env = Env::new("cli-ext");
+    let repo = env.root().join("work");
+    let ext = repo.join("examples/extensions/guard");
+    fs::create_dir_all(&ext).unwrap();
+    fs::write(ext.join("extension.json"), manifest("guard")).unwrap();
+    fs::write(ext.join("run.sh"), "#!/bin/sh\n").unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "one"]);
+    let bare = env.root().join("srv/guard");
+    let out = Command::new("git")
+        .args(["clone", "-q", "--bare"])
+        .arg(&repo)
+        .arg(&bare)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let bare = bare.to_str().unwrap();
+    let out = env.zot(&["install", bare, "--yes"]);
+    assert_fails_with(
+        &out,
+        "\nhint: install one of them with --path, e.g. --path examples/extensions/guard",
+    );
+    let out = env.zot(&[
+        "install",
+        bare,
+        "--path",
+        "examples/extensions/guard",
+        "--yes",
+    ]);
+    assert_ok(&out);
+    let info = info_json(&env, "guard");
+    assert_eq!(info["provenance"]["kind"], "git", "{info}");
+    assert_eq!(
+        info["provenance"]["commit"],
+        rev_parse(&repo, "HEAD").as_str()
+    );
+}
+
 #[test]
 fn bad_sources_are_refused_and_leave_nothing_behind() {
     let env = Env::new("cli-ext");
