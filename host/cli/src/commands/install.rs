@@ -97,6 +97,9 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
         say!("Built {}.", one_line(&plan_output(&staged)));
     }
     let m = &staged.manifest;
+    if let Some(warning) = staged.not_executable() {
+        esay!("warning: {warning}");
+    }
     if let Some(own) = &staged.renamed_from {
         say!(
             "--name: installed as {:?}, the name zot uses for it (check, call, info, the \

@@ -319,6 +319,25 @@ impl Staged {
         &self.tree
     }
 
+    /// A classic extension whose program, in its folder, is not executable: it would not
+    /// start. The warning, with the fix.
+    pub fn not_executable(&self) -> Option<String> {
+        use std::os::unix::fs::PermissionsExt;
+        let manifest::Launch::Exec(program) = self.manifest.launch(&self.tree) else {
+            return None;
+        };
+        let shown = program.strip_prefix(&self.tree).ok()?.display().to_string();
+        let mode = program.symlink_metadata().ok()?.permissions().mode();
+        let shown = crate::util::terminal_text::shell_word(&shown);
+        (mode & 0o111 == 0).then(|| {
+            format!(
+                "{shown} is not executable: it will not start. `chmod +x {shown}` in the \
+                 source (and commit it), or set \"exec\" to its interpreter (\"python3\") \
+                 and put the script in \"args\""
+            )
+        })
+    }
+
     /// The component file of a staged component, relative to its folder.
     pub fn component_file(&self) -> Option<PathBuf> {
         match self.manifest.launch(&self.tree) {

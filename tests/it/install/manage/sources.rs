@@ -158,6 +158,32 @@ fn a_bare_repository_is_a_git_source_and_deep_extensions_are_suggested() {
     );
 }
 
+/// A script that is not executable would not start: install says so, with the fix,
+/// before the question (and installs it: the user may fix it in place).
+#[test]
+fn a_program_that_is_not_executable_is_warned_about_at_install() {
+    let env = Env::new("cli-ext");
+    let src = env.source("plain", &manifest("plain"));
+    let run = src.join("run.sh");
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&run, fs::Permissions::from_mode(0o644)).unwrap();
+    let out = env.zot(&["install", src.to_str().unwrap(), "--yes"]);
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains(
+            "warning: run.sh is not executable: it will not start. `chmod +x run.sh` in the \
+             source"
+        ),
+        "{}",
+        text(&out)
+    );
+    // An executable one is not warned about.
+    let src = env.source("fine", &manifest("fine"));
+    fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env.zot(&["install", src.to_str().unwrap(), "--yes"]);
+    assert!(!stderr(&out).contains("not executable"), "{}", text(&out));
+}
+
 #[test]
 fn bad_sources_are_refused_and_leave_nothing_behind() {
     let env = Env::new("cli-ext");
