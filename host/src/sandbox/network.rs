@@ -90,9 +90,18 @@ pub(crate) async fn check(
     }
     if !allow.iter().any(|p| p.allows(scheme, &host, port)) {
         let listed: Vec<String> = allow.iter().map(ToString::to_string).collect();
+        // Plain HTTP to what is granted for HTTPS: the pattern had no scheme.
+        let https_only = !tls && allow.iter().any(|p| p.allows("https", &host, port));
+        let why = match https_only {
+            true => format!(
+                "; it is granted for HTTPS only (a pattern without a scheme): grant \
+                 http://{host}:{port} for plain HTTP"
+            ),
+            false => String::new(),
+        };
         return Err(deny(
             format!(
-                "{scheme} port {port} of this host is not in the allow-list ({})",
+                "{scheme} port {port} of this host is not in the allow-list ({}){why}",
                 listed.join(", ")
             ),
             Error::HttpRequestDenied,

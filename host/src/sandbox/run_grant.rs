@@ -56,7 +56,17 @@ impl RunGrant {
 
     /// The permissions as `zot ext grant -p` names them: `env:API_KEY, http:api.example.com`.
     pub fn words(&self) -> String {
-        let words: Vec<String> = self.permissions.iter().map(Permission::to_string).collect();
+        let words: Vec<String> = self
+            .permissions
+            .iter()
+            .map(|p| match p {
+                // Without a scheme a pattern is HTTPS only: said where it is granted.
+                Permission::Http(host) if !host.contains("://") => {
+                    format!("{p} (HTTPS only: http://{host} for plain HTTP)")
+                }
+                _ => p.to_string(),
+            })
+            .collect();
         words.join(", ")
     }
 

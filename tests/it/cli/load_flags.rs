@@ -322,6 +322,35 @@ fn allow_http_lets_a_bare_component_reach_that_host() {
         text(&allowed)
     );
     assert_eq!(server.hits(), 1);
+
+    // Without a scheme the pattern is HTTPS only: both the grant and the refusal say so.
+    let bare = format!("127.0.0.1:{}", server.port);
+    let args = [
+        "ext",
+        "call",
+        REACTOR,
+        "http_get",
+        &ask,
+        "--allow-http",
+        &bare,
+    ];
+    let https_only = l.zot(&args, "");
+    assert_eq!(server.hits(), 1, "plain HTTP left under an HTTPS grant");
+    assert!(
+        stderr(&https_only).contains(&format!(
+            "this run grants guest: http:{bare} (HTTPS only: http://{bare} for plain HTTP)"
+        )),
+        "{}",
+        text(&https_only)
+    );
+    let log = std::fs::read_to_string(l.home().join("logs/ext-guest.log")).unwrap();
+    assert!(
+        log.contains(&format!(
+            "it is granted for HTTPS only (a pattern without a scheme): grant http://{bare} \
+             for plain HTTP"
+        )),
+        "{log}"
+    );
 }
 
 /// `--memory` sets the component's memory limit for the run, up or down; for a
