@@ -438,3 +438,42 @@ fn dev_is_told_of_a_change_and_a_large_tree_costs_it_no_cpu() {
         "the new code answers: {shown}"
     );
 }
+
+/// `dev` builds the kind of artifact the manifest runs, or refuses before building:
+/// a Rust crate whose manifest runs a component, without --wasm (which once built the
+/// native program and copied it over the component); --wasm of one that runs a program.
+#[test]
+fn dev_refuses_to_build_the_other_kind_than_the_manifest_runs() {
+    let dir = TempDir::new("dev-kind");
+    let crate_dir = dir.path().join("c");
+    std::fs::create_dir_all(&crate_dir).unwrap();
+    std::fs::write(crate_dir.join("Cargo.toml"), "[package]\nname = \"c\"\n").unwrap();
+    let dev = |manifest: &str, args: &[&str]| {
+        std::fs::write(crate_dir.join("extension.json"), manifest).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_zot"))
+            .args(["ext", "dev"])
+            .arg(&crate_dir)
+            .args(args)
+            .env("ZOT_HOME", dir.path().join("home"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let said = dev(r#"{"name":"c","wasm":"c.wasm"}"#, &[]);
+    assert!(
+        said.contains("zot: dev: the manifest runs a component (c.wasm): add --wasm to build it"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("building c"),
+        "built before refusing: {said}"
+    );
+    assert!(!crate_dir.join("c.wasm").exists());
+    let said = dev(r#"{"name":"c","exec":"./target/release/c"}"#, &["--wasm"]);
+    assert!(
+        said.contains("--wasm builds a component, and the manifest runs a program"),
+        "{said}"
+    );
+}

@@ -67,6 +67,9 @@ pub(crate) fn run(mut args: DevArgs) -> Result<ExitCode, CliError> {
     // A failed build is said, and what is there starts.
     let failed = |why: String| error::report(&CliError::new(why).within("dev".into()));
     let builder = Builder::of(&dir, args.wasm).context("dev")?;
+    if builder.is_some() {
+        same_kind(&dir, args.wasm).context("dev")?;
+    }
     if let Some(builder) = builder {
         // Built before it starts, its output on stderr; a failure starts what is there.
         esay!("building {name}: {}", builder.line());
@@ -137,6 +140,26 @@ fn manifest_name(dir: &Path) -> Result<String, String> {
         .and_then(serde_json::Value::as_str)
         .map(str::to_string)
         .ok_or_else(|| format!("{}: no \"name\"", path.display()))
+}
+
+/// Builds the kind of artifact the manifest runs, or refuses: a component with --wasm,
+/// a program without; never one kind put where the other is run from.
+fn same_kind(dir: &Path, wasm: bool) -> Result<(), String> {
+    let Ok(m) = zot_host::manage::manifest::Manifest::read(dir) else {
+        return Ok(()); // Loading it says what is wrong with it.
+    };
+    match (m.is_component(), wasm) {
+        (true, false) => Err(format!(
+            "the manifest runs a component ({}): add --wasm to build it",
+            m.wasm.as_deref().unwrap_or("its \"mcp\" \"wasm\"")
+        )),
+        (false, true) => Err(
+            "--wasm builds a component, and the manifest runs a program (\"exec\"): drop \
+             --wasm, or name the component in \"wasm\""
+                .into(),
+        ),
+        (true, true) | (false, false) => Ok(()),
+    }
 }
 
 /// How the folder is built before it starts and after each change.
@@ -260,6 +283,15 @@ fn place(dir: &Path, artifact: &Path) -> Result<Option<PathBuf>, String> {
     };
     if same {
         return Ok(None);
+    }
+    // Never a program over a component, nor the other way round.
+    let component = artifact.extension().is_some_and(|e| e == "wasm");
+    if component != m.is_component() {
+        return Err(format!(
+            "{} is not the kind of file the manifest runs at {}: not put there",
+            artifact.display(),
+            to.display()
+        ));
     }
     let copy = || -> std::io::Result<()> {
         let mut here = zot_host::manage::safe_write::SafeDir::open(dir)?;
