@@ -15,7 +15,7 @@ use crate::complete;
 use crate::flags::{scope, zot_home};
 use crate::output::error::{CliError, Context as _, Finish as _};
 use crate::output::terminal;
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches as _, Parser, Subcommand};
 use std::process::ExitCode;
 use tracing_subscriber::fmt::FormatFields as _;
 use zot_host::ZotHome;
@@ -192,11 +192,27 @@ pub(crate) enum ExtCommand {
     Dev(shell::DevArgs),
 }
 
+/// `zot --version`: the version, the commit it was built from, and where `zot ext new`
+/// finds the SDKs (or why it does not). Made once per process.
+fn long_version() -> &'static str {
+    let sdk = match new::sdk_dir(None, new::Sdk::Rust) {
+        Ok(dir) => dir.display().to_string(),
+        Err(why) => format!("not found: {why}"),
+    };
+    let text = format!(
+        "{} (commit {})\nSDK: {sdk}",
+        env!("CARGO_PKG_VERSION"),
+        env!("ZOT_COMMIT")
+    );
+    Box::leak(text.into_boxed_str())
+}
+
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
     // `ZOT_COMPLETE=bash zot -- zot ext info g`: the candidates for a shell's TAB.
     complete::answer_if_asked();
-    let cli = Cli::parse();
+    let command = Cli::command().long_version(long_version());
+    let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     use tracing_subscriber::layer::SubscriberExt as _;
     let stderr = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

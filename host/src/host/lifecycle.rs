@@ -275,10 +275,22 @@ impl Inner {
             // waits for them in parallel.
             match ext.wait_ready(deadline).await {
                 Phase::Ready => report.ready.push(ext.name().to_string()),
-                Phase::Starting => ext.log().warn(&format!(
-                    "not ready within {:?}: registrations may still arrive",
-                    self.config.timeouts.ready
-                )),
+                Phase::Starting => {
+                    let said = match ext.status().hello {
+                        Some(_) => "it said hello, not ready",
+                        None => "it has not said hello",
+                    };
+                    let warning = format!(
+                        "not ready within {} ms ({said}): its registrations may still arrive",
+                        self.config.timeouts.ready.as_millis()
+                    );
+                    ext.log().warn(&warning);
+                    report.not_ready.push(ext.name().to_string());
+                    report.warnings.push(LoadWarning {
+                        extension: ext.name().to_string(),
+                        warning,
+                    });
+                }
                 Phase::Exited => {
                     let reason = ext.status().exit.map(|e| e.to_string()).unwrap_or_default();
                     report.errors.push(LoadError {

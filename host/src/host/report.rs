@@ -123,6 +123,9 @@ pub struct LoadReport {
     pub starting: Vec<String>,
     /// Started extensions that became ready within the ready wait.
     pub ready: Vec<String>,
+    /// Started extensions that did not become ready within the ready wait and are still
+    /// running (one that never said `hello`, say); each has a warning too.
+    pub not_ready: Vec<String>,
     /// Extensions that could not be started, and why.
     pub errors: Vec<LoadError>,
     /// Project-local extensions not started because the user has not trusted them.

@@ -158,7 +158,7 @@ pub fn for_manifest(
         }
     };
     let widened = run.filter(|r| !r.is_empty()).map(|run| {
-        log.info(&format!("this run grants: {}", run.words()));
+        log.info(&format!("this run grants: {}", run.granted_words()));
         run.widen(m, state.applied())
     });
     let (m, granted) = match &widened {

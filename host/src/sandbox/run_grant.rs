@@ -56,11 +56,17 @@ impl RunGrant {
 
     /// The permissions as `zot ext grant -p` names them: `env:API_KEY, http:api.example.com`.
     pub fn words(&self) -> String {
+        let words: Vec<String> = self.permissions.iter().map(Permission::to_string).collect();
+        words.join(", ")
+    }
+
+    /// [`RunGrant::words`] where they are granted, with what a word does not say: an
+    /// `http:` pattern without a scheme is HTTPS only.
+    pub fn granted_words(&self) -> String {
         let words: Vec<String> = self
             .permissions
             .iter()
             .map(|p| match p {
-                // Without a scheme a pattern is HTTPS only: said where it is granted.
                 Permission::Http(host) if !host.contains("://") => {
                     format!("{p} (HTTPS only: http://{host} for plain HTTP)")
                 }
@@ -132,6 +138,12 @@ mod tests {
             run.words(),
             "env:SET, http:127.0.0.1:8080, cwd, memory:32",
             "as grant -p names them"
+        );
+        assert_eq!(
+            run.granted_words(),
+            "env:SET, http:127.0.0.1:8080 (HTTPS only: http://127.0.0.1:8080 for plain HTTP), \
+             cwd, memory:32",
+            "where granted, what a scheme-less pattern means"
         );
         // Nothing of the run is stored in the manifest's own asks.
         assert!(bare.permissions.env.is_empty());

@@ -297,18 +297,19 @@ fn allow_http_lets_a_bare_component_reach_that_host() {
     assert_eq!(server.hits(), 0, "a request left without --allow-http");
 
     let pattern = format!("http://127.0.0.1:{}", server.port);
-    let allowed = l.zot(
-        &[
+    let call_allowing = |pattern: &str| {
+        let args = [
             "ext",
             "call",
             REACTOR,
             "http_get",
             &ask,
             "--allow-http",
-            &pattern,
-        ],
-        "",
-    );
+            pattern,
+        ];
+        l.zot(&args, "")
+    };
+    let allowed = call_allowing(&pattern);
     assert!(allowed.status.success(), "{}", text(&allowed));
     assert!(
         stdout(&allowed).contains("hello from the test"),
@@ -325,16 +326,7 @@ fn allow_http_lets_a_bare_component_reach_that_host() {
 
     // Without a scheme the pattern is HTTPS only: both the grant and the refusal say so.
     let bare = format!("127.0.0.1:{}", server.port);
-    let args = [
-        "ext",
-        "call",
-        REACTOR,
-        "http_get",
-        &ask,
-        "--allow-http",
-        &bare,
-    ];
-    let https_only = l.zot(&args, "");
+    let https_only = call_allowing(&bare);
     assert_eq!(server.hits(), 1, "plain HTTP left under an HTTPS grant");
     assert!(
         stderr(&https_only).contains(&format!(

@@ -545,3 +545,34 @@ fn the_javascript_component_scaffold_builds_passes_check_and_works() {
 fn the_starlingmonkey_component_scaffold_builds_passes_check_and_works() {
     component_scaffold("typescript", "sm-comp", &["--engine", "starlingmonkey"]);
 }
+
+/// `zot --version` says the commit it was built from and where `zot ext new` finds the
+/// SDK; `-V` stays one short line.
+#[test]
+fn version_names_the_commit_and_the_sdk() {
+    let version = |flag: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+            .arg(flag)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = version("--version");
+    let commit = said
+        .split("(commit ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_default();
+    let hex = commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit());
+    assert!(hex || commit == "unknown", "{said}");
+    let sdk = workspace().join("guest-sdk").canonicalize().unwrap();
+    assert!(
+        said.contains(&format!("\nSDK: {}\n", sdk.display())),
+        "{said}"
+    );
+    assert_eq!(
+        version("-V"),
+        format!("zot {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}

@@ -239,6 +239,14 @@ fn a_build_that_writes_outside_its_copy_or_connects_out_fails_and_installs_nothi
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let path = std::env::var("PATH").unwrap();
+    let install = |src: &Path| {
+        zot_on(
+            &path,
+            &home,
+            &cwd,
+            &["install", src.to_str().unwrap(), "--yes"],
+        )
+    };
     let escapes = [
         (
             "a write outside",
@@ -264,12 +272,7 @@ fn a_build_that_writes_outside_its_copy_or_connects_out_fails_and_installs_nothi
     ];
     for (what, build, said) in escapes {
         let src = build_source(&scratch.path().join(what.replace(' ', "-")), build);
-        let out = zot_on(
-            &path,
-            &home,
-            &cwd,
-            &["install", src.to_str().unwrap(), "--yes"],
-        );
+        let out = install(&src);
         assert!(!out.status.success(), "{what}: {}", text(&out));
         let err = stderr(&out);
         assert!(err.contains("the build failed: `"), "{what}: {err}");
@@ -291,12 +294,7 @@ fn a_build_that_writes_outside_its_copy_or_connects_out_fails_and_installs_nothi
         &scratch.path().join("link"),
         json!(["sh", "-c", "cp /bin/true built && ln -s /etc/passwd leak"]),
     );
-    let out = zot_on(
-        &path,
-        &home,
-        &cwd,
-        &["install", src.to_str().unwrap(), "--yes"],
-    );
+    let out = install(&src);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(stderr(&out).contains("leak"), "{}", text(&out));
     nothing_installed(&home, "built");
@@ -304,12 +302,7 @@ fn a_build_that_writes_outside_its_copy_or_connects_out_fails_and_installs_nothi
         &scratch.path().join("setuid"),
         json!(["sh", "-c", "cp /bin/true built && chmod 4755 built"]),
     );
-    let out = zot_on(
-        &path,
-        &home,
-        &cwd,
-        &["install", src.to_str().unwrap(), "--yes"],
-    );
+    let out = install(&src);
     assert_ok(&out);
     let mode = std::fs::metadata(home.join("extensions/built/built")).unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -324,12 +317,7 @@ fn a_build_that_writes_outside_its_copy_or_connects_out_fails_and_installs_nothi
         &scratch.path().join("plain"),
         json!(["cp", "/bin/true", "built"]),
     );
-    let out = zot_on(
-        &path,
-        &home,
-        &cwd,
-        &["install", src.to_str().unwrap(), "--yes"],
-    );
+    let out = install(&src);
     assert_ok(&out);
     assert!(
         stdout(&out).contains("  cp /bin/true built"),

@@ -286,9 +286,19 @@ fn extension_that_never_sends_hello_does_not_block_host_ready() {
     // The default cap, which this test is about (the harness lengthens it otherwise).
     b.arg("--ready-timeout-ms").arg("3000");
     let host = b.start();
-    host.ready_within(Duration::from_secs(10));
+    let ready = host.wait_event("host_ready", Duration::from_secs(10), |v| {
+        v["type"] == "host_ready"
+    });
     let took = host.started.elapsed();
     println!("host_ready with a mute extension after {took:?}");
+    // Started, but named as not ready, with why.
+    assert_eq!(ready["not_ready"], json!(["mute"]), "{ready}");
+    assert_eq!(
+        ready["warnings"],
+        json!([{"extension": "mute", "warning":
+            "not ready within 3000 ms (it has not said hello): its registrations may still arrive"}]),
+        "{ready}"
+    );
     assert!(
         took < Duration::from_millis(5000),
         "host_ready after {took:?} (cap is 3 s)"

@@ -355,7 +355,7 @@ fn refuse_existing(dir: &Path) -> Result<(), String> {
 
 /// Which SDK a scaffold depends on.
 #[derive(Clone, Copy)]
-enum Sdk {
+pub(crate) enum Sdk {
     /// zot-ext: guest-sdk/ itself (its Cargo.toml).
     Rust,
     /// @zot/ext: guest-sdk/ts (its package.json).
@@ -364,7 +364,7 @@ enum Sdk {
 
 /// The SDK's folder: `--sdk` (guest-sdk/), or guest-sdk/ of the sources this binary was
 /// built from; for `Sdk::Ts` its `ts/`.
-fn sdk_dir(flag: Option<&Path>, which: Sdk) -> Result<PathBuf, String> {
+pub(crate) fn sdk_dir(flag: Option<&Path>, which: Sdk) -> Result<PathBuf, String> {
     let (dir, hint) = match flag {
         Some(dir) => (dir.to_path_buf(), "the folder given with --sdk"),
         None => (

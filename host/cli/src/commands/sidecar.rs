@@ -63,6 +63,7 @@ async fn serve(config: HostConfig, input: Input, output: Output) {
         "type": "host_ready",
         "extensions": report.loaded,
         "starting": report.starting,
+        "not_ready": report.not_ready,
         "errors": report.errors,
         "untrusted": report.untrusted,
         "warnings": report.warnings,

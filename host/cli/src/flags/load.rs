@@ -140,7 +140,11 @@ pub(crate) fn announce_one(run: &RunGrant, m: &Manifest) {
         return;
     }
     match m.transport() {
-        TransportKind::Wasm => note(format_args!("this run grants {}: {}", m.name, run.words())),
+        TransportKind::Wasm => note(format_args!(
+            "this run grants {}: {}",
+            m.name,
+            run.granted_words()
+        )),
         TransportKind::Stdio => note(format_args!(
             "warning: {} is a classic extension (a program run with your rights, not \
              sandboxed): {} means nothing for it",
