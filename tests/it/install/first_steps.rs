@@ -35,13 +35,9 @@ fn disable_then_enable_leaves_the_install_as_it_was() {
 
     let off = zot(&home, &cwd, &["disable", "hand"]);
     assert!(text(&off).contains("now disabled"), "{}", text(&off));
+    // The switch is zot's own, not a changed file (issue 36): verify finds nothing.
     let verify = zot(&home, &cwd, &["verify", "hand"]);
-    assert_eq!(
-        verify.status.code(),
-        Some(1),
-        "disabled is a change: {}",
-        text(&verify)
-    );
+    assert!(verify.status.success(), "{}", text(&verify));
     let on = zot(&home, &cwd, &["enable", "hand"]);
     assert!(text(&on).contains("now enabled"), "{}", text(&on));
     assert_eq!(
