@@ -68,6 +68,9 @@ pub enum HostEvent {
         reason: String,
         code: Option<i32>,
         signal: Option<i32>,
+        /// The host stopped it (a reload, or the host's shutdown): the exit was asked
+        /// for, not a crash.
+        stopped: bool,
     },
     /// The extension's registrations changed (registered, shadowed, or removed).
     RegistryChanged { extension: String },

@@ -114,6 +114,7 @@ pub mod compile {
 pub mod fuzzing;
 pub mod launcher;
 pub mod manage;
+pub mod schema;
 pub mod transport;
 
 // The internals, in layers (`docs/architecture.md`; `host/tests/architecture` checks them).

@@ -3,6 +3,7 @@
 //! never depends on timing. Losing claims are kept: if the owner exits, the next takes over.
 
 use crate::extension::Extension;
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use zot_protocol::{RegisterCommand, RegisterTool};
 
@@ -12,11 +13,18 @@ struct Claim<T> {
     spec: T,
 }
 
+/// The most names remembered as departed ([`Names::departed`]).
+const MAX_DEPARTED: usize = 4096;
+
 /// Claims on one kind of name (commands or tools).
 struct Names<T> {
     kind: &'static str,
     builtins: BTreeSet<String>,
     claims: BTreeMap<String, Vec<Claim<T>>>,
+    /// Names no one claims any more, each with the extension that owned it last: a
+    /// call to one can say which extension is gone instead of "no such name". Bounded:
+    /// past [`MAX_DEPARTED`] names, no more are remembered.
+    departed: BTreeMap<String, String>,
 }
 
 impl<T> Names<T> {
@@ -25,6 +33,7 @@ impl<T> Names<T> {
             kind,
             builtins: builtins.iter().cloned().collect(),
             claims: BTreeMap::new(),
+            departed: BTreeMap::new(),
         }
     }
 
@@ -36,6 +45,7 @@ impl<T> Names<T> {
             ext.log()
                 .warn(&format!("{kind} {name:?} is a built-in: shadowed"));
         }
+        self.departed.remove(&name);
         let list = self.claims.entry(name.clone()).or_default();
         if let Some(existing) = list.iter_mut().find(|c| c.ext.is(ext)) {
             existing.spec = spec;
@@ -72,6 +82,7 @@ impl<T> Names<T> {
     fn remove(&mut self, ext: &Extension) -> Vec<Extension> {
         let mut promoted = Vec::new();
         let mut had_any = false;
+        let departed = &mut self.departed;
         self.claims.retain(|name, list| {
             let was_owner = list.first().is_some_and(|c| c.ext.is(ext));
             let before = list.len();
@@ -86,6 +97,9 @@ impl<T> Names<T> {
                     ));
                     promoted.push(next.ext.clone());
                 }
+            }
+            if was_owner && list.is_empty() && departed.len() < MAX_DEPARTED {
+                departed.insert(name.clone(), ext.name().to_string());
             }
             !list.is_empty()
         });
@@ -181,6 +195,21 @@ impl Registry {
 
     pub(crate) fn tool(&self, name: &str) -> Option<Extension> {
         self.tools.owner(name).map(|c| c.ext.clone())
+    }
+
+    /// The extension that owned tool `name` last, when no one claims it now.
+    pub(crate) fn departed_tool(&self, name: &str) -> Option<&str> {
+        self.tools.departed.get(name).map(String::as_str)
+    }
+
+    /// The extension that owned command `name` last, when no one claims it now.
+    pub(crate) fn departed_command(&self, name: &str) -> Option<&str> {
+        self.commands.departed.get(name).map(String::as_str)
+    }
+
+    /// The schema of the active tool `name`.
+    pub(crate) fn tool_schema(&self, name: &str) -> Option<Value> {
+        self.tools.owner(name).map(|c| c.spec.schema.clone())
     }
 
     pub(crate) fn is_builtin_tool(&self, name: &str) -> bool {

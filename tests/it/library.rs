@@ -219,7 +219,7 @@ async fn an_agent_plays_an_extension_in_memory() {
         (&json!("hello_ack"), &json!(1))
     );
     peer.print(
-        r#"{"type":"register_tool","name":"shout","description":"Shouts.","schema":{"type":"object"}}"#,
+        r#"{"type":"register_tool","name":"shout","description":"Shouts.","schema":{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}}"#,
     )
     .await;
     peer.print(r#"{"type":"ready"}"#).await;
@@ -227,6 +227,21 @@ async fn an_agent_plays_an_extension_in_memory() {
     assert_eq!(report.ready, ["scripted"], "{report:?}");
     let tools: Vec<String> = host.tools().into_iter().map(|(_, t)| t.name).collect();
     assert_eq!(tools, ["shout"]);
+
+    // Arguments that do not fit the tool's schema are refused before the peer sees
+    // them, each problem naming its field (the next frame it reads is the call below).
+    let refused = host.call_tool("shout", json!({"text": 3}), None).await;
+    let Err(CallError::Arguments { tool, problems }) = refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(
+        (tool.as_str(), problems[0].field.as_deref()),
+        ("shout", Some("text"))
+    );
+    assert_eq!(
+        host.check_arguments("shout", &json!({"text": "hi"})),
+        Some(zot_host::schema::Checked::Valid)
+    );
 
     // A tool call reaches the peer, and its result the agent.
     let call = tokio::spawn({

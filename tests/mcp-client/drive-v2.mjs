@@ -12,7 +12,8 @@
 //  "server": the server's info, "steps": [the result of each step],
 //  "errors": [every transport or protocol error the client saw],
 //  "stderr": the server's stderr}.
-// A step that throws records {"error": message, "code": code} and the run goes on.
+// A step that throws records {"error": message, "code": code, "data": data} and the run
+// goes on.
 //
 // Steps ({"op": …}):
 //   tools                        tools/list

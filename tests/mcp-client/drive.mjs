@@ -9,7 +9,8 @@
 // one JSON object on stdout:
 // {"steps": [the result of each step], "logs": [every log message], "errors": [every
 // transport or protocol error the client saw], "stderr": the server's stderr}.
-// A step that throws records {"error": message, "code": code} and the run goes on.
+// A step that throws records {"error": message, "code": code, "data": data} and the run
+// goes on.
 //
 // Steps ({"op": …}):
 //   init                         the server's info, capabilities and instructions

@@ -1,6 +1,7 @@
 // The step loop both drivers share (drive.mjs, drive-v2.mjs): connects `client` over
 // `transport`, runs each step with `run`, and returns the results; a step that throws
-// records {"error": message, "code": code}, a failed connect goes to `errors`.
+// records {"error": message, "code": code, "data": data}, a failed connect goes to
+// `errors`.
 export async function runSteps(client, transport, steps, run, errors) {
   const results = [];
   try {
@@ -9,7 +10,11 @@ export async function runSteps(client, transport, steps, run, errors) {
       try {
         results.push(await run(step));
       } catch (e) {
-        results.push({ error: String(e?.message ?? e), code: e?.code ?? null });
+        results.push({
+          error: String(e?.message ?? e),
+          code: e?.code ?? null,
+          data: e?.data ?? null,
+        });
       }
     }
   } catch (e) {

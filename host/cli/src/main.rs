@@ -37,7 +37,6 @@ mod flags;
 mod output;
 mod records;
 mod runtime;
-mod validate;
 
 fn main() -> std::process::ExitCode {
     one_malloc_arena();

@@ -71,10 +71,10 @@ impl Extension {
     fn close(&self, exit: ExitReason, hub: &Arc<dyn Hub>) {
         let inner = &*self.inner;
         inner.log.info(&format!("extension gone: {exit}"));
-        let (events, notes) = {
+        let (events, notes, stopped) = {
             let mut st = inner.status.lock().unwrap();
             st.exit = Some(exit.clone());
-            (st.events_dropped, st.notes_dropped)
+            (st.events_dropped, st.notes_dropped, st.stopped)
         };
         if events > 0 {
             inner.log.warn(&format!(
@@ -94,6 +94,7 @@ impl Extension {
             reason: exit.to_string(),
             code: exit.code(),
             signal: exit.signal(),
+            stopped,
         });
         inner.phase.send_replace(Phase::Exited);
         inner.one_way.wake();

@@ -73,6 +73,15 @@ pub enum Phase {
 pub enum CallError {
     /// No extension provides it.
     NotFound(String),
+    /// What was asked is gone with the extension that provided it, which is not running
+    /// (it failed to start or reload, exited, is starting, disabled or untrusted):
+    /// `state` says which, as the end of a sentence (`is not running: exited with
+    /// status 1`).
+    NotRunning {
+        extension: String,
+        target: String,
+        state: String,
+    },
     /// The extension exited before answering.
     Exited {
         extension: String,
@@ -91,12 +100,25 @@ pub enum CallError {
     QueueFull { extension: String, target: String },
     /// The request itself is wrong (e.g. tool arguments that are not an object).
     Invalid(String),
+    /// The tool's arguments do not fit its schema (nothing was sent).
+    Arguments {
+        tool: String,
+        problems: Vec<crate::schema::Problem>,
+    },
 }
 
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallError::NotFound(what) => write!(f, "no {what}"),
+            CallError::NotRunning {
+                extension,
+                target,
+                state,
+            } => write!(
+                f,
+                "{target} is not available: extension {extension:?}, which provided it, {state}"
+            ),
             CallError::Exited {
                 extension,
                 target,
@@ -119,6 +141,17 @@ impl fmt::Display for CallError {
                 stalled.as_ref().map_or(Ok(()), |why| write!(f, ": {why}"))
             }
             CallError::Invalid(why) => f.write_str(why),
+            CallError::Arguments { tool, problems } => {
+                let problems: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+                match problems.as_slice() {
+                    [one] => write!(f, "tool {tool:?}: {one}"),
+                    many => write!(
+                        f,
+                        "tool {tool:?}: the arguments do not fit its schema: {}",
+                        many.join("; ")
+                    ),
+                }
+            }
             CallError::QueueFull { extension, target } => write!(
                 f,
                 "{target} failed: extension {extension:?} is not reading its input (queue full)"
@@ -163,6 +196,8 @@ pub struct Status {
     pub registrations_refused: u64,
     /// The signal it took to stop it (`SIGTERM`, `SIGKILL`) when it ignored `shutdown`.
     pub forced: Option<&'static str>,
+    /// The host stopped it (a reload or the host's shutdown): its exit was asked for.
+    pub stopped: bool,
 }
 
 /// The host side that an extension reports to.
@@ -486,6 +521,7 @@ impl Extension {
         if self.phase() == Phase::Exited {
             return;
         }
+        self.inner.status.lock().unwrap().stopped = true;
         let _ = self.inner.outbound.try_send(
             self.inner
                 .outbound(&HostFrame::Shutdown(Empty::default()), Some(grace)),

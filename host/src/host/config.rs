@@ -44,6 +44,11 @@ pub struct HostConfig {
     /// which needs [`child_if_asked`](crate::component::compile::child_if_asked) called
     /// first thing in `main`; see [`Compiler`](crate::component::compile::Compiler)).
     pub compiler: crate::component::compile::Compiler,
+    /// Check a tool call's arguments against the tool's schema before sending them
+    /// ([`crate::schema`]): arguments that do not fit fail with
+    /// [`CallError::Arguments`](crate::CallError::Arguments). On by default; off for an
+    /// agent that checks them itself (`zot host --no-validate`, `zot mcp --no-validate`).
+    pub validate_arguments: bool,
 }
 
 impl HostConfig {
@@ -67,6 +72,7 @@ impl HostConfig {
             max_frame: DEFAULT_MAX_FRAME,
             timeouts: Timeouts::default(),
             compiler: crate::component::compile::Compiler::default(),
+            validate_arguments: true,
         }
     }
 

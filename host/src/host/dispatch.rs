@@ -3,10 +3,11 @@
 //! extensions' cores report to (registrations, ready, exit, a tool call of their own).
 
 use super::report::{InterceptStep, Verdict};
-use super::state::Inner;
+use super::state::{EntryState, Inner};
 use crate::budget::Timeouts;
 use crate::events::HostEvent;
 use crate::extension::{CallError, Extension, Hub, Phase, Registration};
+use crate::schema::Checked;
 use serde_json::{Map, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -22,31 +23,50 @@ impl Inner {
     ) -> Result<(String, CommandResponse), CallError> {
         // `/note` is how a user types the command `note`.
         let name = name.strip_prefix('/').unwrap_or(name);
-        let ext = self.registry.lock().unwrap().command(name);
-        let ext = ext.ok_or_else(|| CallError::NotFound(format!("command named {name:?}")))?;
+        let (ext, departed) = {
+            let registry = self.registry.lock().unwrap();
+            let departed = registry.departed_command(name).map(String::from);
+            (registry.command(name), departed)
+        };
+        let ext = ext.ok_or_else(|| {
+            self.missing(
+                format!("command \"/{name}\""),
+                departed,
+                format!("command named {name:?}"),
+            )
+        })?;
         let response = ext
             .invoke_command(name, args, self.config.timeouts.command)
             .await?;
         Ok((ext.name().to_string(), response))
     }
 
-    /// Calls the extension tool `name`; see [`Host::call_tool`](super::Host::call_tool).
+    /// Calls the extension tool `name`, its arguments checked against its schema first
+    /// when `check`; see [`Host::call_tool`](super::Host::call_tool).
     pub(super) async fn call_tool(
         &self,
         name: &str,
         args: Value,
         timeout: Option<Duration>,
+        check: bool,
     ) -> Result<(String, ToolResult), CallError> {
-        let ext = {
+        let (ext, schema, departed) = {
             let registry = self.registry.lock().unwrap();
             if registry.is_builtin_tool(name) {
                 return Err(CallError::NotFound(format!(
                     "extension tool named {name:?}: it is a built-in tool of the agent"
                 )));
             }
-            registry.tool(name)
+            let departed = registry.departed_tool(name).map(String::from);
+            (registry.tool(name), registry.tool_schema(name), departed)
         };
-        let ext = ext.ok_or_else(|| CallError::NotFound(format!("tool named {name:?}")))?;
+        let ext = ext.ok_or_else(|| {
+            self.missing(
+                format!("tool {name:?}"),
+                departed,
+                format!("tool named {name:?}"),
+            )
+        })?;
         let args = match args {
             Value::Null => Value::Object(Map::new()),
             Value::Object(args) => Value::Object(args),
@@ -56,6 +76,20 @@ impl Inner {
                 )))
             }
         };
+        if let (true, Some(schema)) = (check, schema) {
+            match crate::schema::validate(&schema, &args) {
+                Checked::Valid => {}
+                Checked::Invalid(problems) => {
+                    return Err(CallError::Arguments {
+                        tool: name.to_string(),
+                        problems,
+                    })
+                }
+                Checked::Unchecked(why) => ext.log().warn(&format!(
+                    "tool {name:?}: {why}; the arguments are sent unchecked"
+                )),
+            }
+        }
         let limit = self
             .entries
             .lock()
@@ -66,6 +100,49 @@ impl Inner {
         let timeout = timeout.or(limit).unwrap_or(self.config.timeouts.tool);
         let result = ext.call_tool(name, args, timeout).await?;
         Ok((ext.name().to_string(), result))
+    }
+
+    /// Why `target`, which no extension provides now, cannot be called: the extension
+    /// that provided it last (`departed`) is not running, or no longer registers it;
+    /// else there is no `what`.
+    fn missing(&self, target: String, departed: Option<String>, what: String) -> CallError {
+        let Some(extension) = departed else {
+            return CallError::NotFound(what);
+        };
+        let entries = self.entries.lock().unwrap();
+        let state = match entries
+            .iter()
+            .find(|e| e.name == extension)
+            .map(|e| &e.state)
+        {
+            None => "is no longer loaded".to_string(),
+            Some(EntryState::Disabled) => "is disabled".to_string(),
+            Some(EntryState::Error(why)) => format!("is not running: {why}"),
+            Some(EntryState::Untrusted(u)) => format!("is not trusted: {}", u.message()),
+            Some(EntryState::Starting) => {
+                "is still starting (a component may be compiling)".to_string()
+            }
+            Some(EntryState::Running(ext)) => match ext.status().exit {
+                Some(exit) => format!("is not running: {exit}"),
+                None => {
+                    return CallError::NotFound(format!(
+                        "{what}: extension {extension:?} provided it, and no longer registers it"
+                    ))
+                }
+            },
+        };
+        CallError::NotRunning {
+            extension,
+            target,
+            state,
+        }
+    }
+
+    /// `args` checked against the schema of the active tool `name` (`None`: no such
+    /// tool); see [`Host::check_arguments`](super::Host::check_arguments).
+    pub(super) fn check_arguments(&self, name: &str, args: &Value) -> Option<Checked> {
+        let schema = self.registry.lock().unwrap().tool_schema(name)?;
+        Some(crate::schema::validate(&schema, args))
     }
 
     /// Queues `event` for every subscriber; see [`Host::emit`](super::Host::emit).
@@ -207,7 +284,11 @@ impl Hub for Inner {
             let inner = me
                 .upgrade()
                 .ok_or_else(|| CallError::NotFound("host: it is shutting down".into()))?;
-            inner.call_tool(&name, args, None).await.map(|(_, r)| r)
+            let check = inner.config.validate_arguments;
+            inner
+                .call_tool(&name, args, None, check)
+                .await
+                .map(|(_, r)| r)
         })
     }
 }

@@ -337,6 +337,7 @@ impl Inner {
                     reason,
                     code: None,
                     signal: None,
+                    stopped: false,
                 };
                 drop(entries);
                 self.notes.push_own(event);

@@ -147,14 +147,35 @@ impl Host {
     }
 
     /// Calls tool `name` (`args` must be an object; null means `{}`), waiting at most
-    /// `timeout` (default: the tool timeout).
+    /// `timeout` (default: the tool timeout). Arguments that do not fit the tool's
+    /// schema are not sent ([`CallError::Arguments`], each problem naming its field),
+    /// unless [`HostConfig::validate_arguments`] is off.
     pub async fn call_tool(
         &self,
         name: &str,
         args: Value,
         timeout: Option<Duration>,
     ) -> Result<(String, ToolResult), CallError> {
-        self.inner.call_tool(name, args, timeout).await
+        let check = self.inner.config.validate_arguments;
+        self.inner.call_tool(name, args, timeout, check).await
+    }
+
+    /// Like [`Host::call_tool`], sending `args` as they are whatever
+    /// [`HostConfig::validate_arguments`] says: for a caller that checked them
+    /// ([`Host::check_arguments`]) or was told not to.
+    pub async fn call_tool_unchecked(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Option<Duration>,
+    ) -> Result<(String, ToolResult), CallError> {
+        self.inner.call_tool(name, args, timeout, false).await
+    }
+
+    /// `args` checked against the schema of the active tool `name`, without calling
+    /// it; `None` when no extension provides it.
+    pub fn check_arguments(&self, name: &str, args: &Value) -> Option<crate::schema::Checked> {
+        self.inner.check_arguments(name, args)
     }
 
     /// Queues `event` for every subscriber, without waiting; returns how many.

@@ -5,9 +5,10 @@ use crate::caps::{HostPattern, Limit, SandboxError};
 use crate::manifest::{CwdAccess, Manifest};
 use std::str::FromStr;
 
-/// One permission: `data_dir`, `cwd` (or `cwd:read`), `env:NAME`, `http:PATTERN`, or a
-/// limit raised: `memory:MB`, `disk:MB`, `resources:N`, `http_requests:N`,
-/// `field_kib:KIB`.
+/// One permission: `data_dir`, `cwd` (or `cwd:read`), `env:NAME`, `http:PATTERN` (a
+/// pattern with its scheme, `http://127.0.0.1:8766`, is named as it is, without the
+/// `http:`), or a limit raised: `memory:MB`, `disk:MB`, `resources:N`,
+/// `http_requests:N`, `field_kib:KIB`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Permission {
     DataDir,
@@ -22,6 +23,10 @@ impl FromStr for Permission {
     type Err = SandboxError;
 
     fn from_str(permission: &str) -> Result<Permission, SandboxError> {
+        if permission.starts_with("http://") || permission.starts_with("https://") {
+            HostPattern::parse(permission)?;
+            return Ok(Permission::Http(permission.into()));
+        }
         let (kind, value) = permission.split_once(':').unwrap_or((permission, ""));
         Ok(match (kind, value) {
             ("data_dir", "") => Permission::DataDir,
@@ -40,13 +45,15 @@ impl FromStr for Permission {
     }
 }
 
-/// As the user names it: `data_dir`, `cwd`, `env:NAME`, `http:PATTERN`, `memory:MB`, …
+/// As the user names it: `data_dir`, `cwd`, `env:NAME`, `http:PATTERN` (or the pattern
+/// alone when it has a scheme), `memory:MB`, …
 impl std::fmt::Display for Permission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Permission::DataDir => f.write_str("data_dir"),
             Permission::Cwd => f.write_str("cwd"),
             Permission::Env(name) => write!(f, "env:{name}"),
+            Permission::Http(url) if url.contains("://") => f.write_str(url),
             Permission::Http(host) => write!(f, "http:{host}"),
             Permission::Limit(limit, value) => write!(f, "{}:{value}", limit.spec().permission),
         }
@@ -93,7 +100,12 @@ pub(super) fn not_asked(m: &Manifest, permission: &str) -> SandboxError {
         options.push("cwd".into());
     }
     options.extend(asked.env.iter().map(|n| format!("env:{n}")));
-    options.extend(asked.http.iter().map(|h| format!("http:{h}")));
+    options.extend(
+        asked
+            .http
+            .iter()
+            .map(|h| Permission::Http(h.clone()).to_string()),
+    );
     for limit in Limit::ALL {
         if let Some(value) = m.limits.caps.get(limit) {
             options.push(format!("{}:{value}", limit.spec().permission));
@@ -115,6 +127,21 @@ pub(super) fn not_asked(m: &Manifest, permission: &str) -> SandboxError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_with_its_scheme_is_named_once() {
+        for (given, shown) in [
+            ("http://127.0.0.1:8766", "http://127.0.0.1:8766"),
+            ("http:http://127.0.0.1:8766", "http://127.0.0.1:8766"),
+            ("https://api.example.com", "https://api.example.com"),
+            ("http:api.example.com", "http:api.example.com"),
+        ] {
+            let p: Permission = given.parse().unwrap();
+            assert_eq!(p.to_string(), shown, "{given}");
+            assert_eq!(p.to_string().parse::<Permission>().unwrap(), p, "{given}");
+        }
+        assert!("http://".parse::<Permission>().is_err());
+    }
 
     #[test]
     fn a_limit_parses_as_memory_does() {

@@ -7,61 +7,6 @@
 
 use crate::common::*;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-
-/// A Python extension (its hello name is its first argument): the tool `forecast` takes
-/// `{"city": string, "days"?: integer}` and no other field; `odd` has a schema of a draft
-/// no validator knows; `boom` writes a line with an escape sequence to stderr and exits 3.
-/// Every call is appended to `calls.log` in its folder, then echoed back.
-const WEATHER: &str = r#"import json, sys
-name = sys.argv[1] if len(sys.argv) > 1 else "wx"
-def emit(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-emit({"type": "hello", "name": name, "version": "1.0.0", "capabilities": ["tools"]})
-emit({"type": "register_tool", "name": "forecast", "description": "the weather",
-      "schema": {"type": "object", "required": ["city"], "additionalProperties": False,
-                 "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}})
-emit({"type": "register_tool", "name": "odd", "description": "an odd schema",
-      "schema": {"$schema": "https://example.com/no-such-draft", "type": "object"}})
-emit({"type": "register_tool", "name": "boom", "description": "crashes",
-      "schema": {"type": "object"}})
-emit({"type": "ready"})
-for line in sys.stdin:
-    msg = json.loads(line)
-    if msg["type"] == "tool_call":
-        with open("calls.log", "a") as f:
-            f.write(json.dumps(msg["args"]) + "\n")
-        if msg["name"] == "boom":
-            sys.stderr.write("about to fail\n\x1b[31mboom: the weather service is down\n")
-            sys.stderr.flush()
-            sys.exit(3)
-        emit({"type": "tool_result", "id": msg["id"], "is_error": False,
-              "content": [{"type": "text", "text": json.dumps(msg["args"], sort_keys=True)}]})
-    elif msg["type"] == "shutdown":
-        emit({"type": "shutdown_ack"})
-        break
-"#;
-
-/// Writes the weather extension into `dir`, its manifest named `name`, its hello `hello`.
-fn weather(dir: &Path, name: &str, hello: &str) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("weather.py"), WEATHER).unwrap();
-    write_manifest(
-        dir,
-        &json!({"name": name, "version": "1.0.0", "exec": "python3",
-                "args": ["weather.py", hello]}),
-    )
-}
-
-/// What the extension in `dir` was called with, one JSON object per call.
-fn calls(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("calls.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -355,4 +300,62 @@ fn the_shell_checks_arguments_against_the_schema_too() {
         "a refused call fails the script: {said}"
     );
     assert_eq!(calls(&dir), [json!({"city": 3}), json!({"city": "Oslo"})]);
+}
+
+/// Issue 36: the sidecar checks a call's arguments against the tool's schema as `call`
+/// does, naming each field in `problems`; `zot host --no-validate` sends them as they are.
+#[test]
+fn the_sidecar_refuses_arguments_that_do_not_fit_naming_each_field() {
+    let scratch = TempDir::new("sidecar-validate");
+    let dir = weather(&scratch.path().join("wx"), "wx", "wx");
+    let mut b = HostBuilder::new();
+    b.ext_path(&dir);
+    let host = b.start();
+    let refused = host.request(
+        "call_tool",
+        json!({"name": "forecast", "args": {"city": 3, "extra": true}}),
+    );
+    assert_eq!(refused["success"], false, "{refused}");
+    let mut problems = refused["problems"].as_array().unwrap().clone();
+    problems.sort_by_key(|p| p["field"].to_string());
+    assert_eq!(
+        problems,
+        [
+            json!({"field": "city", "message": "argument \"city\": expected a string, got 3"}),
+            json!({"field": "extra",
+                   "message": "unknown field \"extra\" (the schema allows no others)"}),
+        ],
+        "{refused}"
+    );
+    let error = refused["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("tool \"forecast\": the arguments do not fit its schema: "),
+        "{error}"
+    );
+    let missing = host.request("call_tool", json!({"name": "forecast"}));
+    assert_eq!(
+        missing["problems"],
+        json!([{"field": "city", "message": "missing required field \"city\""}]),
+        "{missing}"
+    );
+    host.ok(
+        "call_tool",
+        json!({"name": "forecast", "args": {"city": "Oslo"}}),
+    );
+    assert_eq!(
+        calls(&dir),
+        [json!({"city": "Oslo"})],
+        "nothing else was sent"
+    );
+    drop(host);
+
+    let mut b = HostBuilder::new();
+    b.ext_path(&dir).arg("--no-validate");
+    let host = b.start();
+    let sent = host.ok(
+        "call_tool",
+        json!({"name": "forecast", "args": {"city": 3}}),
+    );
+    assert_eq!(sent["content"][0]["text"], "{\"city\": 3}", "{sent}");
+    assert_eq!(calls(&dir), [json!({"city": "Oslo"}), json!({"city": 3})]);
 }

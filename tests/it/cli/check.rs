@@ -86,6 +86,19 @@ fn garbage_on_stdout_is_a_violation() {
     // The extension itself still worked: it said hello and registered its tools.
     assert_eq!(r["hello"]["name"], "noisy");
     assert!(!r["tools"].as_array().unwrap().is_empty(), "{r}");
+
+    // Issue 36: each violation is said once, in the list; the log's tail above it does
+    // not repeat it (the log keeps it).
+    let out = check(&dir, &home, false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = r["violations"][0].as_str().unwrap().to_string();
+    assert_eq!(
+        text.matches(first.as_str()).count(),
+        1,
+        "{first} once in:\n{text}"
+    );
+    let log = std::fs::read_to_string(home.path().join("logs/ext-noisy.log")).unwrap();
+    assert!(log.contains(&first), "{log}");
 }
 
 #[test]

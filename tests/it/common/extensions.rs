@@ -68,6 +68,60 @@ pub fn inline_py(name: &str, script: &str) -> Value {
     json!({"name": name, "version": "0.1.0", "exec": "python3", "args": ["-c", script]})
 }
 
+/// A Python extension (its hello name is its first argument): the tool `forecast` takes
+/// `{"city": string, "days"?: integer}` and no other field; `odd` has a schema of a draft
+/// no validator knows; `boom` writes a line with an escape sequence to stderr and exits 3.
+/// Every call is appended to `calls.log` in its folder, then echoed back.
+const WEATHER: &str = r#"import json, sys
+name = sys.argv[1] if len(sys.argv) > 1 else "wx"
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+emit({"type": "hello", "name": name, "version": "1.0.0", "capabilities": ["tools"]})
+emit({"type": "register_tool", "name": "forecast", "description": "the weather",
+      "schema": {"type": "object", "required": ["city"], "additionalProperties": False,
+                 "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}})
+emit({"type": "register_tool", "name": "odd", "description": "an odd schema",
+      "schema": {"$schema": "https://example.com/no-such-draft", "type": "object"}})
+emit({"type": "register_tool", "name": "boom", "description": "crashes",
+      "schema": {"type": "object"}})
+emit({"type": "ready"})
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "tool_call":
+        with open("calls.log", "a") as f:
+            f.write(json.dumps(msg["args"]) + "\n")
+        if msg["name"] == "boom":
+            sys.stderr.write("about to fail\n\x1b[31mboom: the weather service is down\n")
+            sys.stderr.flush()
+            sys.exit(3)
+        emit({"type": "tool_result", "id": msg["id"], "is_error": False,
+              "content": [{"type": "text", "text": json.dumps(msg["args"], sort_keys=True)}]})
+    elif msg["type"] == "shutdown":
+        emit({"type": "shutdown_ack"})
+        break
+"#;
+
+/// Writes the weather extension into `dir`, its manifest named `name`, its hello `hello`.
+pub fn weather(dir: &Path, name: &str, hello: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("weather.py"), WEATHER).unwrap();
+    write_manifest(
+        dir,
+        &json!({"name": name, "version": "1.0.0", "exec": "python3",
+                "args": ["weather.py", hello]}),
+    )
+}
+
+/// What the extension in `dir` was called with, one JSON object per call.
+pub fn calls(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// Writes `dir/extension.json` (creating `dir`) and returns `dir`.
 pub fn write_manifest(dir: &Path, manifest: &Value) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));

@@ -227,6 +227,54 @@ fn a_native_and_a_sandboxed_extension_are_listed_and_called() {
         .contains("Unknown tool: no_such_tool"));
 }
 
+/// Issue 36: arguments that do not fit the tool's schema are `-32602` (invalid params)
+/// with each field in `data.problems`, before an interceptor or the extension sees them,
+/// as the official client reports them; `--no-validate` sends them as they are.
+#[test]
+fn arguments_that_do_not_fit_the_schema_are_invalid_params_naming_the_field() {
+    let p = Project::new("mcp-validate");
+    let dir = weather(&p.path("exts").join("wx"), "wx", "wx");
+    let ext = dir.to_str().unwrap();
+    let steps = json!([
+        {"op": "init"},
+        {"op": "call", "name": "forecast", "args": {"city": 3}},
+        {"op": "call", "name": "forecast", "args": {"city": "Oslo"}},
+    ]);
+    let run = p.drive(steps.clone(), &["--ext", ext]);
+    let s = &run["steps"];
+    assert_eq!(s[1]["code"], -32602, "{run:#}");
+    assert_eq!(
+        s[1]["data"],
+        json!({"tool": "forecast", "problems": [
+            {"field": "city", "message": "argument \"city\": expected a string, got 3"}]}),
+        "{run:#}"
+    );
+    assert!(
+        s[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("tool \"forecast\": argument \"city\": expected a string, got 3"),
+        "{run:#}"
+    );
+    assert_eq!(first(&s[2]), r#"{"city": "Oslo"}"#, "{run:#}");
+    assert_eq!(
+        calls(&dir),
+        [json!({"city": "Oslo"})],
+        "nothing else was sent"
+    );
+
+    let run = p.drive(steps, &["--ext", ext, "--no-validate"]);
+    assert_eq!(first(&run["steps"][1]), r#"{"city": 3}"#, "{run:#}");
+    assert_eq!(
+        calls(&dir),
+        [
+            json!({"city": "Oslo"}),
+            json!({"city": 3}),
+            json!({"city": "Oslo"})
+        ]
+    );
+}
+
 #[test]
 fn structured_output_and_output_schema_pass_through() {
     let mut p = Project::new("mcp-structured");

@@ -28,7 +28,7 @@ fn scaffold(tag: &str) -> (TempDir, PathBuf) {
 
 /// Runs `zot ext dev <ext> --script` over `script`; once stdout shows `edit_after`, runs
 /// `edit` (given the process id of `zot`). The transcript (stdout) and stderr, once the
-/// session ended.
+/// session ended; asserts the script succeeded.
 fn dev_session(
     dir: &Path,
     ext: &Path,
@@ -36,6 +36,19 @@ fn dev_session(
     edit_after: &str,
     edit: impl FnOnce(u32),
 ) -> (String, String) {
+    let (transcript, stderr, succeeded) = dev_run(dir, ext, script, edit_after, edit);
+    assert!(succeeded, "{transcript}\n{stderr}");
+    (transcript, stderr)
+}
+
+/// [`dev_session`], and whether the script succeeded.
+fn dev_run(
+    dir: &Path,
+    ext: &Path,
+    script: &str,
+    edit_after: &str,
+    edit: impl FnOnce(u32),
+) -> (String, String, bool) {
     let script_path = dir.join("s.txt");
     std::fs::write(&script_path, script).unwrap();
     let home = dir.join("home");
@@ -94,8 +107,7 @@ fn dev_session(
         edit.is_none(),
         "no {edit_after:?} in:\n{transcript}\n{stderr}"
     );
-    assert!(out.status.success(), "{transcript}\n{stderr}");
-    (transcript, stderr)
+    (transcript, stderr, out.status.success())
 }
 
 /// Changes the scaffold's echo prefix to `prefix` and makes its tool log its arguments
@@ -115,7 +127,9 @@ fn edit_echo(main: &Path, prefix: &str) {
     std::fs::write(main, edited).unwrap();
 }
 
-const SCRIPT: &str = "call x_echo {\"text\": \"hi\"}\nsleep 4000\ncall x_echo {\"text\": \"hi\"}\n";
+/// A call, then `wait reload` (no guess of how long a reload takes), then the call again.
+const SCRIPT: &str =
+    "call x_echo {\"text\": \"hi\"}\nwait reload 60\ncall x_echo {\"text\": \"hi\"}\n";
 
 #[test]
 fn dev_reloads_the_extension_after_a_change_and_shows_its_stderr() {
@@ -127,7 +141,7 @@ fn dev_reloads_the_extension_after_a_change_and_shows_its_stderr() {
     });
     let shown = format!("{transcript}\n--- stderr:\n{stderr}");
     let (before, after) = transcript
-        .split_once("> sleep 4000\n")
+        .split_once("> wait reload 60\n")
         .unwrap_or_else(|| panic!("{shown}"));
     assert!(before.contains("echo: hi"), "{shown}");
     assert!(
@@ -148,6 +162,40 @@ fn dev_reloads_the_extension_after_a_change_and_shows_its_stderr() {
     );
     // Only the one change was seen: one reload.
     assert_eq!(transcript.matches("* reloaded x").count(), 1, "{shown}");
+    // Issue 36: what the start and the reload cause is not news — registrations that
+    // end as they were, the old process's clean exit.
+    assert!(!transcript.contains("registrations changed"), "{shown}");
+    assert!(!transcript.contains("exited"), "{shown}");
+}
+
+/// Issue 36: a reload after which the extension provides other tools says which, once.
+#[test]
+fn a_reload_says_what_the_extension_provides_when_that_changed() {
+    let _serial = serial();
+    let (dir, ext) = scaffold("dev-provides");
+    let main = ext.join("main.py");
+    let script = "call x_echo {\"text\": \"hi\"}\nwait reload 60\n";
+    let (transcript, stderr) = dev_session(dir.path(), &ext, script, "echo: hi", |_| {
+        let text = std::fs::read_to_string(&main).unwrap();
+        let ready = "    emit({\"type\": \"ready\"})\n";
+        let more = "    emit({\"type\": \"register_tool\", \"name\": \"x_more\", \
+                    \"description\": \"more\", \"schema\": {\"type\": \"object\"}})\n";
+        let edited = text.replacen(ready, &format!("{more}{ready}"), 1);
+        assert_ne!(
+            edited, text,
+            "the scaffold changed: this edit needs updating"
+        );
+        std::fs::write(&main, edited).unwrap();
+    });
+    let shown = format!("{transcript}\n--- stderr:\n{stderr}");
+    assert_eq!(
+        transcript
+            .matches("* [x] now provides tools x_echo, x_more (were x_echo)\n")
+            .count(),
+        1,
+        "{shown}"
+    );
+    assert!(!transcript.contains("registrations changed"), "{shown}");
 }
 
 #[test]
@@ -157,10 +205,16 @@ fn a_failed_build_is_reported_and_the_old_extension_keeps_answering() {
     // A Cargo.toml makes it a Rust crate to build; this one fails at once.
     std::fs::write(ext.join("Cargo.toml"), "not a manifest [\n").unwrap();
     let main = ext.join("main.py");
-    let (transcript, stderr) = dev_session(dir.path(), &ext, SCRIPT, "echo: hi", |_| {
+    let (transcript, stderr, succeeded) = dev_run(dir.path(), &ext, SCRIPT, "echo: hi", |_| {
         edit_echo(&main, "changed")
     });
     let shown = format!("{transcript}\n--- stderr:\n{stderr}");
+    // `wait reload` ends at the failed build, and fails the script.
+    assert!(!succeeded, "{shown}");
+    assert!(
+        transcript.contains("error: the build failed: nothing was reloaded\n"),
+        "{shown}"
+    );
     // The first build, before the start, fails too: what is there starts.
     assert!(
         stderr.contains("building x: cargo build --release"),
@@ -168,7 +222,7 @@ fn a_failed_build_is_reported_and_the_old_extension_keeps_answering() {
     );
     assert!(stderr.contains("the build of x failed"), "{shown}");
     let (_, after) = transcript
-        .split_once("> sleep 4000\n")
+        .split_once("> wait reload 60\n")
         .unwrap_or_else(|| panic!("{shown}"));
     assert!(
         after.contains("* main.py changed: building x: cargo build --release\n"),
@@ -183,6 +237,61 @@ fn a_failed_build_is_reported_and_the_old_extension_keeps_answering() {
         .split_once("> call x_echo")
         .unwrap_or_else(|| panic!("{shown}"));
     assert!(second.contains("echo: hi"), "the old code answers: {shown}");
+}
+
+/// Issue 36: after a reload that broke the extension, a call says it is not running and
+/// why (not "no tool named"), with where to look; `wait reload` outside `dev` says it
+/// has nothing to wait for.
+#[test]
+fn a_call_after_a_reload_that_broke_the_extension_says_why() {
+    let _serial = serial();
+    let (dir, ext) = scaffold("dev-broken");
+    let main = ext.join("main.py");
+    let (transcript, stderr, succeeded) = dev_run(dir.path(), &ext, SCRIPT, "echo: hi", |_| {
+        let text = std::fs::read_to_string(&main).unwrap();
+        std::fs::write(&main, format!("raise SystemExit('no config here')\n{text}")).unwrap();
+    });
+    let shown = format!("{transcript}\n--- stderr:\n{stderr}");
+    assert!(!succeeded, "the second call failed: {shown}");
+    let (_, after) = transcript
+        .split_once("> wait reload 60\n")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        after.contains("* reloaded x after a change to main.py\n"),
+        "{shown}"
+    );
+    let (_, second) = after
+        .split_once("> call x_echo")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        second.contains(
+            "error: tool \"x_echo\" is not available: extension \"x\", which provided it, \
+             is not running: "
+        ),
+        "{shown}"
+    );
+    assert!(!second.contains("no tool named"), "{shown}");
+    assert!(
+        second.contains("hint: `logs x` shows its log; fix it, then `reload`"),
+        "{shown}"
+    );
+
+    // A plain shell has no watcher: `wait reload` fails at once, saying why.
+    let script = dir.path().join("w.txt");
+    std::fs::write(&script, "wait reload 600\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "shell", "--only", "--script"])
+        .arg(&script)
+        .env("ZOT_HOME", dir.path().join("home"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("error: `wait reload` is for `zot ext dev`: nothing here reloads by itself"),
+        "{said}"
+    );
 }
 
 /// A Rust crate (the `zot ext new --lang rust` scaffold), built with `CARGO_TARGET_DIR`
@@ -353,8 +462,10 @@ fn dev_session_piped(
     let mut attempts = 0;
     let transcript = loop {
         writeln!(stdin, "{call}").unwrap();
-        let (got, transcript) =
-            wait_for_any(&["rebuilt: hi", "no tool named"], Duration::from_secs(120));
+        let (got, transcript) = wait_for_any(
+            &["rebuilt: hi", "is still starting"],
+            Duration::from_secs(120),
+        );
         attempts += 1;
         if got == 0 {
             break transcript;

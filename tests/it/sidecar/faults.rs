@@ -73,6 +73,7 @@ fn crashed_extension_loses_its_tools_and_the_others_go_on() {
     assert_eq!(ev["extension"], "crashy", "{ev}");
     assert_eq!(ev["code"], 3, "{ev}");
     assert!(ev["signal"].is_null(), "{ev}");
+    assert_eq!(ev["stopped"], false, "it exited by itself: {ev}");
     assert!(
         ev["reason"].as_str().is_some_and(|r| r.contains('3')),
         "{ev}"
@@ -83,8 +84,20 @@ fn crashed_extension_loses_its_tools_and_the_others_go_on() {
     assert!(e["error"].as_str().is_some_and(|s| !s.is_empty()), "{e}");
     let err = host.fails("call_tool", json!({"name": "echo", "args": {}}));
     println!("after the crash: {err}");
+    // Issue 36: not "no tool named": which extension is gone, and how.
+    assert_eq!(
+        err,
+        "tool \"echo\" is not available: extension \"crashy\", which provided it, \
+         is not running: exited with status 3"
+    );
     let d = host.call_tool("steady_echo", json!({"still": "here"}));
     assert_eq!(d["extension"], "steady");
+    // An extension the host stops (a reload) is said to be stopped.
+    host.ok("reload", json!({}));
+    let ev = host.wait_event("extension_exited", EVENT_TIMEOUT, |v| {
+        v["type"] == "extension_exited" && v["extension"] == "steady"
+    });
+    assert_eq!(ev["stopped"], true, "{ev}");
     host.shutdown();
 }
 

@@ -13,11 +13,11 @@ use crate::output::error::{CliError, Context as _};
 use crate::output::log_tail::{self, LogMark};
 use crate::output::render::{base64_decode, hanging, image_ext, panel_box};
 use crate::output::terminal::{self, TermProgress};
-use crate::validate::{validate, Checked};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use zot_host::schema::Checked;
 use zot_host::terminal_text::one_line;
 use zot_host::ExtState;
 use zot_protocol::{CommandResponse, ToolResult};
@@ -250,7 +250,7 @@ fn one_shot(
     runtime.shutdown_timeout(Duration::from_millis(100));
     answer
         .map_err(|(mut why, gone)| {
-            if let Some(tail) = log.filter(|_| gone).and_then(|l| l.tail()) {
+            if let Some(tail) = log.filter(|_| gone).and_then(|l| l.tail(&[])) {
                 why = format!("{why}\n{}", log_tail::shown(&tail));
             }
             why
@@ -283,7 +283,7 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
                 ));
             };
             if check {
-                match validate(&tool.schema, &args) {
+                match zot_host::schema::validate(&tool.schema, &args) {
                     Checked::Valid => {}
                     Checked::Invalid(problems) => return Err(invalid(&name, &problems)),
                     Checked::Unchecked(why) => {
@@ -295,8 +295,9 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
                     }
                 }
             }
+            // Checked above, or not at all with --no-validate.
             let (ext, result) = host
-                .call_tool(&name, args, timeout)
+                .call_tool_unchecked(&name, args, timeout)
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(Answer::Tool(ext, result))
@@ -324,9 +325,9 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
 
 /// Why arguments that do not fit `tool`'s schema were not sent: the problem, or each on
 /// a line; then what to do.
-fn invalid(tool: &str, problems: &[String]) -> String {
+fn invalid(tool: &str, problems: &[zot_host::schema::Problem]) -> String {
     let tool = one_line(tool);
-    let problems: Vec<_> = problems.iter().map(|p| one_line(p)).collect();
+    let problems: Vec<_> = problems.iter().map(|p| one_line(&p.message)).collect();
     let why = match problems.as_slice() {
         [one] => format!("{tool}: {one}"),
         many => format!(

@@ -204,7 +204,7 @@ fn prepare_and_check(
         });
     }
     if !report.violations.is_empty() {
-        report.log_tail = Some(log.and_then(|l| l.tail()));
+        report.log_tail = Some(log.and_then(|l| l.tail(&report.violations)));
     }
     report
 }

@@ -32,7 +32,8 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch, Semaphore};
-use zot_host::{Host, HostEvent};
+use zot_host::schema::Checked;
+use zot_host::{CallError, Host, HostEvent};
 use zot_protocol::Event;
 
 /// The one argument of every prompt: the text after the command's name.
@@ -251,6 +252,18 @@ impl ServerHandler for Server {
             return Ok(CallToolResult::error(vec![ContentBlock::text(busy)]).into());
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
+        // Arguments that do not fit the tool's schema: -32602, each problem with its
+        // field in `data.problems`, before any interceptor or extension sees them.
+        if self.host.config().validate_arguments {
+            if let Some(Checked::Invalid(problems)) = self.host.check_arguments(&name, &args) {
+                let data = json!({"tool": name, "problems": problems});
+                let error = CallError::Arguments {
+                    tool: name,
+                    problems,
+                };
+                return Err(ErrorData::invalid_params(error.to_string(), Some(data)));
+            }
+        }
         let tool_id = format!("mcp-{}", context.id);
         let call = self.call(tool_id, name, args);
         // A client's `notifications/cancelled` drops the call: the extension is sent

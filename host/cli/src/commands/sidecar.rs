@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use zot_host::transport::{input_lines, Inbound};
-use zot_host::{Host, HostConfig};
+use zot_host::{CallError, Host, HostConfig};
 use zot_protocol::{encode, PanelKey, PanelResize};
 
 mod request;
@@ -103,7 +103,7 @@ async fn serve(config: HostConfig, input: Input, output: Output) {
             out.room().await;
         }
         match request {
-            Err(error) => out.push(encode(&respond(id, &kind, Err(error)))),
+            Err(error) => out.push(encode(&respond(id, &kind, Err(error.into())))),
             Ok(Request::Shutdown) => {
                 shutdown_request = Some(id);
                 break;
@@ -168,9 +168,26 @@ async fn forward_notes(
     }
 }
 
-/// The response to a request: `data` on success, else `error`. `command` is the
-/// request's type (absent when it had none).
-fn respond(id: Value, kind: &str, result: Result<Value, String>) -> Value {
+/// Why a request failed: the error in words, and for a tool call whose arguments do not
+/// fit the tool's schema each problem with its field.
+struct Failed {
+    error: String,
+    problems: Vec<zot_host::schema::Problem>,
+}
+
+impl From<String> for Failed {
+    fn from(error: String) -> Self {
+        Failed {
+            error,
+            problems: Vec::new(),
+        }
+    }
+}
+
+/// The response to a request: `data` on success, else `error` (and `problems`, when
+/// arguments did not fit a schema). `command` is the request's type (absent when it had
+/// none).
+fn respond(id: Value, kind: &str, result: Result<Value, Failed>) -> Value {
     let mut response = json!({"type": "response", "id": id});
     if !kind.is_empty() {
         response["command"] = json!(kind);
@@ -180,9 +197,12 @@ fn respond(id: Value, kind: &str, result: Result<Value, String>) -> Value {
             response["success"] = json!(true);
             response["data"] = data;
         }
-        Err(error) => {
+        Err(Failed { error, problems }) => {
             response["success"] = json!(false);
             response["error"] = json!(error);
+            if !problems.is_empty() {
+                response["problems"] = json!(problems);
+            }
         }
     }
     response
@@ -198,12 +218,12 @@ fn registrations(key: &str, items: Vec<(String, impl serde::Serialize)>) -> Valu
 }
 
 /// `value` as a response's `data`.
-fn data(value: &impl serde::Serialize) -> Result<Value, String> {
-    serde_json::to_value(value).map_err(|e| e.to_string())
+fn data(value: &impl serde::Serialize) -> Result<Value, Failed> {
+    serde_json::to_value(value).map_err(|e| e.to_string().into())
 }
 
 /// Answers every request but `shutdown` (which ends the read loop).
-async fn handle(host: &Host, request: Request) -> Result<Value, String> {
+async fn handle(host: &Host, request: Request) -> Result<Value, Failed> {
     match request {
         Request::Ping => Ok(json!({"pong": true})),
         Request::List => Ok(json!({"extensions": host.extensions()})),
@@ -222,10 +242,13 @@ async fn handle(host: &Host, request: Request) -> Result<Value, String> {
             timeout_ms,
         } => {
             let timeout = timeout_ms.map(Duration::from_millis);
-            let (ext, result) = host
-                .call_tool(&name, args, timeout)
-                .await
-                .map_err(|e| e.to_string())?;
+            let (ext, result) = host.call_tool(&name, args, timeout).await.map_err(|e| {
+                let error = e.to_string();
+                match e {
+                    CallError::Arguments { problems, .. } => Failed { error, problems },
+                    _ => error.into(),
+                }
+            })?;
             Ok(crate::output::json::with_extension(
                 result,
                 ext,

@@ -56,6 +56,11 @@ pub(crate) struct HostArgs {
     /// How long to wait, in total, for the extensions to be ready at start and reload.
     #[arg(long, value_name = "MS", default_value_t = 3_000)]
     ready_timeout_ms: u64,
+    /// Send tool arguments as they are: by default a call whose arguments do not fit
+    /// the tool's schema is refused, each problem naming its field. For an agent that
+    /// checks them itself.
+    #[arg(long)]
+    no_validate: bool,
 }
 
 impl HostArgs {
@@ -83,6 +88,7 @@ impl HostArgs {
         config.timeouts.command = ms(self.command_timeout_ms);
         config.timeouts.intercept = ms(self.intercept_timeout_ms);
         config.timeouts.ready = ms(self.ready_timeout_ms);
+        config.validate_arguments = !self.no_validate;
         Ok(config)
     }
 }

@@ -28,8 +28,9 @@ impl LogMark {
     }
 
     /// The last lines appended since the mark (from the start if the log has shrunk or
-    /// rotated since); `None` if nothing was. The log escaped their control characters.
-    pub(crate) fn tail(&self) -> Option<String> {
+    /// rotated since), but the host's notes that say one of `listed` (shown apart, below
+    /// the tail); `None` if nothing else was. The log escaped their control characters.
+    pub(crate) fn tail(&self, listed: &[String]) -> Option<String> {
         let mut file = std::fs::File::open(&self.path).ok()?;
         let len = file.metadata().ok()?.len();
         let from = if self.from > len { 0 } else { self.from };
@@ -39,7 +40,18 @@ impl LogMark {
         file.read_to_end(&mut bytes).ok()?;
         let text = String::from_utf8_lossy(&bytes);
         // A cut at `start` leaves a partial first line: skip it.
-        let lines: Vec<&str> = text.lines().skip(usize::from(start > from)).collect();
+        let listed: Vec<String> = listed
+            .iter()
+            .map(|l| format!(": {}", zot_host::terminal_text::one_line(l)))
+            .collect();
+        let repeats = |line: &str| {
+            line.contains(" [zot] ") && listed.iter().any(|l| line.ends_with(l.as_str()))
+        };
+        let lines: Vec<&str> = text
+            .lines()
+            .skip(usize::from(start > from))
+            .filter(|line| !repeats(line))
+            .collect();
         let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
         (!tail.trim().is_empty()).then_some(tail)
     }

@@ -456,7 +456,9 @@ reload                          stop every extension and start them again
 grant <extension> [options]     zot ext grant (e.g. `grant weather --all`)
 revoke <extension>              zot ext revoke
 trust [--yes]                   zot ext trust for the project (then `reload`)
-sleep <ms>                      wait, showing events meanwhile (in a script: time for a change)
+sleep <ms>                      wait, showing events meanwhile
+wait reload [seconds]           in `zot ext dev`: wait for the reload (or failed build) after a
+                                change (default: at most 300 s)
 help                            this
 quit                            stop the extensions and leave (also ctrl-d)
 ctrl-c cancels a running call (the extension gets tool_cancel); at the prompt it clears the line.
@@ -633,6 +635,7 @@ mod tests {
             reason: "exited with status 3".into(),
             code: Some(3),
             signal: None,
+            stopped: false,
         };
         assert_eq!(
             event(&e),

@@ -182,7 +182,7 @@ fn grant_refuses_a_permission_the_manifest_does_not_ask() {
         &out,
         "grant local-http: its manifest does not ask for http:127.0.0.1:8766, so granting it \
          would have no effect; it asks for: data_dir, env:LOCAL_TOKEN, \
-         http:http://127.0.0.1:8766 (nearest: http:http://127.0.0.1:8766); nothing was granted",
+         http://127.0.0.1:8766 (nearest: http://127.0.0.1:8766); nothing was granted",
     );
     assert!(!env.home().join("grants/local-http.json").exists());
     // One refused permission refuses the whole command.
@@ -197,7 +197,13 @@ fn grant_refuses_a_permission_the_manifest_does_not_ask() {
     assert_fails_with(&out, "(nearest: env:LOCAL_TOKEN)");
     assert!(!env.home().join("grants/local-http.json").exists());
 
-    let out = env.zot(&["grant", "local-http", "-p", "http:http://127.0.0.1:8766"]);
+    // Issue 36: an entry with its scheme is named as it is, not `http:http://…` (which
+    // is still understood).
+    let out = env.zot(&["grant", "local-http", "-p", "http://127.0.0.1:8766"]);
+    assert_ok(&out);
+    assert!(!stdout(&out).contains("http:http"), "{}", stdout(&out));
+    assert_ok(&env.zot(&["grant", "local-http", "-p", "http:http://127.0.0.1:8766"]));
+    let out = env.zot(&["grant", "local-http"]);
     assert_ok(&out);
     assert!(
         stdout(&out).contains("local-http (project copy at "),

@@ -34,13 +34,15 @@ when CARGO_TARGET_DIR builds it elsewhere), a folder with a package.json runs it
 `build:wasm`, as `zot ext new --lang typescript --wasm` writes it); a failed build
 leaves the running extension as it was. Then the host reloads and says
 `reloaded <name> after a change to <file>`. What the extension writes to stderr is
-shown as it comes. The verbs are the shell's (`help`); in a script, `sleep <ms>` waits.
+shown as it comes. The verbs are the shell's (`help`); in a script, `wait reload` waits
+for the next reload (or failed build) after a change.
 
 Examples:
   zot ext dev ./my-ext                      edit ./my-ext; every change reloads it
   zot ext dev ./my-rust-ext --wasm          rebuild the component on change, reload it
   zot ext dev ./my-ts-ext --wasm            npm run build:wasm on change, reload it
-  zot ext dev ./my-ext --script s.txt       the verbs of s.txt, with reloads in the transcript";
+  zot ext dev ./my-ext --script s.txt       the verbs of s.txt, with reloads in the transcript
+                                            (`wait reload` waits for the next one)";
 
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
@@ -464,6 +466,7 @@ impl Watcher {
                     return;
                 }
                 if !built {
+                    let _ = self.tx.send(Extra::BuildFailed);
                     continue;
                 }
             }

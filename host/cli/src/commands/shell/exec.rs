@@ -20,6 +20,7 @@ pub(super) async fn exec(
             validate,
         } => {
             let args = args.unwrap_or_else(|| json!({}));
+            let validate = validate && ctx.host.config().validate_arguments;
             if !validate || fits_schema(&ctx, &tool, &args, &mut o) {
                 call(&ctx, &tool, args, &mut o).await;
             }
@@ -67,6 +68,8 @@ pub(super) async fn exec(
             render::HELP.lines().map(str::to_string).collect(),
         ),
         Verb::Sleep(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+        // The session waits itself: it reads the watcher's notes (`Shell::wait_reload`).
+        Verb::WaitReload(_) => {}
         Verb::Quit => o.quit = true,
     }
     o
@@ -88,7 +91,10 @@ async fn invoke(ctx: &Ctx, name: &str, args: &str, o: &mut Outcome) {
                 }
             }
         }
-        Err(e) => o.fail(e),
+        Err(e) => {
+            o.fail(&e);
+            gone_hint(&e, o);
+        }
     }
 }
 
@@ -147,7 +153,10 @@ fn send_key(ctx: &Ctx, key: String, text: String, o: &mut Outcome) {
     };
     match ctx.host.panel_key(ext, frame) {
         Ok(()) => o.say(Level::Dim, format!("key {key} sent to panel {id} ({ext})")),
-        Err(e) => o.fail(e),
+        Err(e) => {
+            o.fail(&e);
+            gone_hint(&e, o);
+        }
     }
 }
 
@@ -161,7 +170,10 @@ fn close_panel(ctx: &Ctx, o: &mut Outcome) {
             o.say(Level::Dim, format!("panel {id} ({ext}) closed"));
             o.panel = Some(None);
         }
-        Err(e) => o.fail(e),
+        Err(e) => {
+            o.fail(&e);
+            gone_hint(&e, o);
+        }
     }
 }
 
@@ -178,14 +190,10 @@ fn make_event(event: &str, fields: Map<String, Value>) -> Event {
 /// used (said as a warning), or there is no such tool (the call says so). Each problem is
 /// an error line naming its field.
 fn fits_schema(ctx: &Ctx, tool: &str, args: &Value, o: &mut Outcome) -> bool {
-    use crate::validate::{validate, Checked};
-    let tools = ctx.host.tools();
-    let Some((_, registered)) = tools.iter().find(|(_, t)| t.name == tool) else {
-        return true;
-    };
-    match validate(&registered.schema, args) {
-        Checked::Valid => true,
-        Checked::Unchecked(why) => {
+    use zot_host::schema::Checked;
+    match ctx.host.check_arguments(tool, args) {
+        None | Some(Checked::Valid) => true,
+        Some(Checked::Unchecked(why)) => {
             o.say(
                 Level::Warn,
                 format!(
@@ -196,12 +204,12 @@ fn fits_schema(ctx: &Ctx, tool: &str, args: &Value, o: &mut Outcome) -> bool {
             );
             true
         }
-        Checked::Invalid(problems) => {
+        Some(Checked::Invalid(problems)) => {
             for problem in problems {
                 o.fail(format!(
                     "{}: {}",
                     render::clean(tool),
-                    render::clean(&problem)
+                    render::clean(&problem.message)
                 ));
             }
             o.say(
@@ -216,7 +224,8 @@ fn fits_schema(ctx: &Ctx, tool: &str, args: &Value, o: &mut Outcome) -> bool {
 /// Calls a tool and shows its result, saving its images with `--save`. The text of its
 /// first text block, or the error.
 async fn call(ctx: &Ctx, tool: &str, args: Value, o: &mut Outcome) -> String {
-    match ctx.host.call_tool(tool, args, None).await {
+    // Checked by `fits_schema` unless the user said not to.
+    match ctx.host.call_tool_unchecked(tool, args, None).await {
         Ok((ext, result)) => {
             let saved: Vec<Option<String>> = result
                 .content
@@ -241,8 +250,22 @@ async fn call(ctx: &Ctx, tool: &str, args: Value, o: &mut Outcome) -> String {
         Err(e) => {
             let text = e.to_string();
             o.fail(&text);
+            gone_hint(&e, o);
             text
         }
+    }
+}
+
+/// After a call to something whose extension is not running: where to see why.
+fn gone_hint(e: &zot_host::CallError, o: &mut Outcome) {
+    if let zot_host::CallError::NotRunning { extension, .. } = e {
+        o.say(
+            Level::Dim,
+            format!(
+                "hint: `logs {}` shows its log; fix it, then `reload`",
+                render::clean(extension)
+            ),
+        );
     }
 }
 

@@ -20,7 +20,7 @@ use crate::output::error::{CliError, Context as _};
 use crate::output::render::{self, Level};
 use crate::output::terminal::{Prompt, Term};
 use serde_json::{json, Map, Value};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,7 +50,7 @@ const INTERRUPTS: u32 = 10;
 const EXAMPLES: &str = "\
 Verbs (`help` in the shell): /name args, call <tool> [json], intercept <event> …,
 emit <event> [json], turn [tool [json]], list, tools, commands, logs <name> [n], key, focus, close,
-reload, grant, revoke, trust, sleep, help, quit.
+reload, grant, revoke, trust, sleep, wait reload, help, quit.
 
 A script (--script FILE, or verbs piped on stdin) prints a plain transcript: each line as
 `> line`, then its output; events as they happen. Every verb runs even if one fails; the
@@ -98,6 +98,18 @@ pub(crate) enum Extra {
     Line(Level, String),
     /// The host was reloaded: no panel is open any more.
     Reloaded,
+    /// A build after a change failed: nothing was reloaded.
+    BuildFailed,
+}
+
+/// What `zot ext dev`'s watcher did after changes, for `wait reload`: how many reloads
+/// and failed builds so far, whether the last was a reload, and how many a `wait reload`
+/// has taken.
+#[derive(Clone, Default)]
+struct Watched {
+    settled: u64,
+    reloaded: bool,
+    waited: u64,
 }
 
 /// A task started with the session's host (`zot ext dev`'s watcher): it sends what to
@@ -187,6 +199,8 @@ fn run_with(
                 turns: Arc::new(AtomicUsize::new(0)),
                 interactive,
                 panel: None,
+                watched: Watched::default(),
+                provided: HashMap::new(),
             },
             notes,
             extra,
@@ -286,6 +300,68 @@ struct Ctx {
     interactive: bool,
     /// The most recently opened panel still open: (extension, panel id).
     panel: Option<(String, String)>,
+    watched: Watched,
+    /// The tools and commands each ready extension was last seen to provide: a
+    /// `registry_changed` that leaves them as they were (every start and reload) is not
+    /// shown.
+    provided: HashMap<String, Provided>,
+}
+
+/// An extension's tools and commands, sorted.
+#[derive(Clone, PartialEq)]
+struct Provided {
+    tools: Vec<String>,
+    commands: Vec<String>,
+}
+
+impl Ctx {
+    /// What each ready extension provides now.
+    fn provided_now(&self) -> HashMap<String, Provided> {
+        self.host
+            .extensions()
+            .into_iter()
+            .filter(|e| e.state == ExtState::Ready)
+            .map(|e| {
+                let provided = Provided {
+                    tools: e.tools,
+                    commands: e.commands.iter().map(|c| format!("/{c}")).collect(),
+                };
+                (e.name, provided)
+            })
+            .collect()
+    }
+
+    /// After a `registry_changed` of `extension`: what it provides now, in a line, when
+    /// that differs from what it was seen to provide (nothing the first time it is seen
+    /// ready, nor while it is not ready: the load report and its exit say that).
+    fn provided_change(&mut self, extension: &str) -> Option<String> {
+        let now = self.provided_now().remove(extension)?;
+        let before = self.provided.insert(extension.to_string(), now.clone())?;
+        let list = |names: &[String]| match names {
+            [] => "none".to_string(),
+            names => names
+                .iter()
+                .map(|n| render::clean(n))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let mut changed = Vec::new();
+        if now.tools != before.tools {
+            changed.push(format!(
+                "tools {} (were {})",
+                list(&now.tools),
+                list(&before.tools)
+            ));
+        }
+        if now.commands != before.commands {
+            changed.push(format!(
+                "commands {} (were {})",
+                list(&now.commands),
+                list(&before.commands)
+            ));
+        }
+        (!changed.is_empty()).then(|| format!("[{extension}] now provides {}", changed.join("; ")))
+    }
 }
 
 /// What a verb did. Its lines are printed as it says them, among the events.
@@ -365,11 +441,21 @@ fn on_note(out: &mut Out, ctx: &mut Ctx, note: Note) {
     match note {
         Note::Host(e) => on_event(out, ctx, &e),
         Note::Extra(Extra::Line(level, line)) => out.line(level, format!("* {line}")),
-        Note::Extra(Extra::Reloaded) => ctx.panel = None,
+        Note::Extra(Extra::Reloaded) => {
+            ctx.panel = None;
+            ctx.watched.settled += 1;
+            ctx.watched.reloaded = true;
+        }
+        Note::Extra(Extra::BuildFailed) => {
+            ctx.watched.settled += 1;
+            ctx.watched.reloaded = false;
+        }
     }
 }
 
-/// Prints one host event, and follows the panels it opens and closes.
+/// Prints one host event, and follows the panels it opens and closes. What the host's
+/// own start, reload and shutdown cause is not news: an extension it stopped that exited
+/// cleanly, registrations that end as they were.
 fn on_event(out: &mut Out, ctx: &mut Ctx, e: &HostEvent) {
     match e {
         HostEvent::OpenPanel { extension, frame } => {
@@ -387,15 +473,30 @@ fn on_event(out: &mut Out, ctx: &mut Ctx, e: &HostEvent) {
         }
         _ => {}
     }
-    let (level, lines) = render::event(e);
-    let lines: Vec<String> = lines.into_iter().map(|l| format!("* {l}")).collect();
-    out.show(level, &lines);
+    match e {
+        HostEvent::RegistryChanged { extension } => {
+            if let Some(line) = ctx.provided_change(extension) {
+                out.line(Level::Dim, format!("* {line}"));
+            }
+        }
+        HostEvent::ExtensionExited {
+            stopped: true,
+            code: Some(0),
+            ..
+        } => {}
+        e => {
+            let (level, lines) = render::event(e);
+            let lines: Vec<String> = lines.into_iter().map(|l| format!("* {l}")).collect();
+            out.show(level, &lines);
+        }
+    }
 }
 
 impl Shell {
     async fn session(&mut self, mut input: Input) -> i32 {
         let report = self.ctx.host.load().await;
         self.show_report(&report);
+        self.ctx.provided = self.ctx.provided_now();
         // A script whose extensions did not all load has failed, whatever its verbs do.
         if !report.errors.is_empty() && !matches!(input, Input::Terminal(_)) {
             self.failed = true;
@@ -515,8 +616,45 @@ impl Shell {
         }
     }
 
+    /// `wait reload`: waits for the watcher's next reload or failed build (one that came
+    /// since the last `wait reload` counts, so a change made just before is not missed),
+    /// at most `secs`, showing events meanwhile.
+    async fn wait_reload(&mut self, secs: u64) {
+        let failed = |shell: &mut Shell, why: String| {
+            shell.out.line(Level::Error, format!("error: {why}"));
+            if !shell.ctx.interactive {
+                shell.failed = true;
+            }
+        };
+        if self.watcher.is_none() {
+            let why = "`wait reload` is for `zot ext dev`: nothing here reloads by itself";
+            return failed(self, why.into());
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        while self.ctx.watched.settled == self.ctx.watched.waited {
+            tokio::select! {
+                note = next_note(&mut self.notes, &mut self.extra) => on_note(&mut self.out, &mut self.ctx, note),
+                _ = tokio::time::sleep_until(deadline) => {
+                    return failed(self, format!("no reload within {secs} s"));
+                }
+                _ = self.sigint.recv() => {
+                    self.out.line(Level::Warn, "cancelled (ctrl-c)");
+                    return;
+                }
+            }
+        }
+        self.ctx.watched.waited = self.ctx.watched.settled;
+        if !self.ctx.watched.reloaded {
+            failed(self, "the build failed: nothing was reloaded".into());
+        }
+    }
+
     /// Runs a verb, printing events meanwhile; SIGINT cancels it. Whether to quit.
     async fn run_verb(&mut self, verb: Verb) -> bool {
+        if let Verb::WaitReload(secs) = verb {
+            self.wait_reload(secs).await;
+            return false;
+        }
         // A SIGINT that came while nothing ran is not for this verb.
         while tokio::time::timeout(Duration::ZERO, self.sigint.recv())
             .await

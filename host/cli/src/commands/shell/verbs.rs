@@ -32,6 +32,7 @@ pub(crate) const VERBS: &[&str] = &[
     "revoke",
     "trust",
     "sleep",
+    "wait",
     "help",
     "quit",
 ];
@@ -90,9 +91,15 @@ pub(crate) enum Verb {
     Trust(Vec<String>),
     /// `sleep <ms>`: wait, showing events meanwhile (a script leaves time to something).
     Sleep(u64),
+    /// `wait reload [seconds]`: in `zot ext dev`, wait for the watcher's next reload (or
+    /// failed build), at most this long.
+    WaitReload(u64),
     Help,
     Quit,
 }
+
+/// How long `wait reload` waits by default, in seconds (a Rust crate's rebuild).
+pub(crate) const RELOAD_WAIT_SECS: u64 = 300;
 
 /// The default number of log lines `logs` shows.
 pub(crate) const LOG_LINES: usize = 20;
@@ -164,6 +171,20 @@ pub(crate) fn parse(line: &str) -> Result<Option<Verb>, String> {
             Ok(ms) => Ok(Some(Verb::Sleep(ms))),
             Err(_) => Err("usage: sleep <milliseconds>".into()),
         },
+        "wait" => {
+            let usage = || "usage: wait reload [seconds]".to_string();
+            let (what, secs) = split_word(rest);
+            if what != "reload" {
+                return Err(usage());
+            }
+            match secs.trim() {
+                "" => Ok(Some(Verb::WaitReload(RELOAD_WAIT_SECS))),
+                secs => secs
+                    .parse()
+                    .map(|s| Some(Verb::WaitReload(s)))
+                    .map_err(|_| usage()),
+            }
+        }
         "grant" | "revoke" => {
             let words = words(rest);
             if words.is_empty() {
@@ -475,6 +496,15 @@ mod tests {
         assert_eq!(ok("revoke w"), Verb::Revoke(vec!["w".into()]));
         assert_eq!(ok("trust"), Verb::Trust(vec![]));
         assert_eq!(ok("sleep 300"), Verb::Sleep(300));
+        assert_eq!(ok("wait reload"), Verb::WaitReload(RELOAD_WAIT_SECS));
+        assert_eq!(ok("wait reload 20"), Verb::WaitReload(20));
+        for bad in ["wait", "wait ready", "wait reload soon"] {
+            assert_eq!(
+                parse(bad),
+                Err("usage: wait reload [seconds]".to_string()),
+                "{bad}"
+            );
+        }
         for (line, verb) in [
             ("list", Verb::List),
             ("tools", Verb::Tools),

@@ -1,12 +1,15 @@
 //! Tool arguments checked against the tool's JSON Schema (its `register_tool` `schema`)
-//! before `zot ext call` (and the shell) sends them: each problem names its field.
+//! before a call sends them: each problem names its field. [`Host::call_tool`]
+//! (crate::Host::call_tool) checks them unless [`HostConfig::validate_arguments`]
+//! (crate::HostConfig::validate_arguments) is off; [`Host::check_arguments`]
+//! (crate::Host::check_arguments) checks without calling.
 //!
 //! Only the schema itself is read: a `$ref` to anything outside it (a file, a URL) is not
 //! loaded, and a schema that cannot be compiled, or names a draft the validator does not
 //! know, checks nothing ([`Checked::Unchecked`]: the caller warns and sends anyway).
 //! The texts quote field names and values from the arguments and the schema as they
-//! are (a name between plain quotes, a value as compact JSON): print them with
-//! `say!`/`esay!`, which make them terminal-safe.
+//! are (a name between plain quotes, a value as compact JSON): make them terminal-safe
+//! ([`terminal_text`](crate::terminal_text)) before a terminal shows them.
 
 use serde_json::Value;
 
@@ -18,19 +21,36 @@ const MAX_QUOTED: usize = 60;
 const SCHEMA_URL: &str = "https://zot.invalid/tool-schema.json";
 
 /// What checking the arguments found.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Checked {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checked {
     /// They fit the schema.
     Valid,
-    /// They do not: one line per problem, naming the field (`argument "city": expected a
-    /// string, got 3`, `missing required field "city"`).
-    Invalid(Vec<String>),
+    /// They do not: each problem, naming its field.
+    Invalid(Vec<Problem>),
     /// The schema cannot be used to check them (why): send them unchecked, saying so.
     Unchecked(String),
 }
 
+/// One way the arguments do not fit the schema.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    /// The field, as a path (`city`, `stops[2].name`); absent for the arguments as a
+    /// whole (and for the line counting the problems not listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The problem in words, naming the field: `argument "city": expected a string, got
+    /// 3`, `missing required field "city"`.
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Checks `args` against `schema`.
-pub(crate) fn validate(schema: &Value, args: &Value) -> Checked {
+pub fn validate(schema: &Value, args: &Value) -> Checked {
     let mut schemas = boon::Schemas::new();
     let mut compiler = boon::Compiler::new();
     compiler.use_loader(Box::new(NothingOutside));
@@ -51,7 +71,10 @@ pub(crate) fn validate(schema: &Value, args: &Value) -> Checked {
     if problems.len() > MAX_PROBLEMS {
         let more = problems.len() - MAX_PROBLEMS;
         problems.truncate(MAX_PROBLEMS);
-        problems.push(format!("… and {more} more"));
+        problems.push(Problem {
+            field: None,
+            message: format!("… and {more} more"),
+        });
     }
     Checked::Invalid(problems)
 }
@@ -68,11 +91,12 @@ impl boon::UrlLoader for NothingOutside {
 
 /// The problems at the leaves of `error`'s tree (the inner ones only group them), each
 /// once, in order.
-fn leaves(error: &boon::ValidationError, args: &Value, out: &mut Vec<String>) {
+fn leaves(error: &boon::ValidationError, args: &Value, out: &mut Vec<Problem>) {
     if error.causes.is_empty() {
-        let line = problem(error, args);
-        if !out.contains(&line) {
-            out.push(line);
+        for problem in problems(error, args) {
+            if !out.contains(&problem) {
+                out.push(problem);
+            }
         }
     }
     for cause in &error.causes {
@@ -80,56 +104,68 @@ fn leaves(error: &boon::ValidationError, args: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// One problem in words.
-fn problem(error: &boon::ValidationError, args: &Value) -> String {
+/// The problems of one leaf in words: one for each field a `required` or
+/// `additionalProperties` names.
+fn problems(error: &boon::ValidationError, args: &Value) -> Vec<Problem> {
     use boon::ErrorKind;
     let tokens = &error.instance_location.tokens;
     let field = path(tokens);
-    let at = |why: String| match &field {
-        Some(field) => format!("argument \"{field}\": {why}"),
-        None => format!("the arguments: {why}"),
+    let at = |why: String| Problem {
+        message: match &field {
+            Some(field) => format!("argument \"{field}\": {why}"),
+            None => format!("the arguments: {why}"),
+        },
+        field: field.clone(),
     };
     // A field of the object at this location: `a.b` under `a`.
     let child = |name: &str| match &field {
         Some(field) => format!("{field}.{name}"),
         None => name.to_string(),
     };
+    let each = |names: &[&str], say: fn(&str) -> String| -> Vec<Problem> {
+        names
+            .iter()
+            .map(|n| {
+                let name = child(n);
+                Problem {
+                    message: say(&name),
+                    field: Some(name),
+                }
+            })
+            .collect()
+    };
     match &error.kind {
         ErrorKind::Required { want } => {
-            let names: Vec<String> = want.iter().map(|n| format!("\"{}\"", child(n))).collect();
-            let s = if names.len() == 1 { "" } else { "s" };
-            format!("missing required field{s} {}", names.join(", "))
+            each(want, |name| format!("missing required field \"{name}\""))
         }
         ErrorKind::AdditionalProperties { got } => {
-            let names: Vec<String> = got.iter().map(|n| format!("\"{}\"", child(n))).collect();
-            let s = if names.len() == 1 { "" } else { "s" };
-            format!(
-                "unknown field{s} {} (the schema allows no others)",
-                names.join(", ")
-            )
+            let got: Vec<&str> = got.iter().map(|n| n.as_ref()).collect();
+            each(&got, |name| {
+                format!("unknown field \"{name}\" (the schema allows no others)")
+            })
         }
         ErrorKind::Type { want, .. } => {
             let want: Vec<&str> = want.iter().map(a_type).collect();
-            at(format!(
+            vec![at(format!(
                 "expected {}, got {}",
                 want.join(" or "),
                 quoted(value_at(args, tokens))
-            ))
+            ))]
         }
         ErrorKind::Enum { want } => {
             let want: Vec<String> = want.iter().map(|v| quoted(Some(v))).collect();
-            at(format!(
+            vec![at(format!(
                 "expected one of {}, got {}",
                 want.join(", "),
                 quoted(value_at(args, tokens))
-            ))
+            ))]
         }
-        ErrorKind::Const { want } => at(format!(
+        ErrorKind::Const { want } => vec![at(format!(
             "expected {}, got {}",
             quoted(Some(want)),
             quoted(value_at(args, tokens))
-        )),
-        other => at(other.to_string()),
+        ))],
+        other => vec![at(other.to_string())],
     }
 }
 
@@ -201,7 +237,7 @@ mod tests {
 
     fn problems(args: Value) -> Vec<String> {
         match validate(&forecast(), &args) {
-            Checked::Invalid(p) => p,
+            Checked::Invalid(p) => p.into_iter().map(|p| p.message).collect(),
             other => panic!("{args}: {other:?}"),
         }
     }
@@ -240,6 +276,23 @@ mod tests {
                 "missing required field \"stops[2].name\""
             ]
         );
+    }
+
+    #[test]
+    fn each_problem_carries_its_field_as_a_path() {
+        let Checked::Invalid(found) = validate(&forecast(), &json!({"stops": [{}], "x": 1})) else {
+            panic!("the arguments fit");
+        };
+        let mut fields: Vec<_> = found.iter().map(|p| p.field.clone()).collect();
+        fields.sort();
+        let want = ["city", "stops[0].name", "x"].map(|f| Some(f.to_string()));
+        assert_eq!(fields, want);
+        let whole = validate(&json!({"type": "object", "minProperties": 1}), &json!({}));
+        let Checked::Invalid(whole) = whole else {
+            panic!("{whole:?}");
+        };
+        assert_eq!(whole[0].field, None);
+        assert!(whole[0].message.starts_with("the arguments: "), "{whole:?}");
     }
 
     #[test]
