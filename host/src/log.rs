@@ -29,6 +29,25 @@ pub const MAX_STDERR_LINE: usize = 64 << 10;
 pub struct ExtLog {
     path: PathBuf,
     file: Option<Arc<Mutex<Sink>>>,
+    stderr: Arc<Stderr>,
+}
+
+/// The copy of an extension's stderr: its last non-blank line, and whether the copy
+/// reached the end of the stream (the process closed it: it exited).
+#[derive(Debug)]
+struct Stderr {
+    last: Mutex<Option<String>>,
+    /// `Some(false)` while a copy runs, `Some(true)` once it ended; `None`: no copy.
+    ended: tokio::sync::watch::Sender<Option<bool>>,
+}
+
+impl Default for Stderr {
+    fn default() -> Self {
+        Stderr {
+            last: Mutex::new(None),
+            ended: tokio::sync::watch::Sender::new(None),
+        }
+    }
 }
 
 /// The open file, how long it is and where it rotates (`None`: never).
@@ -65,6 +84,7 @@ impl ExtLog {
         ExtLog {
             path: path.to_path_buf(),
             file,
+            stderr: Arc::default(),
         }
     }
 
@@ -85,6 +105,7 @@ impl ExtLog {
         ExtLog {
             path: PathBuf::from("/dev/stderr"),
             file,
+            stderr: Arc::default(),
         }
     }
 
@@ -96,6 +117,24 @@ impl ExtLog {
     /// Copies what an extension writes to stderr into the log, a `[stderr]` line per
     /// line (one longer than `MAX_STDERR_LINE` is cut and marked), until `stderr` ends.
     pub async fn copy_stderr(self, stderr: impl AsyncRead + Unpin) {
+        self.stderr.ended.send_replace(Some(false));
+        self.copy_lines(stderr).await;
+        self.stderr.ended.send_replace(Some(true));
+    }
+
+    /// The last non-blank line the extension wrote to stderr (escaped, its start only),
+    /// once the copy of its stderr reached the end — waiting at most `within` for that
+    /// (an exit is seen before the last bytes of its stderr are read); `None` if it
+    /// wrote none, or nothing of its stderr is copied here.
+    pub async fn last_stderr(&self, within: std::time::Duration) -> Option<String> {
+        let mut ended = self.stderr.ended.subscribe();
+        if ended.borrow().is_some() {
+            let _ = tokio::time::timeout(within, ended.wait_for(|e| *e == Some(true))).await;
+        }
+        self.stderr.last.lock().unwrap().clone()
+    }
+
+    async fn copy_lines(&self, stderr: impl AsyncRead + Unpin) {
         let mut reader = BufReader::new(stderr);
         let mut line = Vec::new();
         let mut cut = false;
@@ -130,6 +169,10 @@ impl ExtLog {
     }
 
     fn stderr_line(&self, bytes: &[u8], cut: bool) {
+        if !bytes.trim_ascii().is_empty() {
+            let last = one_line(&preview(bytes.trim_ascii())).into_owned();
+            *self.stderr.last.lock().unwrap() = Some(last);
+        }
         let mut text = one_line(&String::from_utf8_lossy(bytes)).into_owned();
         if cut {
             text.push_str(&format!(" [cut at {MAX_STDERR_LINE} bytes]"));

@@ -8,8 +8,8 @@
 //! place that writes `zot: <what>: <why>`.
 
 use crate::commands::{
-    call, check, confine, ext, grant, info, install, man, mcp, new, run, shell, sidecar, trust,
-    update, verify,
+    call, check, confine, ext, grant, info, install, logs, man, mcp, new, run, shell, sidecar,
+    trust, update, verify,
 };
 use crate::complete;
 use crate::flags::{scope, zot_home};
@@ -65,6 +65,10 @@ pub(crate) enum ExtCommand {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also show how each runs: its transport, its confinement (or sandbox) and
+        /// whether it has a grant.
+        #[arg(long, short = 'l', conflicts_with = "json")]
+        long: bool,
     },
     /// Install an extension from a directory, a git URL or a .wasm component, after
     /// showing what it may do and asking for consent.
@@ -133,13 +137,7 @@ pub(crate) enum ExtCommand {
     },
     /// Print an extension's log.
     #[command(after_help = examples::LOGS)]
-    Logs {
-        #[arg(add = clap_complete::ArgValueCompleter::new(complete::names))]
-        name: String,
-        /// Keep printing as the log grows.
-        #[arg(long, short)]
-        follow: bool,
-    },
+    Logs(logs::LogsArgs),
     /// Write a new extension to start from: a slash command, a tool with a schema and an
     /// interceptor, its manifest and a README, in Rust, Python, Node or TypeScript.
     #[command(after_help = examples::NEW)]
@@ -242,7 +240,7 @@ pub fn main() -> ExitCode {
 /// Runs a `zot ext` subcommand.
 fn ext(cmd: ExtCommand) -> ExitCode {
     match cmd {
-        ExtCommand::List { json } => with_home(|home| ext::list(home, json)),
+        ExtCommand::List { json, long } => with_home(|home| ext::list(home, json, long)),
         ExtCommand::Install(args) => with_home(|home| install::install(home, args)),
         ExtCommand::Update(args) => with_home(|home| update::update(home, args)),
         ExtCommand::Info { name, json, scope } => {
@@ -273,7 +271,7 @@ fn ext(cmd: ExtCommand) -> ExitCode {
         ExtCommand::Disable { name, scope } => {
             with_home(|home| ext::set_enabled(home, &name, false, scope.scope()))
         }
-        ExtCommand::Logs { name, follow } => with_home(|home| ext::logs(home, &name, follow)),
+        ExtCommand::Logs(args) => with_home(|home| logs::run(home, args)),
         ExtCommand::Check(args) => check::run(args).finish(),
         ExtCommand::Call(args) => call::call(args).finish(),
         ExtCommand::Invoke(args) => call::invoke(args).finish(),
@@ -373,6 +371,7 @@ Examples:
     pub(super) const LIST: &str = "\
 Examples:
   zot ext list
+  zot ext list --long                     transport, confinement and grant too
   zot ext list --json | jq -r '.[] | select(.state == \"error\") | .name'";
     pub(super) const INSTALL: &str = "\
 Examples:
@@ -408,7 +407,8 @@ Examples:
     pub(super) const LOGS: &str = "\
 Examples:
   zot ext logs guard
-  zot ext logs guard -f";
+  zot ext logs guard -n 50 -f
+  zot ext logs guard --since 10m --json | jq -r 'select(.source == \"stderr\") | .message'";
     pub(super) const CHECK: &str = "\
 Examples:
   zot ext check examples/hello-py
@@ -418,6 +418,8 @@ Examples:
 Examples:
   zot ext call ./weather forecast '{\"city\": \"Oslo\"}'
   zot ext call weather forecast '{\"city\": \"Oslo\"}' --json | jq -r '.content[0].text'
+  zot ext call weather forecast --arg city=Oslo --arg days:=3
+  zot ext call weather forecast - < args.json
   zot ext call shot.wasm screenshot --save /tmp/shots --timeout-ms 10000
   zot ext call weather.wasm forecast '{\"city\": \"Oslo\"}' --allow-http api.met.no --allow-env API_KEY";
     pub(super) const INVOKE: &str = "\

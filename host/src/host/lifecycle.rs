@@ -25,6 +25,10 @@ use zot_protocol::{HelloAck, PROTOCOL_VERSION};
 /// How many untrusted extensions the untrusted log's line names; it counts the others.
 const UNTRUSTED_NAMED: usize = 10;
 
+/// How long the load report waits for the rest of the stderr of an extension that
+/// exited while starting (its pipe is read after the exit is seen).
+const STDERR_DRAIN: Duration = Duration::from_millis(200);
+
 /// An extension to start: the one at `rank` in load order.
 struct Pending {
     rank: usize,
@@ -293,9 +297,15 @@ impl Inner {
                 }
                 Phase::Exited => {
                     let reason = ext.status().exit.map(|e| e.to_string()).unwrap_or_default();
+                    // Its last words, usually why: the rest of its stderr may still be on
+                    // its way when the exit is seen.
+                    let said = match ext.log().last_stderr(STDERR_DRAIN).await {
+                        Some(line) => format!(" (its last stderr line: {line})"),
+                        None => String::new(),
+                    };
                     report.errors.push(LoadError {
                         extension: ext.name().to_string(),
-                        error: format!("exited while starting: {reason}"),
+                        error: format!("exited while starting: {reason}{said}"),
                     });
                 }
             }

@@ -19,7 +19,11 @@ use std::path::PathBuf;
 pub struct ExtensionInfo {
     pub name: String,
     pub version: String,
+    /// Where it was found: `explicit` (`--ext`), `project` or `global`.
     pub source: Source,
+    /// The same as `source`, under the name `zot ext list`, `info`, `verify` and
+    /// `check` use.
+    pub scope: Source,
     pub transport: TransportKind,
     pub state: ExtState,
     #[serde(serialize_with = "crate::paths::serialize_lossy")]
@@ -75,6 +79,7 @@ impl ExtensionInfo {
             name: e.name.clone(),
             version: e.version.clone(),
             source: e.source,
+            scope: e.source,
             transport: e.transport,
             sandbox: e.sandbox.clone(),
             state,

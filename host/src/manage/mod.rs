@@ -40,7 +40,7 @@ pub mod identity {
 /// The manifest, `extension.json`.
 pub mod manifest {
     pub use crate::manifest::{
-        set_enabled, validate_name, Launch, Manifest, TransportKind, MANIFEST_FILE,
+        set_enabled, validate_name, Launch, Manifest, Permissions, TransportKind, MANIFEST_FILE,
     };
 }
 
@@ -57,6 +57,7 @@ pub mod paths {
 /// What the sandbox asks and gives, in the words the CLI shows and takes.
 pub mod sandbox {
     pub use crate::records::{Grant, Permission};
+    pub use crate::sandbox::view::Granted;
     pub use crate::sandbox::{
         asked_words, granted_words, grown_since, stale_warning, RunGrant, SandboxError,
     };

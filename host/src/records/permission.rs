@@ -2,7 +2,7 @@
 //! does not ask for is refused.
 
 use crate::caps::{HostPattern, Limit, SandboxError};
-use crate::manifest::{CwdAccess, Manifest};
+use crate::manifest::{CwdAccess, Manifest, Permissions};
 use std::str::FromStr;
 
 /// One permission: `data_dir`, `cwd` (or `cwd:read`), `env:NAME`, `http:PATTERN` (a
@@ -61,6 +61,21 @@ impl std::fmt::Display for Permission {
 }
 
 impl Permission {
+    /// Each permission of `p`, as the user names them: `data_dir`, `cwd`, `env:NAME`,
+    /// `http:PATTERN`.
+    pub fn each_of(p: &Permissions) -> Vec<Permission> {
+        let mut out = Vec::new();
+        if p.data_dir {
+            out.push(Permission::DataDir);
+        }
+        if p.cwd == Some(CwdAccess::Read) {
+            out.push(Permission::Cwd);
+        }
+        out.extend(p.env.iter().cloned().map(Permission::Env));
+        out.extend(p.http.iter().cloned().map(Permission::Http));
+        out
+    }
+
     /// Makes `m` ask for it (a limit: exactly this value).
     pub fn ask_in(&self, m: &mut Manifest) {
         let asked = &mut m.permissions;
@@ -91,21 +106,10 @@ impl Permission {
 /// Why `permission` is refused: the manifest does not ask it; what it asks, as
 /// permissions, and the nearest of them.
 pub(super) fn not_asked(m: &Manifest, permission: &str) -> SandboxError {
-    let asked = &m.permissions;
-    let mut options: Vec<String> = Vec::new();
-    if asked.data_dir {
-        options.push("data_dir".into());
-    }
-    if asked.cwd == Some(CwdAccess::Read) {
-        options.push("cwd".into());
-    }
-    options.extend(asked.env.iter().map(|n| format!("env:{n}")));
-    options.extend(
-        asked
-            .http
-            .iter()
-            .map(|h| Permission::Http(h.clone()).to_string()),
-    );
+    let mut options: Vec<String> = Permission::each_of(&m.permissions)
+        .iter()
+        .map(Permission::to_string)
+        .collect();
     for limit in Limit::ALL {
         if let Some(value) = m.limits.caps.get(limit) {
             options.push(format!("{}:{value}", limit.spec().permission));

@@ -183,7 +183,10 @@ fn check_reports_a_crash_once() {
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         r["violations"],
-        json!(["exited while starting: exited with status 2"]),
+        json!([
+            "exited while starting: exited with status 2 (its last stderr line: \
+                py-ext stderr: started exits)"
+        ]),
         "{r}"
     );
     let out = zot(&home, scratch.path(), &["check", dir.to_str().unwrap()]);
@@ -192,7 +195,10 @@ fn check_reports_a_crash_once() {
     let listed: Vec<&str> = shown.lines().filter(|l| l.starts_with("  - ")).collect();
     assert_eq!(
         listed,
-        ["  - exited while starting: exited with status 2"],
+        [
+            "  - exited while starting: exited with status 2 (its last stderr line: py-ext \
+          stderr: started exits)"
+        ],
         "{shown}"
     );
 }
@@ -358,4 +364,62 @@ fn the_sidecar_refuses_arguments_that_do_not_fit_naming_each_field() {
     );
     assert_eq!(sent["content"][0]["text"], "{\"city\": 3}", "{sent}");
     assert_eq!(calls(&dir), [json!({"city": "Oslo"}), json!({"city": 3})]);
+}
+
+/// Issue 36: the arguments may come from stdin (`-`), and `--arg` sets a field as text
+/// (`key=text`) or as JSON (`key:=json`); a malformed one is refused before anything
+/// starts.
+#[test]
+fn arguments_come_from_stdin_and_arg_flags() {
+    use std::io::Write as _;
+    let scratch = TempDir::new("callf-stdin");
+    let dir = weather(&scratch.path().join("wx"), "wx", "wx");
+    let target = dir.to_str().unwrap();
+    let home = scratch.path().join("home");
+    let run = |args: &[&str], stdin: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+            .args(["ext", "call", target, "forecast"])
+            .args(args)
+            .env("ZOT_HOME", &home)
+            .current_dir(scratch.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = run(&["-"], r#"{"city": "Oslo"}"#);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = run(
+        &["-", "--arg", "days:=3", "--arg", "city=Bergen"],
+        r#"{"city": "Oslo"}"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = run(&["--arg", "city=a=b:=c"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        calls(&dir),
+        [
+            json!({"city": "Oslo"}),
+            json!({"city": "Bergen", "days": 3}),
+            json!({"city": "a=b:=c"})
+        ]
+    );
+    for (bad, said) in [
+        ("city", "expected KEY=TEXT or KEY:=JSON"),
+        ("days:=three", "the value after := is not JSON"),
+        ("=x", "the key is empty"),
+    ] {
+        let out = run(&["--arg", bad], "");
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(stderr(&out).contains(said), "{bad}: {}", stderr(&out));
+    }
+    assert_eq!(calls(&dir).len(), 3, "nothing more was sent");
 }

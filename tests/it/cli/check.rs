@@ -52,6 +52,17 @@ fn the_quick_start_passes_and_its_command_and_timings_are_shown() {
     assert!(text.contains("/hellopy - say hi (python)"), "{text}");
     assert!(text.contains("silent for 250 ms"), "{text}");
     assert!(text.contains("ok: no protocol violations"), "{text}");
+    // Issue 36: the header has no empty version, and the timings end in one column,
+    // their text after it.
+    assert!(text.starts_with("hello-py 1.0.0 (stdio) at "), "{text}");
+    let ends: Vec<usize> = ["  hello ", "  ready ", "  shutdown "]
+        .iter()
+        .map(|row| {
+            let line = text.lines().find(|l| l.starts_with(row)).unwrap();
+            line.find(" ms  ").unwrap_or_else(|| panic!("{line}"))
+        })
+        .collect();
+    assert!(ends.iter().all(|&e| e == ends[0]), "{ends:?}: {text}");
 
     let r = report(&check(&hello_py_example(), &home, true));
     assert_eq!(r["name"], "hello-py");
@@ -214,7 +225,7 @@ fn no_hello_within_wait_fails_with_a_hint() {
     let out = check_with(&dir, &home, &["--wait", "2s"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
-    assert!(text.contains("hello      never"), "{text}");
+    assert!(text.contains("  hello              -  never\n"), "{text}");
     assert!(
         text.contains("no hello within --wait (2s): is stdout flushed"),
         "{text}"
@@ -309,6 +320,52 @@ fn a_bare_component_is_checked_with_nothing_granted_and_its_compile_time() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("from the compilation cache"), "{text}");
+}
+
+/// Issue 36: a text file named as the component — bare or by a manifest — is a problem
+/// before any frame naming the file, not a protocol violation; the problem the log's
+/// tail would repeat is said once.
+#[test]
+fn a_text_file_named_as_the_component_is_a_problem_naming_the_file() {
+    let home = TempDir::new("check-home");
+    let bare = home.path().join("notes.wasm");
+    std::fs::write(&bare, "not a component\n").unwrap();
+    let dir = write_manifest(
+        &home.path().join("t"),
+        &json!({"name": "t", "version": "1.0.0", "wasm": "t.wasm"}),
+    );
+    std::fs::write(dir.join("t.wasm"), "hello\n").unwrap();
+    for (target, file) in [(&bare, bare.clone()), (&dir, dir.join("t.wasm"))] {
+        let out = check(target, &home, false);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(
+            text.contains(&format!(
+                "1 problem(s), before any frame:\n  - cannot compile {}: not a WebAssembly \
+                 component (it is a text file)\n",
+                file.display()
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("protocol violation"), "{text}");
+    }
+}
+
+/// Issue 36: a problem of several lines (a start's error and its hint) is not repeated
+/// by the log's tail above the list.
+#[test]
+fn a_start_error_with_its_hint_is_said_once() {
+    let home = TempDir::new("check-home");
+    let dir = write_manifest(
+        &home.path().join("u"),
+        &json!({"name": "u", "version": "1.0.0", "exec": "./nope"}),
+    );
+    let out = check(&dir, &home, false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("1 problem(s), before any frame:"), "{text}");
+    assert_eq!(text.matches("cannot start ").count(), 1, "{text}");
+    assert_eq!(text.matches("hint: no file").count(), 1, "{text}");
 }
 
 #[test]

@@ -318,7 +318,8 @@ fn allow_http_lets_a_bare_component_reach_that_host() {
     );
     assert!(
         // A bare component is named by its hello once staged.
-        stderr(&allowed).contains(&format!("this run grants guest: http:{pattern}")),
+        // Issue 36: a pattern with its scheme is named once (not `http:http://…`).
+        stderr(&allowed).contains(&format!("this run grants guest: {pattern}\n")),
         "{}",
         text(&allowed)
     );

@@ -152,3 +152,63 @@ fn a_stderr_flood_is_held_to_the_cap_and_the_host_stays_responsive() {
         size("ext-flood.log.1")
     );
 }
+
+/// Issue 36: `-n N` prints the last N lines, `--since` those written since a time ago or
+/// a moment, `--json` each line in its parts; a bad `--since` is refused with what it
+/// takes.
+#[test]
+fn logs_prints_the_last_lines_those_since_a_time_and_json() {
+    let scratch = TempDir::new("logs-select");
+    let home = scratch.path().join("home");
+    std::fs::create_dir_all(home.join("logs")).unwrap();
+    let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    std::fs::write(
+        home.join("logs/ext-wx.log"),
+        format!(
+            "2020-01-01T00:00:00.000Z [zot] info: started python3 (stdio)\n\
+             2020-01-01T00:00:01.000Z [stderr] old trouble: \x1b[31mred\n\
+             {now} [zot] warn: not enforced: x\n\
+             {now} [stderr] Traceback: line 3\n"
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = logs_command(&home, "wx").args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, _) = run(&["-n", "2"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out,
+        format!("{now} [zot] warn: not enforced: x\n{now} [stderr] Traceback: line 3\n")
+    );
+    let (_, out, _) = run(&["--since", "1h"]);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let (_, out, _) = run(&["--since", "2020-01-01T00:00:01Z"]);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(out.contains("old trouble: \\x1b[31mred"), "escaped: {out}");
+    let (_, out, _) = run(&["--json", "-n", "3"]);
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0],
+        json!({"time": "2020-01-01T00:00:01.000Z", "source": "stderr", "level": null,
+               "message": "old trouble: \u{1b}[31mred"})
+    );
+    assert_eq!(
+        lines[1],
+        json!({"time": now, "source": "zot", "level": "warn", "message": "not enforced: x"})
+    );
+    let (code, _, err) = run(&["--since", "yesterday-ish"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("neither a time ago (10m, 2h) nor a moment"),
+        "{err}"
+    );
+}

@@ -111,6 +111,21 @@ fn check_and_drive(dir: &Path, name: &str) {
     let data = host.call_tool(&format!("{name}_echo"), json!({"text": "it works"}));
     assert_eq!(first_text(&data), "echo: it works", "{data}");
     assert_ne!(data["is_error"], json!(true), "{data}");
+    // A missing text: the sidecar refuses it against the schema, naming the field; sent
+    // as it is (`call_tool` unchecked, as `--no-validate` does), the tool says so itself.
+    let refused = host.request(
+        "call_tool",
+        json!({"name": format!("{name}_echo"), "args": {}}),
+    );
+    assert_eq!(refused["problems"][0]["field"], "text", "{refused}");
+    drop(host);
+    let mut b = HostBuilder::new();
+    b.ext_path(dir)
+        .arg("--no-validate")
+        .arg("--ready-timeout-ms")
+        .arg(&SLOW_START.as_millis().to_string());
+    let host = b.start();
+    host.ready_within(SLOW_START + Duration::from_secs(10));
     let data = host.call_tool(&format!("{name}_echo"), json!({}));
     assert_eq!(
         data["is_error"],

@@ -2,6 +2,7 @@
 
 use super::*;
 use serde_json::{json, Value};
+use std::net::TcpListener;
 
 /// `install --confine` records the decision with what it asks, consented to; `info`
 /// and `list --json` report it; a component cannot be confined; an update of a confined
@@ -177,4 +178,66 @@ fn required_confinement_does_not_start_where_a_rule_is_not_enforced() {
     // Confined again without the flag: it starts.
     world.confine();
     assert!(fenced(&world.probe().unwrap()));
+}
+
+/// Issue 36: a confined extension that fails because of what confinement withholds (here
+/// the network) gets a hint naming confinement, what it withholds and how to grant or
+/// unconfine it — with the extension named as the user named it; unconfined, the same
+/// failure has no such hint.
+#[test]
+fn a_confined_extension_that_fails_is_told_what_confinement_withholds() {
+    let scratch = TempDir::new("confine-hint");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Connects at its tool call, unguarded: a refused socket ends it.
+    let script = format!(
+        r#"import json, socket, sys
+def emit(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit({{"type": "hello", "name": "netty", "version": "1.0.0", "capabilities": ["tools"]}})
+emit({{"type": "register_tool", "name": "fetch", "description": "d", "schema": {{"type": "object"}}}})
+emit({{"type": "ready"}})
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "tool_call":
+        socket.create_connection(("127.0.0.1", {port})).close()
+        emit({{"type": "tool_result", "id": msg["id"], "content": [{{"type": "text", "text": "fetched"}}]}})
+    elif msg["type"] == "shutdown":
+        break
+"#
+    );
+    let ext = write_manifest(
+        &scratch.path().join("netty"),
+        &json!({"name": "netty", "version": "1.0.0", "exec": "python3", "args": ["-c", script]}),
+    );
+    let target = ext.to_str().unwrap();
+    let call = || zot(&home, &cwd, &["call", target, "fetch"]);
+    let out = call();
+    assert_ok(&out);
+    assert!(!stderr(&out).contains("runs confined"), "{}", stderr(&out));
+    // `check` suggests confining it by the name given, a folder here.
+    let out = zot(&home, &cwd, &["check", target]);
+    assert!(
+        stdout(&out).contains(&format!("(`zot ext confine {target}`;")),
+        "{}",
+        stdout(&out)
+    );
+
+    assert_ok(&zot(&home, &cwd, &["confine", target]));
+    let out = call();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("exited"), "{err}");
+    assert!(
+        err.contains("hint: it runs confined, which may be why: network: no IP sockets"),
+        "{err}"
+    );
+    for said in [
+        format!("`zot ext grant {target}` shows what its manifest asks"),
+        format!("`zot ext unconfine {target}` runs it with your full user permissions"),
+    ] {
+        assert!(err.contains(&said), "{said} in {err}");
+    }
 }

@@ -349,6 +349,16 @@ fn a_project_mcp_server_waits_for_trust_and_installs_like_any_extension() {
     let check = zot(home.path(), home.path(), &["check", "pyproj"]);
     assert_ok(&check);
     assert!(stdout(&check).contains("echo"), "{}", text(&check));
+    // Issue 36: the header says it is spoken to in MCP.
+    assert!(
+        stdout(&check)
+            .lines()
+            .next()
+            .unwrap()
+            .contains(" (mcp) at "),
+        "{}",
+        text(&check)
+    );
     // The shell drives it as any extension; its stderr is in its log.
     let script = home.path().join("script");
     std::fs::write(&script, "call echo {\"text\": \"from the shell\"}\n").unwrap();

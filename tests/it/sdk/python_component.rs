@@ -131,7 +131,8 @@ fn the_python_component_says_hello_answers_its_command_and_tool_and_shuts_down()
     // Where this host's lines start (an earlier test may have written the log).
     let log_from = std::fs::metadata(&log_path).map_or(0, |m| m.len() as usize);
     let mut b = HostBuilder::in_dir(&built.root);
-    b.ext_path(&built.ext);
+    // A missing argument is sent as it is, to see the tool's own error.
+    b.ext_path(&built.ext).arg("--no-validate");
     // The first load of the run compiles the component: slow in a debug build, so the
     // ready wait (which a compile counts against) and the compile's limits are raised.
     b.arg("--ready-timeout-ms")

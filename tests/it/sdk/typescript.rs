@@ -264,6 +264,8 @@ fn start(build: Build) -> (Host, TempDir) {
     };
     let scratch = TempDir::new(NAME);
     let mut b = HostBuilder::in_dir(scratch.path());
+    // A missing argument is sent as it is, to see the tool's own error.
+    b.arg("--no-validate");
     #[cfg(target_os = "linux")]
     if let Build::NodeConfined = build {
         confine_dir(&b.home(), &b.cwd(), dir, "ts-hello");

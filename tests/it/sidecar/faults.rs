@@ -125,6 +125,42 @@ fn extension_exiting_at_startup_is_reported_with_its_status() {
     host.shutdown();
 }
 
+/// Issue 36: `host_ready` carries the last line an extension that exited while starting
+/// wrote to stderr, though the exit is seen before its stderr is read to the end (each
+/// of several writes it as the very last thing before exiting).
+#[test]
+fn an_extension_exiting_at_start_is_reported_with_its_last_stderr_line() {
+    let _serial = serial();
+    let mut b = HostBuilder::new();
+    let names: Vec<String> = (0..6).map(|i| format!("quits{i}")).collect();
+    for name in &names {
+        let script = format!(
+            "import sys, time\nsys.stderr.write('starting\\n\\n'); sys.stderr.flush()\n\
+             time.sleep(0.05)\nsys.stderr.write('{name}: no config here\\n'); sys.exit(1)\n"
+        );
+        b.explicit(name, &inline_py(name, &script));
+    }
+    let host = b.start();
+    let ready = host.ready_event();
+    let errors = ready["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), names.len(), "{ready}");
+    for name in &names {
+        let error = errors
+            .iter()
+            .find(|e| e["extension"] == name.as_str())
+            .unwrap_or_else(|| panic!("{name} in {ready}"));
+        assert_eq!(
+            error["error"],
+            format!(
+                "exited while starting: exited with status 1 (its last stderr line: \
+                 {name}: no config here)"
+            ),
+            "{ready}"
+        );
+    }
+    host.shutdown();
+}
+
 #[test]
 fn missing_executable_is_an_error_state_and_the_others_start() {
     let _serial = serial();

@@ -36,9 +36,14 @@ pub(crate) struct CallArgs {
     /// The tool to call (without it, the extension's tools are listed).
     #[arg(add = clap_complete::ArgValueCompleter::new(crate::complete::tools))]
     tool: Option<String>,
-    /// Its arguments: a JSON object, checked against the tool's schema before it is sent.
+    /// Its arguments: a JSON object (`-`: read it from stdin), checked against the
+    /// tool's schema before it is sent.
     #[arg(value_name = "JSON", default_value = "{}")]
     args: String,
+    /// One argument more (repeatable, after the JSON): `key=text` sets a string,
+    /// `key:=json` any JSON value (`days:=3`, `unit:='"c"'`).
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    arg: Vec<String>,
     /// Send the arguments without checking them against the tool's schema.
     #[arg(long)]
     no_validate: bool,
@@ -113,7 +118,7 @@ enum Answer {
 
 /// `zot ext call`.
 pub(crate) fn call(args: CallArgs) -> Result<ExitCode, CliError> {
-    let tool_args = parse_tool_args(&args.args)
+    let tool_args = tool_args(&args.args, &args.arg)
         .context(format!("call {}", args.target))
         .map_err(not_called)?;
     let ask = Ask::Tool {
@@ -184,6 +189,51 @@ fn not_called(e: CliError) -> CliError {
     e.with_code(NOT_CALLED)
 }
 
+/// The most bytes of arguments read from stdin (`-`).
+const STDIN_ARGS_MAX: u64 = 16 << 20;
+
+/// The tool's arguments: the JSON object given (`-`: read from stdin), then each
+/// `--arg` set on it.
+fn tool_args(given: &str, more: &[String]) -> Result<Value, String> {
+    let mut value = if given == "-" {
+        use std::io::Read as _;
+        let mut text = String::new();
+        std::io::stdin()
+            .take(STDIN_ARGS_MAX + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read the arguments from stdin: {e}"))?;
+        if text.len() as u64 > STDIN_ARGS_MAX {
+            return Err(format!(
+                "the arguments on stdin are longer than {} MiB",
+                STDIN_ARGS_MAX >> 20
+            ));
+        }
+        parse_tool_args(&text)?
+    } else {
+        parse_tool_args(given)?
+    };
+    for arg in more {
+        let (key, field) = match (arg.split_once(":="), arg.split_once('=')) {
+            (Some((key, json)), Some((before, _))) if key.len() < before.len() => {
+                let field = serde_json::from_str(json)
+                    .map_err(|e| format!("--arg {arg}: the value after := is not JSON: {e}"))?;
+                (key, field)
+            }
+            (_, Some((key, text))) => (key, Value::String(text.to_string())),
+            (_, None) => {
+                return Err(format!(
+                "--arg {arg}: expected KEY=TEXT or KEY:=JSON (e.g. --arg city=Oslo --arg days:=3)"
+            ))
+            }
+        };
+        if key.is_empty() {
+            return Err(format!("--arg {arg}: the key is empty"));
+        }
+        value[key] = field;
+    }
+    Ok(value)
+}
+
 /// The tool's arguments: a JSON object.
 fn parse_tool_args(text: &str) -> Result<Value, String> {
     let value: Value =
@@ -219,6 +269,7 @@ fn one_shot(
         "invoking"
     };
     let what = format!("{verb} {target}");
+    let named = target;
     let (home, parsed, compiler, runtime) = setup(verb, target, load.scope, progressive)?;
     let target = match parsed {
         Parsed::Run(target) => target,
@@ -229,14 +280,16 @@ fn one_shot(
         .prepare(&runtime, &home, &compiler, &progress)
         .context(&what)?;
     let log = LogMark::of(&home, prepared.dir());
+    let confined = crate::records::confinement::of(&home, prepared.dir());
     let mut config = prepared.config(home, compiler, load.wait).context(&what)?;
     load.grants.apply(&mut config);
     if let Some(timeout) = command_timeout {
         config.timeouts.command = timeout;
     }
-    // The error, and whether the extension is gone (it exited, or never started).
+    // The error, whether the extension is gone (it exited, or never started), and
+    // whether it failed (that, or it did not answer).
     let answer = runtime.block_on(async {
-        let running = start_one(config).await.map_err(|e| (e, true))?;
+        let running = start_one(config).await.map_err(|e| (e, true, true))?;
         let answer = ask_one(&running.host, &running.info.name, ask).await;
         let gone = running
             .host
@@ -244,14 +297,20 @@ fn one_shot(
             .first()
             .is_none_or(|info| info.state != ExtState::Ready);
         running.stop().await;
-        answer.map_err(|e| (e, gone))
+        answer.map_err(|e| (e.why, gone, gone || e.by_extension))
     });
     drop(prepared);
     runtime.shutdown_timeout(Duration::from_millis(100));
     answer
-        .map_err(|(mut why, gone)| {
+        .map_err(|(mut why, gone, failed)| {
             if let Some(tail) = log.filter(|_| gone).and_then(|l| l.tail(&[])) {
                 why = format!("{why}\n{}", log_tail::shown(&tail));
+            }
+            let hint = confined
+                .filter(|_| failed)
+                .and_then(|view| crate::records::confinement::failure_hint(named, &view));
+            if let Some(hint) = hint {
+                why = format!("{why}\n{hint}");
             }
             why
         })
@@ -260,7 +319,7 @@ fn one_shot(
 
 /// Makes the request, after checking the tool or command is there (else the error lists
 /// what there is).
-async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, String> {
+async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, Unanswered> {
     match ask {
         Ask::Tool {
             name,
@@ -271,21 +330,17 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
             let tools = host.tools();
             let names: Vec<String> = tools.iter().map(|(_, t)| t.name.clone()).collect();
             if name.is_empty() {
-                return Err(format!(
-                    "name a tool to call; {}",
-                    has(ext, "tools", &names)
-                ));
+                return Err(format!("name a tool to call; {}", has(ext, "tools", &names)).into());
             }
             let Some((_, tool)) = tools.iter().find(|(_, t)| t.name == name) else {
-                return Err(format!(
-                    "no tool named {name:?}; {}",
-                    has(ext, "tools", &names)
-                ));
+                return Err(
+                    format!("no tool named {name:?}; {}", has(ext, "tools", &names)).into(),
+                );
             };
             if check {
                 match zot_host::schema::validate(&tool.schema, &args) {
                     Checked::Valid => {}
-                    Checked::Invalid(problems) => return Err(invalid(&name, &problems)),
+                    Checked::Invalid(problems) => return Err(invalid(&name, &problems).into()),
                     Checked::Unchecked(why) => {
                         esay!(
                             "warning: {}: {}; the arguments are sent unchecked",
@@ -296,10 +351,7 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
                 }
             }
             // Checked above, or not at all with --no-validate.
-            let (ext, result) = host
-                .call_tool_unchecked(&name, args, timeout)
-                .await
-                .map_err(|e| e.to_string())?;
+            let (ext, result) = host.call_tool_unchecked(&name, args, timeout).await?;
             Ok(Answer::Tool(ext, result))
         }
         Ask::Command { name, args } => {
@@ -312,13 +364,41 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, S
                 return Err(format!(
                     "no command named \"/{name}\"; {}",
                     has(ext, "commands", &commands)
-                ));
+                )
+                .into());
             }
-            let (ext, response) = host
-                .invoke_command(&name, &args)
-                .await
-                .map_err(|e| e.to_string())?;
+            let (ext, response) = host.invoke_command(&name, &args).await?;
             Ok(Answer::Command(ext, Box::new(response)))
+        }
+    }
+}
+
+/// Why a request was not answered, and whether the extension failed (it timed out,
+/// exited or is not running) rather than the request being wrong.
+struct Unanswered {
+    why: String,
+    by_extension: bool,
+}
+
+impl From<String> for Unanswered {
+    fn from(why: String) -> Self {
+        Unanswered {
+            why,
+            by_extension: false,
+        }
+    }
+}
+
+impl From<zot_host::CallError> for Unanswered {
+    fn from(e: zot_host::CallError) -> Self {
+        use zot_host::CallError::*;
+        let by_extension = match &e {
+            Timeout { .. } | Exited { .. } | QueueFull { .. } | NotRunning { .. } => true,
+            NotFound(_) | Invalid(_) | Arguments { .. } => false,
+        };
+        Unanswered {
+            why: e.to_string(),
+            by_extension,
         }
     }
 }

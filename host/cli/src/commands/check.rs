@@ -21,7 +21,7 @@ use zot_host::manage::records::trust::Untrusted;
 use zot_host::terminal_text::{multi_line, one_line};
 use zot_host::SandboxView;
 use zot_host::ZotHome;
-use zot_host::{ExtState, Host, HostConfig, Timeouts};
+use zot_host::{ExtState, Host, HostConfig, Source, Timeouts};
 use zot_host::{ExtensionInfo, LoadReport, ReadyBy, Status};
 use zot_protocol::Hello;
 
@@ -64,6 +64,12 @@ struct Found {
     name: String,
     version: String,
     transport: TransportKind,
+    /// Where the checked copy is installed: `project`, `global`, or `explicit` (a folder
+    /// or file named by its path), as `list`, `info` and `verify` say it.
+    scope: Source,
+    /// It is an MCP server (the manifest's `mcp`), spoken to in MCP.
+    #[serde(skip)]
+    mcp: bool,
     /// Its directory; for a `.wasm` argument, the file.
     dir: PathBuf,
     log: PathBuf,
@@ -133,7 +139,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
             .map(|text| terminal::print_line(&text))
             .context(format!("check {}", args.path))
     } else {
-        print_text(&report);
+        print_text(&report, &args.path);
         Ok(())
     };
     runtime.shutdown_timeout(Duration::from_millis(100));
@@ -156,12 +162,20 @@ fn prepare_and_check(
 ) -> CheckReport {
     let progress = TermProgress::new();
     // A component that cannot be compiled is reported now, not compiled again at start.
+    // It never started: the problem names the file, in the layout of a start that
+    // failed before any frame (not a protocol violation).
     let compiled = match target
         .component()
-        .map(|f| compile(runtime, &home, &compiler, &f, &progress))
+        .map(|f| (compile(runtime, &home, &compiler, &f, &progress), f))
     {
-        Some(Err(reason)) => return CheckReport::failed(format!("cannot compile: {reason}")),
-        Some(Ok(step)) => Some(step),
+        Some((Err(reason), file)) => {
+            let problem = format!("cannot compile {}: {reason}", file.display());
+            return CheckReport {
+                not_started: true,
+                ..CheckReport::failed(problem)
+            };
+        }
+        Some((Ok(step), _)) => Some(step),
         None => None,
     };
     // Lives until the check is over: dropping it removes a staged component.
@@ -195,9 +209,13 @@ fn prepare_and_check(
         if let Target::Wasm(file) = target {
             found.dir = std::path::absolute(file).unwrap_or_else(|_| file.clone());
         }
-        found.confinement = Manifest::read(&found.dir).ok().and_then(|m| {
-            ConfineView::on_disk(&home, &Identity::of(&found.dir, &home), &m, &found.dir)
-        });
+        found.confinement = crate::records::confinement::of(&home, &found.dir);
+        found.scope = match Identity::of(&found.dir, &home) {
+            Identity::Global { .. } => Source::Global,
+            Identity::Project { .. } => Source::Project,
+            Identity::Path { .. } => Source::Explicit,
+        };
+        found.mcp = Manifest::read(&found.dir).is_ok_and(|m| m.mcp.is_some());
         report.compile = Some(CompileStep {
             compile_ms: ms(compiled.map(|(took, _)| took)),
             compile_by: compiled.map(|(_, by)| by),
@@ -294,6 +312,8 @@ async fn check(config: HostConfig, renamed: Option<String>) -> CheckReport {
             name: info.name,
             version: info.version,
             transport: info.transport,
+            scope: info.scope,
+            mcp: false,
             dir: info.dir,
             log: info.log,
             hello: status.hello,
@@ -405,14 +425,14 @@ fn registered(host: &Host) -> (Vec<Registered>, Vec<Registered>) {
 
 /// What a started extension did: hello, ready, registrations, sandbox, confinement,
 /// subscriptions, shutdown.
-fn write_started(out: &mut String, f: &Found) {
+fn write_started(out: &mut String, f: &Found, target: &str) {
     use std::fmt::Write as _;
     let ms = |m: Option<f64>| m.map_or("-".into(), |m| format!("{m:.1} ms"));
     match &f.hello {
         Some(hello) => {
             let _ = writeln!(
                 out,
-                "  hello      {:>10}  name \"{}\", version \"{}\", capabilities {}",
+                "  hello      {:>9}  name \"{}\", version \"{}\", capabilities {}",
                 ms(f.hello_ms),
                 one_line(&hello.name),
                 one_line(&hello.version),
@@ -420,7 +440,7 @@ fn write_started(out: &mut String, f: &Found) {
             );
         }
         None => {
-            let _ = writeln!(out, "  hello      never");
+            let _ = writeln!(out, "  hello      {:>9}  never", "-");
         }
     }
     let how = match f.ready_by {
@@ -428,7 +448,7 @@ fn write_started(out: &mut String, f: &Found) {
         Some(ReadyBy::Silence) => "silent for 250 ms, no ready frame",
         None => "never",
     };
-    let _ = writeln!(out, "  ready      {:>10}  {how}", ms(f.ready_ms));
+    let _ = writeln!(out, "  ready      {:>9}  {how}", ms(f.ready_ms));
     for (label, prefix, list) in [("commands", "/", &f.commands), ("tools", "", &f.tools)] {
         if list.is_empty() {
             let _ = writeln!(out, "  {label:<10} (none)");
@@ -444,7 +464,7 @@ fn write_started(out: &mut String, f: &Found) {
     }
     write_sandbox(out, f);
     if let Some(view) = &f.confinement {
-        for (k, v) in crate::records::confinement::rows(&f.name, view) {
+        for (k, v) in crate::records::confinement::rows(target, view) {
             let _ = writeln!(out, "  {k:<10} {}", one_line(&v));
         }
     }
@@ -453,7 +473,7 @@ fn write_started(out: &mut String, f: &Found) {
     let _ = writeln!(out, "  intercept  {}", list(&f.intercept));
     let _ = writeln!(
         out,
-        "  shutdown   {:>10}  {}",
+        "  shutdown   {:>9}  {}",
         ms(Some(f.shutdown_ms)),
         f.exit.as_deref().unwrap_or_default()
     );
@@ -481,16 +501,24 @@ fn write_sandbox(out: &mut String, f: &Found) {
             run.memory_mb,
             sha256.chars().take(12).collect::<String>()
         );
-        let _ = writeln!(
-            out,
-            "             asks {}",
-            serde_json::to_string(&sb.asked).unwrap_or_default()
-        );
-        let _ = writeln!(
-            out,
-            "             granted {}",
-            serde_json::to_string(&sb.granted).unwrap_or_default()
-        );
+        use zot_host::manage::sandbox::{Granted, Permission};
+        let named = |p: &zot_host::manage::manifest::Permissions| {
+            let names: Vec<String> = Permission::each_of(p)
+                .iter()
+                .map(|p| one_line(&p.to_string()).into_owned())
+                .collect();
+            match names.is_empty() {
+                true => "nothing".to_string(),
+                false => names.join(", "),
+            }
+        };
+        let granted = match &sb.granted {
+            Some(Granted::Applied(p)) => named(p),
+            Some(Granted::Recorded(grant)) => named(&grant.permissions),
+            None => "nothing beyond its data dir (no grant recorded)".to_string(),
+        };
+        let _ = writeln!(out, "             asks {}", named(&sb.asked));
+        let _ = writeln!(out, "             granted {granted}");
         for w in &run.withheld {
             let _ = writeln!(out, "             withheld: {w}");
         }
@@ -515,17 +543,24 @@ fn word(value: &impl Serialize) -> String {
 
 /// The report as text, shown with `terminal_text` (each name and description on its own
 /// line). Printed at once, so a closed stdout (`| head`) is not an error.
-fn print_text(r: &CheckReport) {
+fn print_text(r: &CheckReport, target: &str) {
     use std::fmt::Write as _;
     let mut out = String::new();
     let ms = |m: Option<f64>| m.map_or("-".into(), |m| format!("{m:.1} ms"));
     if let Some(f) = &r.found {
+        let version = match f.version.as_str() {
+            "" => String::new(),
+            v => format!(" {v}"),
+        };
+        let transport = match (f.mcp, f.transport) {
+            (true, TransportKind::Stdio) => "mcp".to_string(),
+            (true, TransportKind::Wasm) => "mcp, wasm".to_string(),
+            (false, transport) => transport.to_string(),
+        };
         let _ = writeln!(
             out,
-            "{} {} ({}) at {}",
+            "{}{version} ({transport}) at {}",
             f.name,
-            f.version,
-            f.transport,
             f.dir.display()
         );
         if let Some(CompileStep {
@@ -538,12 +573,12 @@ fn print_text(r: &CheckReport) {
                 "cache" => "from the compilation cache",
                 _ => "already compiled",
             };
-            let _ = writeln!(out, "  compile    {:>10}  {how}", ms(*compile_ms));
+            let _ = writeln!(out, "  compile    {:>9}  {how}", ms(*compile_ms));
         }
         if r.not_started {
             let _ = writeln!(out, "  not started (see below)");
         } else {
-            write_started(&mut out, f);
+            write_started(&mut out, f, target);
         }
         let _ = writeln!(out, "  log        {}", f.log.display());
     }
@@ -564,6 +599,12 @@ fn print_text(r: &CheckReport) {
         let _ = writeln!(out, "{} {what}:", r.violations.len());
         for v in &r.violations {
             let _ = writeln!(out, "  - {v}");
+        }
+        let confined = r.found.as_ref().and_then(|f| f.confinement.as_ref());
+        if let Some(hint) =
+            confined.and_then(|c| crate::records::confinement::failure_hint(target, c))
+        {
+            let _ = writeln!(out, "{hint}");
         }
     }
     terminal::print_bytes(multi_line(&out).as_bytes());

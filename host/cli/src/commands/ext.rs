@@ -1,12 +1,9 @@
 //! `zot ext list|remove|enable|disable|logs`: printing around `zot_host::manage::install`.
 
 use crate::flags::scope::{copy_at, resolve, Scope};
-use crate::output::error::{self, CliError, Context as _};
+use crate::output::error::{CliError, Context as _};
 use crate::output::terminal::{self, cwd, Term};
-use std::fs::File;
-use std::io::{self, BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
-use std::path::Path;
-use std::time::Duration;
+use std::io::{self, IsTerminal};
 use zot_host::manage::discovery::Source;
 use zot_host::manage::identity::Identity;
 use zot_host::manage::install::{self, Listed};
@@ -15,7 +12,7 @@ use zot_host::terminal_text::one_line;
 use zot_host::ZotHome;
 
 /// `zot ext list`: a table, or `--json`.
-pub(crate) fn list(home: &ZotHome, json: bool) -> Result<(), CliError> {
+pub(crate) fn list(home: &ZotHome, json: bool, long: bool) -> Result<(), CliError> {
     let listing = install::list(&cwd()?, home);
     if json {
         let text = serde_json::to_string_pretty(&listing.active).expect("rows serialise");
@@ -35,7 +32,7 @@ pub(crate) fn list(home: &ZotHome, json: bool) -> Result<(), CliError> {
                 one_line(&cwd.to_string_lossy())
             );
         }
-        print_table(&listing.active);
+        print_table(&listing.active, long);
         for s in &listing.shadowed {
             say!(
                 "shadowed: {} at {} (a {} extension of that name wins)",
@@ -55,27 +52,36 @@ fn source_name(rows: &[Listed], name: &str) -> &'static str {
 }
 
 /// Prints aligned columns (each cell one line, shown with `terminal_text`), and each
-/// manifest error below its row.
-fn print_table(rows: &[Listed]) {
+/// manifest error below its row; `long`: with the transport, confinement and grant
+/// columns.
+fn print_table(rows: &[Listed], long: bool) {
     let cells = |r: &Listed| {
-        [
-            r.source.as_str(),
-            &r.name,
-            if r.version.is_empty() {
-                "-"
-            } else {
-                &r.version
-            },
-            r.state.as_str(),
-            &r.description,
-        ]
-        .map(|cell| one_line(cell).into_owned())
+        let version = if r.version.is_empty() {
+            "-"
+        } else {
+            &r.version
+        };
+        let mut cells = vec![r.source.as_str(), &r.name, version, r.state.as_str()];
+        if long {
+            let (confinement, grant) = how_it_runs(r);
+            cells.extend([r.transport.as_str(), confinement, grant]);
+        }
+        cells.push(&r.description);
+        cells
+            .into_iter()
+            .map(|cell| one_line(cell).into_owned())
+            .collect::<Vec<_>>()
     };
-    let header = ["SOURCE", "NAME", "VERSION", "STATE", "DESCRIPTION"].map(String::from);
-    let table: Vec<[String; 5]> = std::iter::once(header)
+    let mut header = vec!["SOURCE", "NAME", "VERSION", "STATE"];
+    if long {
+        header.extend(["TRANSPORT", "CONFINEMENT", "GRANT"]);
+    }
+    header.push("DESCRIPTION");
+    let header: Vec<String> = header.into_iter().map(String::from).collect();
+    let table: Vec<Vec<String>> = std::iter::once(header)
         .chain(rows.iter().map(cells))
         .collect();
-    let widths: Vec<usize> = (0..5)
+    let widths: Vec<usize> = (0..table[0].len())
         .map(|i| {
             table
                 .iter()
@@ -102,6 +108,30 @@ fn print_table(rows: &[Listed]) {
         if let Some(warning) = &r.warning {
             say!("    {}", one_line(warning));
         }
+    }
+}
+
+/// The confinement and grant columns of `list --long`: a component runs in the sandbox
+/// with its grant (`granted`, `stale`: granted to another build, `none`: its data dir
+/// only); a classic extension confined (`stale`: for other files, it does not start;
+/// what its grant opens is in `info`) or not (`none`: it runs with the user's full
+/// permissions: `everything`).
+fn how_it_runs(r: &Listed) -> (&'static str, &'static str) {
+    match (&r.sandbox, &r.confinement) {
+        (Some(sb), _) => (
+            "sandbox",
+            match (&sb.granted, sb.grant_stale) {
+                (_, true) => "stale",
+                (Some(_), false) => "granted",
+                (None, false) => "none",
+            },
+        ),
+        (None, Some(c)) => match (c.confined, c.stale) {
+            (true, false) => ("confined", "-"),
+            (true, true) => ("stale", "-"),
+            (false, _) => ("none", "everything"),
+        },
+        (None, None) => ("-", "-"),
     }
 }
 
@@ -163,89 +193,4 @@ pub(crate) fn set_enabled(
     say!("{name} is now {verb}d ({})", copy_at(&dir, scope));
     say!("It takes effect the next time zot starts.");
     Ok(())
-}
-
-/// Prints the log with control characters escaped; with `follow`, keeps printing what
-/// is appended (polling every 200 ms) and waits for a log that does not exist yet.
-pub(crate) fn logs(home: &ZotHome, name: &str, follow: bool) -> Result<(), CliError> {
-    let path = install::log_path(home, name).context(format!("logs {name}"))?;
-    let what = format!("logs {name}: {}", path.display());
-    if !follow {
-        let mut file = match File::open(&path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(CliError::new(format!(
-                    "no log at {} yet; it is written when the extension runs",
-                    path.display()
-                )))
-                .context(format!("logs {name}"));
-            }
-            opened => opened.context(&what)?,
-        };
-        return ignore_broken_pipe(copy_escaped(&mut file, &mut io::stdout().lock()))
-            .context(&what);
-    }
-    if !path.exists() {
-        error::note(format_args!(
-            "no log at {} yet; waiting for it",
-            path.display()
-        ));
-    }
-    let mut offset = 0;
-    loop {
-        match print_from(&path, offset) {
-            Ok(next) => offset = next,
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-            Err(e) => return Err(e).context(&what),
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn ignore_broken_pipe(result: io::Result<u64>) -> io::Result<()> {
-    match result {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e),
-        _ => Ok(()),
-    }
-}
-
-/// Prints `path` from `offset` to its current end and returns the new offset. A file
-/// shorter than `offset` was truncated or replaced: it is printed from its start.
-fn print_from(path: &Path, offset: u64) -> io::Result<u64> {
-    let Ok(mut file) = File::open(path) else {
-        return Ok(offset);
-    };
-    let len = file.metadata()?.len();
-    let start = if len < offset {
-        error::note(format_args!(
-            "{} was truncated; following from its start",
-            path.display()
-        ));
-        0
-    } else {
-        offset
-    };
-    file.seek(SeekFrom::Start(start))?;
-    let mut out = io::stdout().lock();
-    let copied = copy_escaped(file.take(len - start), &mut out)?;
-    out.flush()?;
-    Ok(start + copied)
-}
-
-/// Copies `from` line by line, each shown with [`one_line`] (its newline kept), so a log
-/// cannot drive the terminal; returns the bytes read.
-fn copy_escaped(from: impl Read, out: &mut impl Write) -> io::Result<u64> {
-    let mut from = io::BufReader::new(from);
-    let mut line = Vec::new();
-    let mut copied = 0;
-    while from.read_until(b'\n', &mut line)? > 0 {
-        copied += line.len() as u64;
-        let newline = line.last() == Some(&b'\n');
-        let text = String::from_utf8_lossy(&line[..line.len() - usize::from(newline)]);
-        out.write_all(one_line(&text).as_bytes())?;
-        if newline {
-            out.write_all(b"\n")?;
-        }
-        line.clear();
-    }
-    Ok(copied)
 }

@@ -11,6 +11,7 @@ pub(crate) mod ext;
 pub(crate) mod grant;
 pub(crate) mod info;
 pub(crate) mod install;
+pub(crate) mod logs;
 pub(crate) mod man;
 pub(crate) mod mcp;
 pub(crate) mod new;

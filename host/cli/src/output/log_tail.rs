@@ -40,8 +40,11 @@ impl LogMark {
         file.read_to_end(&mut bytes).ok()?;
         let text = String::from_utf8_lossy(&bytes);
         // A cut at `start` leaves a partial first line: skip it.
+        // The host logs a message of several lines a line each.
         let listed: Vec<String> = listed
             .iter()
+            .flat_map(|l| l.lines())
+            .filter(|l| !l.trim().is_empty())
             .map(|l| format!(": {}", zot_host::terminal_text::one_line(l)))
             .collect();
         let repeats = |line: &str| {

@@ -35,7 +35,11 @@ pub struct Listed {
     pub name: String,
     pub version: String,
     pub description: String,
+    /// Where it is installed: `project` or `global` (`explicit` never appears here).
     pub source: Source,
+    /// The same as `source`, under the name `info`, `verify`, `check` and the sidecar
+    /// use.
+    pub scope: Source,
     pub dir: String,
     /// How the host talks to it: `stdio` for a manifest with `exec`, `wasm` for one with
     /// `wasm`.
@@ -59,6 +63,9 @@ pub struct Listed {
     pub confinement: Option<crate::confine::view::ConfineView>,
     /// Where it was installed from (`null` when there is no install record).
     pub installed_from: Option<Origin>,
+    /// Its whole install record as `info` shows it (with the hash of each file), `null`
+    /// when there is none.
+    pub provenance: Option<Provenance>,
     /// State `untrusted` only: why, and the command that trusts it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub untrusted: Option<crate::records::trust::Untrusted>,
@@ -105,6 +112,12 @@ impl Listed {
             (Ok(_), true) => State::Enabled,
             (Ok(_), false) => State::Disabled,
         };
+        let record = match found.source {
+            Source::Explicit => None,
+            Source::Project | Source::Global => {
+                provenance::load(home, &found.identity).ok().flatten()
+            }
+        };
         Listed {
             name: found.name(),
             version: text("version").to_string(),
@@ -124,13 +137,9 @@ impl Listed {
             grant: None,
             untrusted: None,
             warning: None,
-            installed_from: match found.source {
-                Source::Explicit => None,
-                Source::Project | Source::Global => provenance::load(home, &found.identity)
-                    .ok()
-                    .flatten()
-                    .map(Origin::from),
-            },
+            installed_from: record.clone().map(Origin::from),
+            provenance: record,
+            scope: found.source,
         }
     }
 }

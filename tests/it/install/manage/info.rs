@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::common::{assert_ok, git, stderr, stdout};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::fs;
 use std::path::Path;
 
@@ -86,6 +86,66 @@ granted      read and write its own data directory (seen as /data)
         "{shown}"
     );
     assert!(!shown.contains("zot ext grant"), "{shown}");
+}
+
+/// Issue 36: `list`, `info`, `verify` and `check` say the same facts under the same
+/// `--json` names (`scope`, `provenance`, `transport`, `confinement`), and `list --long`
+/// shows how each runs in columns.
+#[test]
+fn list_info_verify_and_check_share_one_vocabulary() {
+    let env = Env::new("cli-vocab");
+    let comp = env.component_source("asker", &component_manifest("asker", "1.0.0", "{}"));
+    assert_ok(&env.install(comp.to_str().unwrap()));
+    let classic = env.source("plain", &manifest("plain"));
+    assert_ok(&env.install(classic.to_str().unwrap()));
+
+    let listed = list_json(&env);
+    for row in &listed {
+        let name = row["name"].as_str().unwrap();
+        let info = info_json(&env, name);
+        let out = env.zot(&["verify", name, "--json"]);
+        assert_ok(&out);
+        let verify: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let out = env.zot(&["check", name, "--json"]);
+        let check: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        for view in [&info, &verify, &check] {
+            assert_eq!(view["scope"], "global", "{name}: {view}");
+        }
+        assert_eq!(
+            (&row["scope"], &row["source"]),
+            (&json!("global"), &json!("global"))
+        );
+        assert_eq!(row["provenance"], info["provenance"], "{name}");
+        assert_eq!(row["transport"], info["transport"], "{name}");
+        assert_eq!(row["transport"], check["transport"], "{name}");
+        assert_eq!(row["confinement"], info["confinement"], "{name}");
+        assert_eq!(row["confinement"], check["confinement"], "{name}");
+    }
+
+    let out = env.zot(&["list", "--long"]);
+    assert_ok(&out);
+    let table = stdout(&out);
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("STATE    TRANSPORT  CONFINEMENT  GRANT"),
+        "{table}"
+    );
+    let row = |name: &str| {
+        let line = table.lines().find(|l| l.contains(name)).unwrap();
+        line.split_whitespace()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        row("asker")[4..7],
+        ["wasm", "sandbox", "granted"],
+        "{table}"
+    );
+    assert_eq!(
+        row("plain")[4..7],
+        ["stdio", "none", "everything"],
+        "{table}"
+    );
 }
 
 #[test]

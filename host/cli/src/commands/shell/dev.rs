@@ -41,8 +41,7 @@ Examples:
   zot ext dev ./my-ext                      edit ./my-ext; every change reloads it
   zot ext dev ./my-rust-ext --wasm          rebuild the component on change, reload it
   zot ext dev ./my-ts-ext --wasm            npm run build:wasm on change, reload it
-  zot ext dev ./my-ext --script s.txt       the verbs of s.txt, with reloads in the transcript
-                                            (`wait reload` waits for the next one)";
+  zot ext dev ./my-ext --script s.txt       the verbs of s.txt; `wait reload` waits for a reload";
 
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]

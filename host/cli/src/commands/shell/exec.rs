@@ -93,7 +93,7 @@ async fn invoke(ctx: &Ctx, name: &str, args: &str, o: &mut Outcome) {
         }
         Err(e) => {
             o.fail(&e);
-            gone_hint(&e, o);
+            gone_hint(ctx, &e, o);
         }
     }
 }
@@ -155,7 +155,7 @@ fn send_key(ctx: &Ctx, key: String, text: String, o: &mut Outcome) {
         Ok(()) => o.say(Level::Dim, format!("key {key} sent to panel {id} ({ext})")),
         Err(e) => {
             o.fail(&e);
-            gone_hint(&e, o);
+            gone_hint(ctx, &e, o);
         }
     }
 }
@@ -172,7 +172,7 @@ fn close_panel(ctx: &Ctx, o: &mut Outcome) {
         }
         Err(e) => {
             o.fail(&e);
-            gone_hint(&e, o);
+            gone_hint(ctx, &e, o);
         }
     }
 }
@@ -250,22 +250,51 @@ async fn call(ctx: &Ctx, tool: &str, args: Value, o: &mut Outcome) -> String {
         Err(e) => {
             let text = e.to_string();
             o.fail(&text);
-            gone_hint(&e, o);
+            gone_hint(ctx, &e, o);
             text
         }
     }
 }
 
-/// After a call to something whose extension is not running: where to see why.
-fn gone_hint(e: &zot_host::CallError, o: &mut Outcome) {
-    if let zot_host::CallError::NotRunning { extension, .. } = e {
-        o.say(
-            Level::Dim,
-            format!(
-                "hint: `logs {}` shows its log; fix it, then `reload`",
-                render::clean(extension)
-            ),
-        );
+/// After a call its extension failed: where to see why, and when the extension runs
+/// confined, what that withholds and how to give it more.
+fn gone_hint(ctx: &Ctx, e: &zot_host::CallError, o: &mut Outcome) {
+    use zot_host::CallError::*;
+    let extension = match e {
+        NotRunning { extension, .. } => {
+            o.say(
+                Level::Dim,
+                format!(
+                    "hint: `logs {}` shows its log; fix it, then `reload`",
+                    render::clean(extension)
+                ),
+            );
+            extension
+        }
+        Timeout { extension, .. } | Exited { extension, .. } | QueueFull { extension, .. } => {
+            extension
+        }
+        NotFound(_) | Invalid(_) | Arguments { .. } => return,
+    };
+    let Some(info) = ctx
+        .host
+        .extensions()
+        .into_iter()
+        .find(|i| &i.name == extension)
+    else {
+        return;
+    };
+    // `zot ext grant` and `unconfine` take an installed name, or the folder given.
+    let target = match info.source {
+        zot_host::Source::Explicit => info.dir.display().to_string(),
+        zot_host::Source::Project | zot_host::Source::Global => info.name.clone(),
+    };
+    let home = &ctx.host.config().home;
+    let confined = crate::records::confinement::of(home, &info.dir);
+    if let Some(hint) =
+        confined.and_then(|c| crate::records::confinement::failure_hint(&target, &c))
+    {
+        o.say(Level::Dim, render::clean(&hint));
     }
 }
 
