@@ -8,8 +8,8 @@
 //! place that writes `zot: <what>: <why>`.
 
 use crate::commands::{
-    call, check, confine, ext, grant, info, install, logs, man, mcp, new, run, shell, sidecar,
-    trust, update, verify,
+    call, check, confine, doctor, ext, grant, info, install, logs, man, mcp, new, run, shell,
+    sidecar, trust, update, verify,
 };
 use crate::complete;
 use crate::flags::{scope, zot_home};
@@ -55,6 +55,11 @@ enum Command {
     /// `--dir DIR` writes them all.
     #[command(after_help = examples::MAN)]
     Man(man::ManArgs),
+    /// Say what this machine has of what zot and extensions use: its state folder, the
+    /// SDKs, the toolchains and WebAssembly targets, confinement; what is missing and
+    /// how to get it.
+    #[command(after_help = examples::DOCTOR)]
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Subcommand)]
@@ -193,7 +198,8 @@ pub(crate) enum ExtCommand {
 /// `zot --version`: the version, the commit it was built from, and where `zot ext new`
 /// finds the SDKs (or why it does not). Made once per process.
 fn long_version() -> &'static str {
-    let sdk = match new::sdk_dir(None, new::Sdk::Rust) {
+    use crate::flags::sdk::{sdk_dir, Sdk};
+    let sdk = match sdk_dir(None, Sdk::Rust) {
         Ok(dir) => dir.display().to_string(),
         Err(why) => format!("not found: {why}"),
     };
@@ -234,6 +240,7 @@ pub fn main() -> ExitCode {
             .map(|script| terminal::print_bytes(&script))
             .finish(),
         Command::Man(args) => man::run(args, Cli::command()).finish(),
+        Command::Doctor(args) => doctor::run(args).finish(),
     }
 }
 
@@ -404,6 +411,10 @@ Examples:
 Examples:
   zot ext disable guard
   zot ext disable guard --global";
+    pub(super) const DOCTOR: &str = "\
+Examples:
+  zot doctor
+  zot doctor --json | jq -r '.[] | select(.ok | not) | .what'";
     pub(super) const LOGS: &str = "\
 Examples:
   zot ext logs guard

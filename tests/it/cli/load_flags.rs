@@ -33,7 +33,9 @@ impl Layout {
     fn guest_in(&self, parent: &Path, name: &str) -> PathBuf {
         let dir = write_manifest(
             &parent.join(name),
-            &json!({"name": name, "version": "0.1.0", "wasm": "guest.wasm"}),
+            // It asks for the variable its tests read: without a grant it runs without it.
+            &json!({"name": name, "version": "0.1.0", "wasm": "guest.wasm",
+                    "permissions": {"env": [SECRET]}}),
         );
         std::fs::copy(REACTOR, dir.join("guest.wasm")).unwrap();
         dir
@@ -173,9 +175,23 @@ fn allow_env_applies_to_that_run_only() {
     let before = call(&[]);
     assert_eq!(before.status.code(), Some(1), "{}", text(&before));
     assert!(text(&before).contains("not set"), "{}", text(&before));
+    // Issue 36: the variable it asks for and runs without is noted once, with what
+    // gives it.
+    let note = format!(
+        "note: guest asks for the environment variable {SECRET}, not granted: it runs \
+         without it (`--allow-env {SECRET}` gives it for a run, `zot ext grant guest -p \
+         env:{SECRET}` for good)\n"
+    );
+    assert_eq!(
+        stderr(&before).matches(&note).count(),
+        1,
+        "{}",
+        text(&before)
+    );
 
     let granted = call(&["--allow-env", SECRET]);
     assert!(granted.status.success(), "{}", text(&granted));
+    assert!(!stderr(&granted).contains("note: "), "{}", text(&granted));
     assert_eq!(stdout(&granted).trim(), "s3cret");
     assert!(
         stderr(&granted).contains(&format!("zot: this run grants guest: env:{SECRET}")),
@@ -219,6 +235,17 @@ fn a_run_grant_goes_to_the_named_component_only() {
     let out = l.shell(&["--allow-env", SECRET], &script);
     let transcript = stdout(&out);
     assert!(transcript.contains("not set"), "{}", text(&out));
+    // Said once in the session, though the script runs two verbs.
+    assert_eq!(
+        transcript
+            .matches(&format!(
+                "note: installed asks for the environment variable {SECRET}"
+            ))
+            .count(),
+        1,
+        "{}",
+        text(&out)
+    );
     assert!(!transcript.contains("s3cret"), "{}", text(&out));
     assert!(
         stderr(&out).contains("installed extensions never get a run's grants"),

@@ -591,3 +591,66 @@ fn version_names_the_commit_and_the_sdk() {
         format!("zot {}\n", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// Issue 36: `zot doctor` says what this machine has of what zot and extensions use, and
+/// for what is missing how to get it; it fails only when zot itself cannot work (its
+/// state folder unwritable).
+#[test]
+fn doctor_says_what_is_here_and_how_to_get_what_is_not() {
+    let scratch = TempDir::new("doctor");
+    let home = scratch.path().join("home");
+    let doctor = |path: &str, home: &Path, json: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zot"));
+        cmd.arg("doctor")
+            .env("PATH", path)
+            .env("ZOT_HOME", home)
+            .current_dir(scratch.path());
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.output().unwrap()
+    };
+    let here = std::env::var("PATH").unwrap_or_default();
+    let out = doctor(&here, &home, false);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    for what in [
+        "ZOT_HOME",
+        "SDK zot-ext (Rust)",
+        "python3",
+        "cargo",
+        "git",
+        "confinement",
+    ] {
+        assert!(said.contains(what), "{what} in {said}");
+    }
+    assert!(said.contains("ok       ZOT_HOME"), "{said}");
+
+    // Nothing on PATH: every toolchain missing, each with how to get it; zot still works.
+    let out = doctor("/nonexistent", &home, true);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let found: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for what in ["python3", "node, npm", "go", "cargo", "git"] {
+        let f = found.iter().find(|f| f["what"] == what).unwrap();
+        assert_eq!(f["ok"], false, "{f}");
+        assert!(f["get"].as_str().unwrap().contains("install"), "{f}");
+    }
+    let sdk = found
+        .iter()
+        .find(|f| f["what"] == "SDK zot-ext (Rust)")
+        .unwrap();
+    assert_eq!(sdk["ok"], true, "the SDK of these sources: {sdk}");
+
+    // A state folder zot cannot write to: it fails, saying so.
+    let file = scratch.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = doctor(&here, &file, false);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("missing  ZOT_HOME"), "{said}");
+}

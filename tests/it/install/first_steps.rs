@@ -427,3 +427,42 @@ fn a_project_is_found_from_its_subfolders() {
     let rows: serde_json::Value = serde_json::from_slice(&rows.stdout).unwrap();
     assert_eq!(rows[0]["state"], "enabled", "{rows}");
 }
+
+/// Issue 36: the README's quick start for someone who installed `zot` works as written,
+/// from an empty folder: each line of its `## Using zot` block is run as it is (the
+/// install, which asks, is answered with `--yes`: there is no terminal to ask on).
+#[test]
+fn the_readmes_quick_start_for_an_installed_zot_works_as_written() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let section = readme
+        .split_once("## Using zot\n")
+        .expect("the README has a `## Using zot` section")
+        .1;
+    let block = section
+        .split_once("```sh\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .expect("a sh block in it")
+        .0;
+    let lines: Vec<Vec<String>> = block
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect();
+    assert!(lines.len() >= 3, "{block}");
+    let scratch = TempDir::new("readme-quick-start");
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("work"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    for words in lines {
+        assert_eq!(words[0], "zot", "{words:?}");
+        let mut args: Vec<&str> = words[2..].iter().map(String::as_str).collect();
+        if words[1..3] == ["ext".to_string(), "install".to_string()] {
+            args.push("--yes");
+        }
+        assert_eq!(words[1], "ext", "{words:?}");
+        let out = zot(&home, &cwd, &args);
+        assert!(out.status.success(), "{words:?}: {}", text(&out));
+    }
+    let listed = zot(&home, &cwd, &["list"]);
+    assert!(stdout(&listed).contains("hi"), "{}", text(&listed));
+}

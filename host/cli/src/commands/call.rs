@@ -290,6 +290,9 @@ fn one_shot(
     // whether it failed (that, or it did not answer).
     let answer = runtime.block_on(async {
         let running = start_one(config).await.map_err(|e| (e, true, true))?;
+        for (_, line) in crate::output::report::withheld_env(&running.host.extensions()) {
+            esay!("{line}");
+        }
         let answer = ask_one(&running.host, &running.info.name, ask).await;
         let gone = running
             .host

@@ -7,6 +7,7 @@ pub(crate) mod call;
 pub(crate) mod check;
 #[cfg(target_os = "linux")]
 pub(crate) mod confine;
+pub(crate) mod doctor;
 pub(crate) mod ext;
 pub(crate) mod grant;
 pub(crate) mod info;

@@ -3,6 +3,7 @@
 //! The templates are files under `host/cli/templates/<lang>/`, embedded in the binary;
 //! `{{key}}` placeholders in them are replaced by [`render`] (no template engine).
 
+use crate::flags::sdk::{sdk_dir, Sdk};
 use crate::output::error::CliError;
 use std::path::{Path, PathBuf};
 use zot_host::manage::manifest::validate_name;
@@ -351,48 +352,6 @@ fn refuse_existing(dir: &Path) -> Result<(), String> {
         )),
         Err(e) => Err(format!("cannot read {}: {e}", dir.display())),
     }
-}
-
-/// Which SDK a scaffold depends on.
-#[derive(Clone, Copy)]
-pub(crate) enum Sdk {
-    /// zot-ext: guest-sdk/ itself (its Cargo.toml).
-    Rust,
-    /// @zot/ext: guest-sdk/ts (its package.json).
-    Ts,
-}
-
-/// The SDK's folder: `--sdk` (guest-sdk/), or guest-sdk/ of the sources this binary was
-/// built from; for `Sdk::Ts` its `ts/`.
-pub(crate) fn sdk_dir(flag: Option<&Path>, which: Sdk) -> Result<PathBuf, String> {
-    let (dir, hint) = match flag {
-        Some(dir) => (dir.to_path_buf(), "the folder given with --sdk"),
-        None => (
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest-sdk"),
-            "where it was when this zot was built; pass --sdk PATH to the guest-sdk/ folder \
-             of the zot sources",
-        ),
-    };
-    let (dir, file, marker, what) = match which {
-        Sdk::Rust => (dir, "Cargo.toml", "name = \"zot-ext\"", "the zot-ext SDK"),
-        Sdk::Ts => (
-            dir.join("ts"),
-            "package.json",
-            "\"name\": \"@zot/ext\"",
-            "the @zot/ext SDK",
-        ),
-    };
-    let canonical = std::fs::canonicalize(&dir)
-        .map_err(|e| format!("{what} is not at {} ({hint}): {e}", dir.display()))?;
-    let is_sdk =
-        std::fs::read_to_string(canonical.join(file)).is_ok_and(|text| text.contains(marker));
-    if !is_sdk {
-        return Err(format!(
-            "{} is not {what} (no {file} of it there; {hint})",
-            canonical.display()
-        ));
-    }
-    Ok(canonical)
 }
 
 /// The variables of a scaffold on @zot/ext (`SDK_TS`, `SDK_JS`): a Node script or, with

@@ -94,3 +94,35 @@ pub(crate) fn print_problems(r: &LoadReport) {
         error::report(&CliError::new(hanging(&p.text)).within(format!("extension {extension}")));
     }
 }
+
+/// Each environment variable a started component asked for and was not granted (it runs
+/// without it: `std::env::var` finds nothing, a common first surprise), as `(key, line)`:
+/// the key (`extension` and variable) for saying each once, the line naming what gives
+/// it, for the run (`--allow-env`, the components named on the command line) and for
+/// good (`zot ext grant`).
+pub(crate) fn withheld_env(infos: &[zot_host::ExtensionInfo]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for info in infos {
+        let Some(running) = info.sandbox.as_ref().and_then(|s| s.running.as_ref()) else {
+            continue;
+        };
+        for withheld in &running.withheld {
+            let Some(var) = withheld
+                .strip_prefix("env ")
+                .and_then(|w| w.strip_suffix(": not granted"))
+            else {
+                continue;
+            };
+            let (ext, var) = (clean(&info.name), clean(var));
+            out.push((
+                format!("{}\u{0}{var}", info.name),
+                format!(
+                    "note: {ext} asks for the environment variable {var}, not granted: it \
+                     runs without it (`--allow-env {var}` gives it for a run, `zot ext grant \
+                     {ext} -p env:{var}` for good)"
+                ),
+            ));
+        }
+    }
+    out
+}

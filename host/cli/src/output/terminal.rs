@@ -86,6 +86,22 @@ pub(crate) trait Prompt {
     }
 }
 
+/// A prompt that says nothing and consents to nothing: for a command whose `--json`
+/// prints its own.
+pub(crate) struct Quiet;
+
+impl Prompt for Quiet {
+    fn say(&mut self, _: &str) {}
+
+    fn can_ask(&self) -> bool {
+        false
+    }
+
+    fn confirm(&mut self, _: &str) -> Result<bool, String> {
+        Ok(false)
+    }
+}
+
 /// The process's own terminal: stdout, stderr, and questions on stdin.
 pub(crate) struct Term;
 

@@ -29,6 +29,10 @@ pub(crate) struct GrantArgs {
     permissions: Vec<String>,
     #[command(flatten)]
     scope: ScopeArgs,
+    /// Print what it asks and what is granted (after granting, with -p or --all) as
+    /// JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// With no `--all`/`--permission`, shows what is asked and granted; else records more.
@@ -41,7 +45,29 @@ pub(crate) fn grant_in(
     prompt: &mut dyn Prompt,
 ) -> Result<(), CliError> {
     let what = format!("grant {}", args.target);
-    run_grant(home, cwd, args, prompt).context(what)
+    if !args.json {
+        return run_grant(home, cwd, args, prompt).map(drop).context(what);
+    }
+    let shown = run_grant(home, cwd, args, &mut crate::output::terminal::Quiet).context(what)?;
+    let out = serde_json::json!({
+        "name": shown.name, "dir": shown.dir, "asks": shown.asks, "limits": shown.limits,
+        "granted": shown.grant, "grant_stale": shown.stale, "replaced": shown.replaced,
+    });
+    crate::output::terminal::print_line(&serde_json::to_string_pretty(&out).unwrap_or_default());
+    Ok(())
+}
+
+/// What `grant` shows: the extension, what its manifest asks, and the grant recorded
+/// after it ran (`stale`: given to another build, not applied; `replaced`: such a grant
+/// was replaced now).
+struct Shown {
+    name: String,
+    dir: PathBuf,
+    asks: zot_host::manage::manifest::Permissions,
+    limits: serde_json::Value,
+    grant: Option<zot_host::manage::sandbox::Grant>,
+    stale: bool,
+    replaced: bool,
 }
 
 #[derive(clap::Args)]
@@ -112,8 +138,17 @@ fn run_grant(
     cwd: &Path,
     args: GrantArgs,
     prompt: &mut dyn Prompt,
-) -> Result<(), String> {
+) -> Result<Shown, String> {
     let (m, dir, pinned, sha256, copy) = locate(home, cwd, &args)?;
+    let mut shown = Shown {
+        name: m.name.clone(),
+        dir: dir.clone(),
+        asks: m.permissions.clone(),
+        limits: serde_json::to_value(&m.limits).unwrap_or_default(),
+        grant: None,
+        stale: false,
+        replaced: false,
+    };
     let id = Identity::of(&dir, home);
     let old = grants::load(home, &id).map_err(|e| e.to_string())?;
     let other_build = match pinned {
@@ -140,7 +175,9 @@ fn run_grant(
             }
             None => prompt.say("granted: nothing beyond its data dir (no grant recorded)"),
         }
-        return Ok(());
+        shown.stale = old.as_ref().is_some_and(|g| g.sha256 != sha256);
+        shown.grant = old;
+        return Ok(shown);
     }
     // What is granted now is for these files only; confinement is kept.
     let granted = grants::grant(home, &id, (&m, &dir), args.all, &args.permissions)
@@ -151,6 +188,8 @@ fn run_grant(
     let grant = granted.grant;
     prompt.say("granted:");
     prompt.list(&granted_words(&m, &grant));
+    shown.replaced = granted.replaced;
+    shown.grant = Some(grant);
     let runs_confined = match pinned {
         Bound::Component => true,
         Bound::Classic => !matches!(
@@ -166,5 +205,5 @@ fn run_grant(
             m.name, args.target
         )),
     }
-    Ok(())
+    Ok(shown)
 }

@@ -23,6 +23,10 @@ pub(crate) struct TrustArgs {
     /// Do not ask: trust what is shown (for scripts).
     #[arg(long, short)]
     yes: bool,
+    /// Print the project's extensions and whether each is trusted as JSON, asking
+    /// nothing: with --yes after trusting them, else as they are.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The project directory given, or the current one, and the project it names.
@@ -43,6 +47,9 @@ pub(crate) fn trust_with(
     args: TrustArgs,
     prompt: &mut dyn Prompt,
 ) -> Result<(), CliError> {
+    if args.json {
+        return trust_json(home, args);
+    }
     let Some(review) = review_project(home, args.dir, prompt)? else {
         return Ok(());
     };
@@ -53,6 +60,34 @@ pub(crate) fn trust_with(
     );
     terminal::ask(prompt, &question, args.yes).context(review.what())?;
     trust_reviewed(home, &review, prompt)
+}
+
+/// `trust --json`: with `--yes` trusts every extension of the project (nothing asked),
+/// then prints `{"project", "changed", "extensions": [{"name", "dir", "trusted",
+/// "untrusted"}]}` (`untrusted`: why one is not trusted, as `list --json` has it; `null`
+/// when it is).
+fn trust_json(home: &ZotHome, args: TrustArgs) -> Result<(), CliError> {
+    let (dir, project) = project_of(args.dir)?;
+    let before = project_extensions(home, &dir);
+    let changed = args.yes && before.iter().any(|(_, u)| u.is_some());
+    if changed {
+        let review = Review {
+            project: project.clone(),
+            found: before,
+        };
+        trust_reviewed(home, &review, &mut terminal::Quiet)?;
+    }
+    let extensions: Vec<serde_json::Value> = project_extensions(home, &dir)
+        .iter()
+        .map(|(f, u)| {
+            serde_json::json!({"name": f.name(), "dir": f.dir, "trusted": u.is_none(),
+                               "untrusted": u})
+        })
+        .collect();
+    let out = serde_json::json!({"project": project, "changed": changed,
+                                 "extensions": extensions});
+    terminal::print_line(&serde_json::to_string_pretty(&out).unwrap_or_default());
+    Ok(())
 }
 
 /// A project's extensions, as shown to the user who is asked to trust them.

@@ -148,6 +148,56 @@ fn list_info_verify_and_check_share_one_vocabulary() {
     );
 }
 
+/// Issue 36: `grant --json` and `trust --json` say in JSON what their text says, and
+/// `trust --json` asks nothing (it trusts only with --yes).
+#[test]
+fn grant_and_trust_print_json() {
+    let env = Env::new("cli-json");
+    let src = env.component_source(
+        "asker",
+        &component_manifest("asker", "1.0.0", r#"{"env":["ASKER_TOKEN"]}"#),
+    );
+    assert_ok(&env.install(src.to_str().unwrap()));
+    assert_ok(&env.zot(&["revoke", "asker"]));
+    let json_of = |args: &[&str]| -> Value {
+        let out = env.zot(args);
+        assert_ok(&out);
+        serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
+    };
+    let shown = json_of(&["grant", "asker", "--json"]);
+    assert_eq!(shown["name"], "asker", "{shown}");
+    assert_eq!(shown["asks"]["env"], json!(["ASKER_TOKEN"]), "{shown}");
+    assert_eq!(shown["grant_stale"], false, "{shown}");
+    let granted = shown["granted"].clone();
+    assert!(
+        granted.is_null() || granted["permissions"]["env"].is_null(),
+        "{shown}"
+    );
+    let shown = json_of(&["grant", "asker", "-p", "env:ASKER_TOKEN", "--json"]);
+    assert_eq!(
+        shown["granted"]["permissions"]["env"],
+        json!(["ASKER_TOKEN"]),
+        "{shown}"
+    );
+
+    let project = env.cwd().join(".zot/extensions/p");
+    fs::create_dir_all(&project).unwrap();
+    fs::write(project.join("extension.json"), manifest("p")).unwrap();
+    fs::write(project.join("run.sh"), "#!/bin/sh\n").unwrap();
+    let before = json_of(&["trust", "--json"]);
+    assert_eq!(before["changed"], false, "{before}");
+    assert_eq!(before["extensions"][0]["name"], "p", "{before}");
+    assert_eq!(before["extensions"][0]["trusted"], false, "{before}");
+    assert_eq!(
+        before["extensions"][0]["untrusted"]["why"], "new",
+        "{before}"
+    );
+    let after = json_of(&["trust", "--json", "--yes"]);
+    assert_eq!(after["changed"], true, "{after}");
+    assert_eq!(after["extensions"][0]["trusted"], true, "{after}");
+    assert_eq!(after["extensions"][0]["untrusted"], Value::Null, "{after}");
+}
+
 #[test]
 fn a_name_means_the_project_copy_first_and_flags_choose() {
     let env = Env::new("cli-ext");

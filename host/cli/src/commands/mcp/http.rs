@@ -53,16 +53,28 @@ type Mcp = StreamableHttpService<Server, Capped>;
 pub(super) struct Listen {
     addr: SocketAddr,
     token: String,
-    /// The token was made here (and is printed), not read from a file.
-    generated: bool,
+    /// Where the token came from.
+    made: Made,
     /// The names other machines reach this one by (`--http-allow-host`).
     remote: Vec<String>,
+}
+
+/// Where the token came from.
+#[derive(Debug, PartialEq)]
+enum Made {
+    /// Made here, for this run only: printed.
+    Printed,
+    /// Read from `--token-file`.
+    Read,
+    /// Made here and written to `--token-file`, which did not exist (mode 0600).
+    Written(std::path::PathBuf),
 }
 
 impl Listen {
     /// Refuses an address that is not loopback unless `remote` names are allowed (each
     /// a host name or address); reads the token from `token_file` (a regular file,
-    /// trimmed, not empty, printable ASCII) or makes a random one.
+    /// trimmed, not empty, printable ASCII; one that does not exist yet is made, with a
+    /// new token, readable by its owner only) or makes a random one.
     pub(super) fn new(
         addr: SocketAddr,
         token_file: Option<&Path>,
@@ -81,14 +93,19 @@ impl Listen {
                  '.', '-', or an IPv6 address in brackets)"
             ));
         }
-        let (token, generated) = match token_file {
-            Some(file) => (read_token(file)?, false),
-            None => (new_token()?, true),
+        let (token, made) = match token_file {
+            Some(file) => match std::fs::symlink_metadata(file) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    (write_token(file)?, Made::Written(file.to_path_buf()))
+                }
+                _ => (read_token(file)?, Made::Read),
+            },
+            None => (new_token()?, Made::Printed),
         };
         Ok(Listen {
             addr,
             token,
-            generated,
+            made,
             remote: remote.to_vec(),
         })
     }
@@ -126,6 +143,26 @@ fn read_token(file: &Path) -> Result<String, String> {
         return Err(format!("{what}: a token is printable ASCII without spaces"));
     }
     Ok(token.to_string())
+}
+
+/// A new token in a new `file`, readable and writable by its owner only (0600), made
+/// without following a link at its name and never replacing a file.
+fn write_token(file: &Path) -> Result<String, String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let what = format!("--token-file {}", file.display());
+    let token = new_token()?;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(file)
+        .map_err(|e| format!("{what}: cannot make it: {e}"))?;
+    out.write_all(format!("{token}\n").as_bytes())
+        .and_then(|()| out.sync_all())
+        .map_err(|e| format!("{what}: cannot write it: {e}"))?;
+    Ok(token)
 }
 
 /// 32 bytes from the operating system's random source, as hex.
@@ -181,8 +218,14 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
             listen.remote.join(", ")
         );
     }
-    if listen.generated {
-        eprintln!("zot mcp: bearer token: {}", gate.token);
+    match listen.made {
+        Made::Printed => eprintln!("zot mcp: bearer token: {}", gate.token),
+        Made::Written(file) => eprintln!(
+            "zot mcp: a new bearer token is in {} (readable by you only); the client sends \
+             it as `Authorization: Bearer <token>`",
+            file.display()
+        ),
+        Made::Read => {}
     }
     let connections = Arc::new(Semaphore::new(CONNECTIONS));
     loop {
@@ -432,7 +475,7 @@ mod tests {
         }
         let listen = Listen::new("[::1]:0".parse().unwrap(), None, &[]).unwrap();
         assert_eq!(listen.token.len(), 64);
-        assert!(listen.generated);
+        assert_eq!(listen.made, Made::Printed);
         let dir = std::env::temp_dir().join(format!("zot-token-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("token");
@@ -444,6 +487,23 @@ mod tests {
         assert!(read_token(&dir).unwrap_err().contains("not a regular file"));
         std::fs::write(&file, " t0ken\n").unwrap();
         assert_eq!(read_token(&file).unwrap(), "t0ken");
+
+        // A file that does not exist is made, with a new token, for its owner only; a
+        // link at its name is not followed.
+        use std::os::unix::fs::PermissionsExt as _;
+        let new = dir.join("new-token");
+        let local = "127.0.0.1:0".parse().unwrap();
+        let listen = Listen::new(local, Some(&new), &[]).unwrap();
+        assert_eq!(listen.made, Made::Written(new.clone()));
+        assert_eq!(read_token(&new).unwrap(), listen.token);
+        let mode = std::fs::metadata(&new).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let again = Listen::new(local, Some(&new), &[]).unwrap();
+        assert_eq!((again.made, again.token), (Made::Read, listen.token));
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(dir.join("elsewhere"), &link).unwrap();
+        assert!(Listen::new(local, Some(&link), &[]).is_err());
+        assert!(!dir.join("elsewhere").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

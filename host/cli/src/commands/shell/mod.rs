@@ -208,6 +208,7 @@ fn run_with(
             sigint,
             out,
             failed: false,
+            noted: Default::default(),
         };
         Ok(shell.session(input).await)
     });
@@ -408,6 +409,8 @@ struct Shell {
     sigint: Signal,
     out: Out,
     failed: bool,
+    /// The withheld environment variables noted so far: each is said once a session.
+    noted: std::collections::HashSet<String>,
 }
 
 /// The shell's prompt: it names the open panel.
@@ -497,6 +500,7 @@ impl Shell {
         let report = self.ctx.host.load().await;
         self.show_report(&report);
         self.ctx.provided = self.ctx.provided_now();
+        self.note_withheld();
         // A script whose extensions did not all load has failed, whatever its verbs do.
         if !report.errors.is_empty() && !matches!(input, Input::Terminal(_)) {
             self.failed = true;
@@ -687,8 +691,19 @@ impl Shell {
         }
     }
 
+    /// Notes, once a session, each environment variable a component asked for and runs
+    /// without (after the load, and after a verb: a reload or a grant may change them).
+    fn note_withheld(&mut self) {
+        for (key, line) in crate::output::report::withheld_env(&self.ctx.host.extensions()) {
+            if self.noted.insert(key) {
+                self.out.line(Level::Warn, line);
+            }
+        }
+    }
+
     /// Prints a verb's outcome and applies it; whether to quit.
     fn finish(&mut self, outcome: Outcome) -> bool {
+        self.note_withheld();
         if outcome.failed && !self.ctx.interactive {
             self.failed = true;
         }
