@@ -144,7 +144,7 @@ pub(crate) enum ExtCommand {
     #[command(after_help = examples::LOGS)]
     Logs(logs::LogsArgs),
     /// Write a new extension to start from: a slash command, a tool with a schema and an
-    /// interceptor, its manifest and a README, in Rust, Python, Node or TypeScript.
+    /// interceptor, its manifest and a README, in Rust, Python, Node, TypeScript or Go.
     #[command(after_help = examples::NEW)]
     New(new::NewArgs),
     /// Load one extension, print its hello, registrations and timings; non-zero exit on a
@@ -373,6 +373,7 @@ Examples:
   zot ext new notes --lang python
   zot ext new lint --lang rust --wasm --dir ~/src
   zot ext new greet --lang typescript
+  zot ext new probe --lang go --wasm              a WASI preview-1 module, same source
   zot ext new greet --lang typescript --wasm      a component (QuickJS), same source
   zot ext new clock --lang node --wasm --engine starlingmonkey";
     pub(super) const LIST: &str = "\

@@ -654,3 +654,49 @@ fn doctor_says_what_is_here_and_how_to_get_what_is_not() {
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("missing  ZOT_HOME"), "{said}");
 }
+
+/// Issue 36: `--lang go` writes a Go extension on the standard library only; built as
+/// its README says with the pinned Go, natively and (`--wasm`) as a WASI preview-1
+/// module, it is `gofmt`- and `go vet`-clean, passes `check` and works through the host
+/// either way.
+#[test]
+fn the_go_scaffold_builds_natively_and_for_the_sandbox_and_works() {
+    for (name, extra, env, out) in [
+        ("go-demo", &[][..], &[][..], "go-demo"),
+        (
+            "go-wasm",
+            &["--wasm"][..],
+            &[("GOOS", "wasip1"), ("GOARCH", "wasm")][..],
+            "go-wasm.wasm",
+        ),
+    ] {
+        let tmp = TempDir::new(name);
+        let dir = scaffold(tmp.path(), name, "go", extra);
+        assert!(dir.join("main.go").is_file() && dir.join("go.mod").is_file());
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        let build = format!(
+            "{}go build -o {out} .",
+            env.iter()
+                .map(|(k, v)| format!("{k}={v} "))
+                .collect::<String>()
+        );
+        assert!(readme.contains(&build), "the README says {build}: {readme}");
+        let mut go = crate::common::go_command(crate::common::go());
+        go.args(["build", "-o", out, "."])
+            .envs(env.iter().copied())
+            .current_dir(&dir);
+        let built = go.output().unwrap();
+        assert!(built.status.success(), "{}", text(&built));
+        for (tool, args) in [("gofmt", &["-l", "."][..]), ("go", &["vet", "."][..])] {
+            let program = crate::common::go().with_file_name(tool);
+            let out = crate::common::go_command(&program)
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{tool}: {}", text(&out));
+            assert!(out.stdout.is_empty(), "{tool}: {}", text(&out));
+        }
+        check_and_drive(&dir, name);
+    }
+}

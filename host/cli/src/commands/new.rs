@@ -16,6 +16,7 @@ pub(crate) enum Lang {
     Python,
     Node,
     Typescript,
+    Go,
 }
 
 impl Lang {
@@ -25,6 +26,7 @@ impl Lang {
             Lang::Python => "python",
             Lang::Node => "node",
             Lang::Typescript => "typescript",
+            Lang::Go => "go",
         }
     }
 }
@@ -39,13 +41,14 @@ pub(crate) struct NewArgs {
     lang: Lang,
     /// A sandboxed WebAssembly component instead of a native program: Rust builds it
     /// with `cargo build --target wasm32-wasip2`; TypeScript and JavaScript (`node`) on
-    /// the @zot/ext SDK with `npm run build` (esbuild, then --engine's tool).
+    /// the @zot/ext SDK with `npm run build` (esbuild, then --engine's tool); Go as a
+    /// WASI preview-1 module (`GOOS=wasip1 GOARCH=wasm go build`).
     #[arg(long)]
     wasm: bool,
     /// TypeScript and JavaScript with --wasm: the JavaScript engine inside the component.
-    /// quickjs (componentize-qjs): about 1.8 MB, compiled in seconds, no event loop
-    /// (handlers synchronous); starlingmonkey (componentize-js): async handlers, timers
-    /// and Web APIs, about 12 MB, 15–20 s for its first compile.
+    /// quickjs (componentize-qjs): about 1.8 MB, about 2 s for its first compile, no
+    /// event loop (handlers synchronous); starlingmonkey (componentize-js): async
+    /// handlers, timers and Web APIs, about 12 MB, about 15 s for its first compile.
     #[arg(long, value_enum, value_name = "ENGINE")]
     engine: Option<Engine>,
     /// The folder to create the extension's folder <name> in.
@@ -87,6 +90,15 @@ const PYTHON: &[Template] = &[
     template!("extension.json", "python/extension.json"),
     template!("main.py", "python/main.py"),
     template!("README.md", "python/README.md"),
+];
+
+/// Go, standard library only: native or a preview-1 module, the same source.
+const GO: &[Template] = &[
+    template!("extension.json", "go/extension.json"),
+    template!("go.mod", "go/go.mod"),
+    template!("main.go", "go/main.go"),
+    template!(".gitignore", "go/gitignore"),
+    template!("README.md", "go/README.md"),
 ];
 
 const NODE: &[Template] = &[
@@ -177,6 +189,11 @@ fn new(args: NewArgs) -> Result<(), String> {
             let templates = if typescript { SDK_TS } else { SDK_JS };
             (templates, Some("npm install\nnpm run build".into()))
         }
+        Lang::Go => {
+            let build = go_vars(&mut vars, name, args.wasm);
+            vars.push(("build", build.clone()));
+            (GO, Some(build))
+        }
         Lang::Rust => {
             let sdk = sdk_dir(args.sdk.as_deref(), Sdk::Rust)?;
             let sdk_display = sdk.display().to_string();
@@ -213,7 +230,7 @@ fn check_flags(args: &NewArgs) -> Result<(), String> {
     let on_sdk = match args.lang {
         Lang::Rust | Lang::Typescript => true,
         Lang::Node => args.wasm,
-        Lang::Python => false,
+        Lang::Python | Lang::Go => false,
     };
     if args.sdk.is_some() && !on_sdk {
         return Err(
@@ -223,6 +240,29 @@ fn check_flags(args: &NewArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The variables of a Go scaffold, native or a preview-1 module (`wasm`); the build
+/// command.
+fn go_vars(vars: &mut Vec<(&str, String)>, name: &str, wasm: bool) -> String {
+    // A module path takes the name's letters, digits, `.`, `_` and `-` as they are.
+    vars.push(("gomod", name.to_string()));
+    let out = zot_host::terminal_text::shell_word(name);
+    if wasm {
+        vars.push(("wasm_flag", " --wasm".into()));
+        vars.push(("go_kind", ", sandboxed".into()));
+        vars.push(("flavour", "sandboxed WebAssembly (preview-1) module".into()));
+        vars.push(("launch", "wasm".into()));
+        vars.push(("artifact", format!("{name}.wasm")));
+        format!("GOOS=wasip1 GOARCH=wasm go build -o {out}.wasm .")
+    } else {
+        vars.push(("wasm_flag", String::new()));
+        vars.push(("go_kind", String::new()));
+        vars.push(("flavour", "native build".into()));
+        vars.push(("launch", "exec".into()));
+        vars.push(("artifact", format!("./{name}")));
+        format!("go build -o {out} .")
+    }
 }
 
 /// The variables of a Rust scaffold, native or a component (`wasm`); the build command.
@@ -295,6 +335,8 @@ fn print_next(args: &NewArgs, dir: &Path, templates: &[Template], next_build: Op
             format!("{}, sandboxed component ({engine})", lang.word())
         }
         (Lang::Typescript, false) => "typescript, Node script".to_string(),
+        (Lang::Go, true) => "go, sandboxed preview-1 module".to_string(),
+        (Lang::Go, false) => "go, native".to_string(),
         (lang, _) => lang.word().to_string(),
     };
     say!("Created {name} ({flavour}) in {}:", dir.display());
@@ -462,7 +504,7 @@ fn engine_words(
                 "componentize-qjs (QuickJS)",
                 "",
                 format!("componentize-qjs --sync --wit wit --js dist/component.js -o {name}.wasm"),
-                "QuickJS makes a small component (about 1.8 MB, compiled in seconds) but has no \
+                "QuickJS makes a small component (about 1.8 MB, about 2 s to compile) but has no \
                  event loop: nothing runs between two frames, so a handler must answer before \
                  it returns (one that returns a promise fails at once, saying so), and there \
                  are no timers. For async handlers, timers and the Web APIs (`TextEncoder`, \
@@ -484,7 +526,7 @@ fn engine_words(
                 "StarlingMonkey has an event loop and the Web APIs (timers, `TextEncoder`, `URL`, \
                  `crypto`, `AbortController`): handlers may be async. Each frame runs to its \
                  end inside the host's call, so a `tool_cancel` reaches a call only after it \
-                 returned. The component is about 12 MB, its first compile takes 15–20 s (then \
+                 returned. The component is about 12 MB, its first compile takes about 15 s (then \
                  zot caches it), and the tools take about 390 MB of `node_modules`.",
                 "In the component (StarlingMonkey) handlers may be async; each frame runs to its end.",
             )

@@ -1,0 +1,3 @@
+module example.com/{{gomod}}
+
+go 1.21
