@@ -9,6 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// `PATH` with the pinned Go toolchain first.
+/// A scratch folder for one test, its `home` (ZOT_HOME) and its `cwd` (made).
+fn scratch(tag: &str) -> (TempDir, PathBuf, PathBuf) {
+    let scratch = TempDir::new(tag);
+    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    (scratch, home, cwd)
+}
+
 fn go_path() -> String {
     let bin = go().parent().unwrap().display().to_string();
     format!("{bin}:{}", std::env::var("PATH").unwrap_or_default())
@@ -113,9 +121,7 @@ fn nothing_installed(home: &Path, name: &str) {
 /// checks the built file.
 #[test]
 fn a_go_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
-    let scratch = TempDir::new("build-go");
-    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
-    std::fs::create_dir_all(&cwd).unwrap();
+    let (scratch, home, cwd) = scratch("build-go");
     let (_repo, url) = go_repo(scratch.path());
     let path = go_path();
 
@@ -229,9 +235,7 @@ fn build_source(dir: &Path, build: Value) -> PathBuf {
 /// nothing and shows its log's tail; the same build without the escape installs.
 #[test]
 fn a_build_that_writes_outside_its_copy_or_connects_out_fails_and_installs_nothing() {
-    let scratch = TempDir::new("build-fence");
-    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
-    std::fs::create_dir_all(&cwd).unwrap();
+    let (scratch, home, cwd) = scratch("build-fence");
     let outside = scratch.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let marker = outside.join("marker");
@@ -332,10 +336,8 @@ fn a_build_that_writes_outside_its_copy_or_connects_out_fails_and_installs_nothi
 /// recipe says how to give one; a shell string is no `build`.
 #[test]
 fn a_source_that_cannot_be_built_here_says_what_is_missing() {
-    let scratch = TempDir::new("build-missing");
-    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
+    let (scratch, home, cwd) = scratch("build-missing");
     let empty = scratch.path().join("empty-path");
-    std::fs::create_dir_all(&cwd).unwrap();
     std::fs::create_dir_all(&empty).unwrap();
     let go_src = scratch.path().join("go-src");
     std::fs::create_dir_all(&go_src).unwrap();
@@ -402,9 +404,7 @@ fn a_build_recipe_in_a_project_copy_is_not_run_by_loading_it() {
 /// built again is the same file (up to date).
 #[test]
 fn update_builds_the_new_source_again() {
-    let scratch = TempDir::new("build-update");
-    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
-    std::fs::create_dir_all(&cwd).unwrap();
+    let (scratch, home, cwd) = scratch("build-update");
     let (repo, url) = go_repo(scratch.path());
     let path = go_path();
     assert_ok(&zot_on(&path, &home, &cwd, &["install", &url, "--yes"]));
@@ -439,9 +439,7 @@ fn update_builds_the_new_source_again() {
 /// answer alike, each with its own data dir, and record the build.
 #[test]
 fn a_rust_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
-    let scratch = TempDir::new("build-rust");
-    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
-    std::fs::create_dir_all(&cwd).unwrap();
+    let (scratch, home, cwd) = scratch("build-rust");
     let repo = scratch.path().join("repo");
     std::fs::create_dir_all(repo.join("src")).unwrap();
     let source = workspace().join("tests/extensions/rs-plain");
@@ -498,9 +496,7 @@ fn a_rust_source_from_git_is_built_at_install_natively_and_for_the_sandbox() {
 /// prompt said what the fetch may reach.
 #[test]
 fn a_fetch_step_may_connect_to_https_only() {
-    let scratch = TempDir::new("build-fetch");
-    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
-    std::fs::create_dir_all(&cwd).unwrap();
+    let (scratch, home, cwd) = scratch("build-fetch");
     let src = scratch.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
     for file in ["main.go", "extension.json"] {
@@ -556,9 +552,7 @@ fn a_fetch_step_may_connect_to_https_only() {
 /// `build:wasm` script, says no recipe builds a component of it.
 #[test]
 fn a_node_source_is_built_by_its_build_script() {
-    let scratch = TempDir::new("build-npm");
-    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
-    std::fs::create_dir_all(&cwd).unwrap();
+    let (scratch, home, cwd) = scratch("build-npm");
     let repo = scratch.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     let source = workspace().join("tests/extensions/js-plain");
@@ -602,9 +596,7 @@ fn a_node_source_is_built_by_its_build_script() {
 /// sandboxed); both answer alike.
 #[test]
 fn a_typescript_source_in_a_monorepo_is_built_natively_and_for_the_sandbox() {
-    let scratch = TempDir::new("build-ts");
-    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
-    std::fs::create_dir_all(&cwd).unwrap();
+    let (scratch, home, cwd) = scratch("build-ts");
     let repo = scratch.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     // The committed files only (no `node_modules/`, no build).
@@ -678,9 +670,7 @@ fn a_typescript_source_in_a_monorepo_is_built_natively_and_for_the_sandbox() {
 /// user's folder, which is left as it was.
 #[test]
 fn a_folder_of_a_local_module_is_built_in_a_copy_of_the_whole_source() {
-    let scratch = TempDir::new("build-mono");
-    let (home, cwd) = (scratch.path().join("home"), scratch.path().join("cwd"));
-    std::fs::create_dir_all(&cwd).unwrap();
+    let (scratch, home, cwd) = scratch("build-mono");
     let src = scratch.path().join("src");
     std::fs::create_dir_all(src.join("ext")).unwrap();
     for file in ["main.go", "extension.json"] {

@@ -131,6 +131,18 @@ fn edit_echo(main: &Path, prefix: &str) {
 const SCRIPT: &str =
     "call x_echo {\"text\": \"hi\"}\nwait reload 60\ncall x_echo {\"text\": \"hi\"}\n";
 
+/// A transcript of [`SCRIPT`] in parts: before `wait reload`, after it (the reload's
+/// lines, then the second call), and from the second call on.
+fn parts<'t>(transcript: &'t str, shown: &str) -> (&'t str, &'t str, &'t str) {
+    let (before, after) = transcript
+        .split_once("> wait reload 60\n")
+        .unwrap_or_else(|| panic!("{shown}"));
+    let (_, second) = after
+        .split_once("> call x_echo")
+        .unwrap_or_else(|| panic!("{shown}"));
+    (before, after, second)
+}
+
 #[test]
 fn dev_reloads_the_extension_after_a_change_and_shows_its_stderr() {
     let _serial = serial();
@@ -140,17 +152,12 @@ fn dev_reloads_the_extension_after_a_change_and_shows_its_stderr() {
         edit_echo(&main, "changed")
     });
     let shown = format!("{transcript}\n--- stderr:\n{stderr}");
-    let (before, after) = transcript
-        .split_once("> wait reload 60\n")
-        .unwrap_or_else(|| panic!("{shown}"));
+    let (before, after, second) = parts(&transcript, &shown);
     assert!(before.contains("echo: hi"), "{shown}");
     assert!(
         after.contains("* reloaded x after a change to main.py\n"),
         "{shown}"
     );
-    let (_, second) = after
-        .split_once("> call x_echo")
-        .unwrap_or_else(|| panic!("{shown}"));
     assert!(
         second.contains("changed: hi"),
         "the new code answers: {shown}"
@@ -221,9 +228,7 @@ fn a_failed_build_is_reported_and_the_old_extension_keeps_answering() {
         "{shown}"
     );
     assert!(stderr.contains("the build of x failed"), "{shown}");
-    let (_, after) = transcript
-        .split_once("> wait reload 60\n")
-        .unwrap_or_else(|| panic!("{shown}"));
+    let (_, after, second) = parts(&transcript, &shown);
     assert!(
         after.contains("* main.py changed: building x: cargo build --release\n"),
         "{shown}"
@@ -233,9 +238,6 @@ fn a_failed_build_is_reported_and_the_old_extension_keeps_answering() {
         "{shown}"
     );
     assert!(!after.contains("reloaded x"), "{shown}");
-    let (_, second) = after
-        .split_once("> call x_echo")
-        .unwrap_or_else(|| panic!("{shown}"));
     assert!(second.contains("echo: hi"), "the old code answers: {shown}");
 }
 
@@ -253,16 +255,11 @@ fn a_call_after_a_reload_that_broke_the_extension_says_why() {
     });
     let shown = format!("{transcript}\n--- stderr:\n{stderr}");
     assert!(!succeeded, "the second call failed: {shown}");
-    let (_, after) = transcript
-        .split_once("> wait reload 60\n")
-        .unwrap_or_else(|| panic!("{shown}"));
+    let (_, after, second) = parts(&transcript, &shown);
     assert!(
         after.contains("* reloaded x after a change to main.py\n"),
         "{shown}"
     );
-    let (_, second) = after
-        .split_once("> call x_echo")
-        .unwrap_or_else(|| panic!("{shown}"));
     assert!(
         second.contains(
             "error: tool \"x_echo\" is not available: extension \"x\", which provided it, \

@@ -15,17 +15,18 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, LocalSessionManagerError, SessionError,
+    LocalSessionManager, LocalSessionManagerError,
 };
 use rmcp::transport::streamable_http_server::session::{EventStore, ServerSseMessage};
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{Mutex, Semaphore};
@@ -37,7 +38,10 @@ const PATH: &str = "/mcp";
 /// How many connections may be open at once; one more is closed at once.
 const CONNECTIONS: usize = 64;
 
-/// How many sessions may be open at once; one more `initialize` is answered 503.
+/// How many sessions (of the revisions before 2026-07-28) may be open at once; one more
+/// `initialize` closes the one idle the longest, whose client is told by a 404 on its
+/// next request (the spec's way to say a session ended). Requests of 2026-07-28, which
+/// has no sessions, never count.
 const SESSIONS: usize = 32;
 
 /// How long a client may take to send a request's headers.
@@ -203,11 +207,12 @@ pub(super) async fn serve(config: zot_host::HostConfig, listen: Listen) -> i32 {
     let stop = mcp_config.cancellation_token.clone();
     let sessions = Arc::new(Capped::default());
     let first = server.clone();
-    let mcp = StreamableHttpService::new(move || Ok(first.session()), sessions.clone(), mcp_config);
+    let mcp = StreamableHttpService::new(move || Ok(first.session()), sessions, mcp_config);
     let gate = Arc::new(Gate {
         mcp,
-        sessions,
         token: listen.token,
+        hosts: hosts(&listen.remote),
+        origins: origins(addr.port(), &listen.remote),
     });
     eprintln!("zot mcp: serving MCP at http://{addr}{PATH}");
     if !listen.remote.is_empty() {
@@ -285,15 +290,27 @@ fn origins(port: u16, remote: &[String]) -> Vec<String> {
     local.into_iter().chain(far).collect()
 }
 
-/// What every request passes before rmcp's service (which checks `Host` and `Origin`).
+/// What every request passes before rmcp's service (which checks `Host` and `Origin`
+/// again).
 struct Gate {
     mcp: Mcp,
-    sessions: Arc<Capped>,
     token: String,
+    /// The `Host` names a request may give ([`hosts`]).
+    hosts: Vec<String>,
+    /// The `Origin`s a request may give ([`origins`]).
+    origins: Vec<String>,
 }
 
 impl Gate {
     async fn answer(&self, req: Request<Incoming>) -> Response<Body> {
+        // The DNS-rebinding rule first: a foreign page learns nothing else (not whether
+        // its token is right, nor how busy the server is).
+        if !host_allowed(req.headers(), &self.hosts) {
+            return plain(StatusCode::FORBIDDEN, "Forbidden: Host is not allowed");
+        }
+        if !origin_allowed(req.headers(), &self.origins) {
+            return plain(StatusCode::FORBIDDEN, "Forbidden: Origin is not allowed");
+        }
         if !authorized(req.headers(), self.token.as_bytes()) {
             let mut refused = plain(StatusCode::UNAUTHORIZED, "a bearer token is required");
             refused
@@ -304,52 +321,129 @@ impl Gate {
         if req.uri().path() != PATH {
             return plain(StatusCode::NOT_FOUND, "MCP is served at /mcp");
         }
-        let full = || {
-            plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many sessions are open: try again later",
-            )
-        };
-        // Said at once when full (rmcp would log an error); the session manager's own check
-        // is the one that holds.
-        if !req.headers().contains_key("mcp-session-id") && self.sessions.len().await >= SESSIONS {
-            return full();
-        }
-        let refused = Arc::new(AtomicBool::new(false));
-        let response = match REFUSED
-            .scope(refused.clone(), self.mcp.clone().call(req))
-            .await
-        {
+        match self.mcp.clone().call(req).await {
             Ok(response) => response,
             Err(never) => match never {},
-        };
-        // rmcp answers the session manager's refusal 500: said as the check above says it.
-        if refused.load(Ordering::SeqCst) {
-            return full();
         }
-        response
     }
 }
 
-tokio::task_local! {
-    /// Set by [`Capped::create_session`] when it refuses the session of the request the
-    /// task serves.
-    static REFUSED: Arc<AtomicBool>;
+/// The host part of `Host` (`127.0.0.1` of `127.0.0.1:8765`, `::1` of `[::1]:8765`) is
+/// one of `hosts`, compared without case; a request without one is refused.
+fn host_allowed(headers: &http::HeaderMap, hosts: &[String]) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or("", |(name, _)| name),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// A request's `Origin`, when it has one, is one of `origins` (a browser's page of this
+/// server), compared without case.
+fn origin_allowed(headers: &http::HeaderMap, origins: &[String]) -> bool {
+    match headers.get(header::ORIGIN).map(|o| o.to_str()) {
+        None => true,
+        Some(Ok(origin)) => origins.iter().any(|o| o.eq_ignore_ascii_case(origin)),
+        Some(Err(_)) => false,
+    }
+}
+
+/// What a session did last, for choosing the one idle the longest.
+struct Activity {
+    /// When it last sent something, or an answer to it ended.
+    last: Instant,
+    /// Requests of it being answered now.
+    busy: usize,
 }
 
 /// rmcp's session manager, with at most [`SESSIONS`] sessions: the count is checked and
-/// the session made in one step, so `initialize`s at once cannot pass it together.
+/// the session made in one step, so `initialize`s at once cannot pass it together; when
+/// full, the session idle the longest (none of its requests being answered, else the one
+/// heard from longest ago) is closed to make room.
 #[derive(Default)]
 struct Capped {
     local: LocalSessionManager,
     /// Held while a session is counted and made.
     opening: Mutex<()>,
+    activity: Arc<std::sync::Mutex<HashMap<SessionId, Activity>>>,
 }
 
 impl Capped {
-    /// How many sessions are open.
-    async fn len(&self) -> usize {
-        self.local.sessions.read().await.len()
+    /// Notes that session `id` was heard from now.
+    fn touch(&self, id: &SessionId) {
+        let mut activity = self.activity.lock().unwrap();
+        let now = Instant::now();
+        activity
+            .entry(id.clone())
+            .and_modify(|a| a.last = now)
+            .or_insert(Activity { last: now, busy: 0 });
+    }
+
+    /// The session to close to make room: among the open ones, idle (no request being
+    /// answered) first, then heard from longest ago.
+    async fn idlest(&self) -> Option<SessionId> {
+        let open = self.local.sessions.read().await;
+        let mut activity = self.activity.lock().unwrap();
+        activity.retain(|id, _| open.contains_key(id));
+        open.keys()
+            .min_by_key(|id| match activity.get(*id) {
+                Some(a) => (a.busy > 0, Some(a.last)),
+                None => (false, None),
+            })
+            .cloned()
+    }
+}
+
+/// An answer's stream, counted as a request of its session being answered until it ends.
+struct Answering<S> {
+    stream: Pin<Box<S>>,
+    id: SessionId,
+    activity: Arc<std::sync::Mutex<HashMap<SessionId, Activity>>>,
+}
+
+impl<S> Answering<S> {
+    fn new(
+        stream: S,
+        id: &SessionId,
+        activity: &Arc<std::sync::Mutex<HashMap<SessionId, Activity>>>,
+    ) -> Self {
+        let mut all = activity.lock().unwrap();
+        let now = Instant::now();
+        all.entry(id.clone())
+            .and_modify(|a| {
+                a.last = now;
+                a.busy += 1;
+            })
+            .or_insert(Activity { last: now, busy: 1 });
+        drop(all);
+        Answering {
+            stream: Box::pin(stream),
+            id: id.clone(),
+            activity: activity.clone(),
+        }
+    }
+}
+
+impl<S> Drop for Answering<S> {
+    fn drop(&mut self) {
+        if let Some(a) = self.activity.lock().unwrap().get_mut(&self.id) {
+            a.busy = a.busy.saturating_sub(1);
+            a.last = Instant::now();
+        }
+    }
+}
+
+impl<S: Stream> Stream for Answering<S> {
+    type Item = S::Item;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.stream.as_mut().poll_next(cx)
     }
 }
 
@@ -359,12 +453,15 @@ impl SessionManager for Capped {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _opening = self.opening.lock().await;
-        if self.len().await >= SESSIONS {
-            let _ = REFUSED.try_with(|refused| refused.store(true, Ordering::SeqCst));
-            let full = std::io::Error::other("too many sessions are open");
-            return Err(SessionError::Io(full).into());
+        while self.local.sessions.read().await.len() >= SESSIONS {
+            let Some(idlest) = self.idlest().await else {
+                break;
+            };
+            self.close_session(&idlest).await?;
         }
-        self.local.create_session().await
+        let (id, transport) = self.local.create_session().await?;
+        self.touch(&id);
+        Ok((id, transport))
     }
 
     async fn initialize_session(
@@ -372,6 +469,7 @@ impl SessionManager for Capped {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.touch(id);
         self.local.initialize_session(id, message).await
     }
 
@@ -380,6 +478,7 @@ impl SessionManager for Capped {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.activity.lock().unwrap().remove(id);
         self.local.close_session(id).await
     }
 
@@ -388,7 +487,8 @@ impl SessionManager for Capped {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.local.create_stream(id, message).await
+        let stream = self.local.create_stream(id, message).await?;
+        Ok(Answering::new(stream, id, &self.activity))
     }
 
     async fn accept_message(
@@ -396,13 +496,17 @@ impl SessionManager for Capped {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
+        self.touch(id);
         self.local.accept_message(id, message).await
     }
 
+    /// A client's listening stream: heard from now, but not busy (it may stay open for
+    /// the whole session).
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
         self.local.create_standalone_stream(id).await
     }
 
