@@ -163,6 +163,14 @@ impl ZotHome {
         path
     }
 
+    /// Whether one extension's guard fails closed: `$ZOT_HOME/guards/<its identity's
+    /// key>.json` ([`crate::records::guard`]).
+    pub fn guard_path(&self, identity: &Identity) -> PathBuf {
+        let mut path = self.root().join("guards").join(identity.key());
+        path.as_mut_os_string().push(".json");
+        path
+    }
+
     /// One install's record: `$ZOT_HOME/provenance/<its identity's key>.json`
     /// (`provenance/<name>.json` for a global install). A project's copies are recorded
     /// here too, never in the project, which anyone who can write to it could forge.

@@ -8,8 +8,8 @@
 //! place that writes `zot: <what>: <why>`.
 
 use crate::commands::{
-    call, check, confine, doctor, ext, grant, info, install, logs, man, mcp, new, run, shell,
-    sidecar, trust, update, verify,
+    call, check, confine, doctor, ext, grant, guard, info, install, logs, man, mcp, new, run,
+    shell, sidecar, trust, update, verify,
 };
 use crate::complete;
 use crate::flags::{scope, zot_home};
@@ -170,6 +170,11 @@ pub(crate) enum ExtCommand {
     /// Forget every permission granted to an extension.
     #[command(after_help = examples::REVOKE)]
     Revoke(crate::records::grant::RevokeArgs),
+    /// Show or choose whether a tool_call guard that cannot answer (no answer in time, an
+    /// exit, not running) blocks the call (--fail-closed) or allows it (--fail-open, the
+    /// protocol's default).
+    #[command(after_help = examples::GUARD)]
+    Guard(guard::GuardArgs),
     /// Run a classic extension confined (Linux: Landlock, seccomp, limits), as it is now,
     /// or every one by default: only the system, its folder and its data dir, no network;
     /// what `grant` adds.
@@ -286,6 +291,7 @@ fn ext(cmd: ExtCommand) -> ExitCode {
         ExtCommand::Run(args) => run::run(args).finish(),
         ExtCommand::Grant(args) => grant::grant(args).finish(),
         ExtCommand::Revoke(args) => grant::revoke(args).finish(),
+        ExtCommand::Guard(args) => with_home(|home| guard::guard(home, args)),
         #[cfg(target_os = "linux")]
         ExtCommand::Confine(args) => confine::confine(args).finish(),
         #[cfg(target_os = "linux")]
@@ -412,6 +418,11 @@ Examples:
 Examples:
   zot ext disable guard
   zot ext disable guard --global";
+    pub(super) const GUARD: &str = "\
+Examples:
+  zot ext guard safety
+  zot ext guard safety --fail-closed
+  zot ext guard ./my-guard --fail-open";
     pub(super) const DOCTOR: &str = "\
 Examples:
   zot doctor

@@ -164,6 +164,10 @@ impl Inner {
     pub(super) async fn intercept_steps(&self, mut event: Event) -> (Vec<InterceptStep>, Verdict) {
         let mut verdict = Verdict::default();
         let mut steps = Vec::new();
+        let tool_call = event.event == "tool_call";
+        if let Some(why) = tool_call.then(|| self.guard_down()).flatten() {
+            return (steps, blocked(why));
+        }
         let interceptors: Vec<Extension> = self
             .running_all()
             .into_iter()
@@ -183,6 +187,18 @@ impl Inner {
                 }),
             });
             let Some(answer) = answer else {
+                if tool_call && self.fails_closed(ext.name()) {
+                    let why = match ext.status().exit {
+                        Some(exit) => format!("it exited ({exit})"),
+                        None => format!(
+                            "it did not answer within {} ms",
+                            self.config.timeouts.intercept.as_millis()
+                        ),
+                    };
+                    let why = format!("guard {:?} fails closed: {why}", ext.name());
+                    ext.log().warn(&format!("blocked a tool_call: {why}"));
+                    return (steps, blocked(why));
+                }
                 continue;
             };
             if answer.block {
@@ -219,6 +235,32 @@ impl Inner {
         (steps, verdict)
     }
 
+    /// The first guard that fails closed (in load order) and is not running, and why: a
+    /// `tool_call` is blocked while one is down. One the user disabled is not a guard.
+    fn guard_down(&self) -> Option<String> {
+        let entries = self.entries.lock().unwrap();
+        entries.iter().filter(|e| e.guard.blocks()).find_map(|e| {
+            let down = match &e.state {
+                EntryState::Disabled => return None,
+                EntryState::Running(ext) => match (ext.status().exit, ext.phase()) {
+                    (Some(exit), _) => format!("it is not running ({exit})"),
+                    (None, Phase::Starting) => "it is still starting".to_string(),
+                    (None, _) => return None,
+                },
+                EntryState::Starting => "it is still starting".to_string(),
+                EntryState::Error(why) => format!("it is not running ({why})"),
+                EntryState::Untrusted(u) => format!("it is not trusted ({})", u.message()),
+            };
+            Some(format!("guard {:?} fails closed: {down}", e.name))
+        })
+    }
+
+    /// Whether the extension named `name` is a guard that fails closed.
+    fn fails_closed(&self, name: &str) -> bool {
+        let entries = self.entries.lock().unwrap();
+        entries.iter().any(|e| e.name == name && e.guard.blocks())
+    }
+
     /// Queues `frame` for the running extension named `extension`, in order with events.
     pub(super) fn send_to(&self, extension: &str, frame: &HostFrame) -> Result<(), CallError> {
         self.running(extension)
@@ -234,6 +276,15 @@ impl Inner {
             };
             self.notes.push_own(event);
         }
+    }
+}
+
+/// A verdict that blocks, saying `why`.
+fn blocked(why: String) -> Verdict {
+    Verdict {
+        block: true,
+        reason: Some(why),
+        ..Verdict::default()
     }
 }
 

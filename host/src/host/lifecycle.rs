@@ -11,6 +11,7 @@ use crate::identity::Identity;
 use crate::launcher::{self, Launched, StartError};
 use crate::log::ExtLog;
 use crate::manifest::{Manifest, TransportKind};
+use crate::records::guard::Failure;
 use crate::records::trust::{Fingerprint, Untrusted};
 use crate::sandbox::view::SandboxView;
 use serde_json::Map;
@@ -79,6 +80,11 @@ impl Inner {
             entries.push(self.untrusted_entry(f, untrusted, &mut report));
         }
         self.log_untrusted(&report.untrusted);
+        report.fail_closed = entries
+            .iter()
+            .filter(|e| e.guard.blocks())
+            .map(|e| e.name.clone())
+            .collect();
         *self.entries.lock().unwrap() = entries;
         let outcomes = self.start_all(generation, pending);
         // Wait for the starts, at most the ready wait; the late ones go on.
@@ -146,6 +152,7 @@ impl Inner {
                     (version, EntryState::Starting)
                 }
             };
+            let guard = self.guard_of(&f.identity, &log);
             entries.push(Entry {
                 name,
                 version,
@@ -156,6 +163,7 @@ impl Inner {
                 transport,
                 sandbox: None,
                 tool_timeout: None,
+                guard,
                 state,
             });
         }
@@ -185,12 +193,25 @@ impl Inner {
                 .manifest
                 .as_ref()
                 .map_or(TransportKind::Stdio, Manifest::transport),
+            guard: self.guard_of(&f.identity, &self.config.home.untrusted_log_path()),
             dir: f.dir,
             identity: f.identity,
             sandbox: None,
             tool_timeout: None,
             state: EntryState::Untrusted(untrusted),
         }
+    }
+
+    /// Whether the guard installed as `identity` fails closed; a record that cannot be
+    /// read counts as failing closed, and `log` says why.
+    fn guard_of(&self, identity: &Identity, log: &std::path::Path) -> Failure {
+        let failure = crate::records::guard::load(&self.config.home, identity);
+        if let Failure::Unreadable(why) = &failure {
+            ExtLog::open(log).warn(&format!(
+                "its guard record cannot be read ({why}): it fails closed"
+            ));
+        }
+        failure
     }
 
     /// One line in the untrusted log for all of `untrusted`: how many, the first

@@ -137,6 +137,9 @@ pub struct LoadReport {
     pub untrusted: Vec<UntrustedReport>,
     /// Extensions that started, with something the user should review (a stale grant).
     pub warnings: Vec<LoadWarning>,
+    /// Guards that fail closed (`zot ext guard NAME --fail-closed`): a `tool_call` one of
+    /// them cannot answer (no answer in time, an exit, not running) is blocked.
+    pub fail_closed: Vec<String>,
 }
 
 /// A project-local extension that was not started: untrusted.

@@ -46,6 +46,8 @@ pub(super) struct Entry {
     pub(super) transport: TransportKind,
     pub(super) sandbox: Option<SandboxView>,
     pub(super) tool_timeout: Option<Duration>,
+    /// Whether a `tool_call` it cannot answer is blocked (the user's choice).
+    pub(super) guard: crate::records::guard::Failure,
     pub(super) state: EntryState,
 }
 

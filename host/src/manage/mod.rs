@@ -11,12 +11,12 @@
 pub mod bridge;
 pub mod install;
 
-/// The user's records: project trust, grants, install provenance, and what a consent
-/// writes of them.
+/// The user's records: project trust, grants, guards that fail closed, install
+/// provenance, and what a consent writes of them.
 pub mod records {
     pub use crate::records::confinement::{decide as confinement_of, Confinement};
     pub use crate::records::settings::{Settings, SettingsError};
-    pub use crate::records::{consent, provenance};
+    pub use crate::records::{consent, guard, provenance};
 
     /// Project trust: what the user reviewed and trusted, checked before a project's
     /// extension starts.

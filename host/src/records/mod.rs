@@ -8,6 +8,7 @@
 //! - [`confinement`]: whether a classic extension runs confined (its grant for these
 //!   files, else [`settings`]);
 //! - [`trust`]: which of a project's extensions the user trusted, bound to each file;
+//! - [`guard`]: whether a `tool_call` guard that cannot answer blocks (fails closed);
 //! - [`provenance`]: where an install came from and what its files were;
 //! - [`consent`]: what the user's yes to an install or an update writes of all these;
 //! - [`settings`]: the user's host-wide choices (`$ZOT_HOME/settings.json`).
@@ -19,6 +20,7 @@ pub mod confinement;
 pub mod consent;
 pub mod grant;
 pub mod grants;
+pub mod guard;
 pub mod permission;
 pub mod provenance;
 pub mod settings;

@@ -275,6 +275,37 @@ fn arguments_that_do_not_fit_the_schema_are_invalid_params_naming_the_field() {
     );
 }
 
+/// Issue 37: a guard that fails closed blocks, through `zot mcp` too, a call it does
+/// not answer: the client gets the tool's error naming the guard, and the tool never
+/// runs.
+#[test]
+fn a_guard_that_fails_closed_blocks_an_mcp_call_it_does_not_answer() {
+    let mut p = Project::new("mcp-fail-closed");
+    p.ext("py", &py("py", &["--tools", "echo_py", "--commands", ""]));
+    p.ext(
+        "mute",
+        &py_manifest("mute", &["--mode", "mute", "--intercept", "tool_call"]),
+    );
+    let mute = p.path("exts").join("mute");
+    let chose = zot(
+        &p.path("home"),
+        &p.path("cwd"),
+        &["guard", mute.to_str().unwrap(), "--fail-closed"],
+    );
+    assert_ok(&chose);
+    let run = p.drive(
+        json!([{"op": "init"}, {"op": "call", "name": "echo_py", "args": {"x": 1}}]),
+        &["--intercept-timeout-ms", "500"],
+    );
+    let s = &run["steps"];
+    assert_eq!(s[1]["isError"], true, "{run:#}");
+    assert_eq!(
+        first(&s[1]),
+        "guard \"mute\" fails closed: it did not answer within 500 ms",
+        "{run:#}"
+    );
+}
+
 #[test]
 fn structured_output_and_output_schema_pass_through() {
     let mut p = Project::new("mcp-structured");

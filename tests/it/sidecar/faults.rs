@@ -604,3 +604,80 @@ fn an_extensions_own_calls_past_64_are_refused_at_once() {
     }
     host.shutdown();
 }
+
+/// Issue 37: a guard the user makes fail closed (`zot ext guard DIR --fail-closed`)
+/// blocks a `tool_call` it does not answer in time, one after it crashed, and every one
+/// while it is not running, each with a reason naming it; `host_ready` lists it. Made
+/// to fail open again, it allows, as the protocol says by default.
+#[test]
+fn a_guard_that_fails_closed_blocks_what_it_cannot_answer() {
+    let _serial = serial();
+    let crasher = r#"import json, sys
+def emit(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit({"type": "hello", "name": "crasher", "version": "1", "capabilities": ["events"]})
+emit({"type": "subscribe", "events": [], "intercept": ["tool_call"]})
+emit({"type": "ready"})
+for line in sys.stdin:
+    if json.loads(line)["type"] == "event_intercept":
+        sys.exit(4)
+"#;
+    // What each of two tool calls in a row is told.
+    let cases: [(&str, Value, [&str; 2]); 3] = [
+        (
+            "mute",
+            py_manifest("mute", &["--mode", "mute", "--intercept", "tool_call"]),
+            ["guard \"mute\" fails closed: it did not answer within 500 ms"; 2],
+        ),
+        (
+            "crasher",
+            inline_py("crasher", crasher),
+            [
+                "guard \"crasher\" fails closed: it exited (exited with status 4)",
+                "guard \"crasher\" fails closed: it is not running (exited with status 4)",
+            ],
+        ),
+        (
+            "missing",
+            json!({"name": "missing", "version": "1", "exec": "./no-such-program"}),
+            ["guard \"missing\" fails closed: it is not running ("; 2],
+        ),
+    ];
+    for (name, manifest, reasons) in cases {
+        let mut b = HostBuilder::new();
+        let dir = b.explicit(name, &manifest);
+        b.arg("--intercept-timeout-ms").arg("500");
+        let target = dir.to_str().unwrap();
+        let chose = zot(&b.home(), &b.cwd(), &["guard", target, "--fail-closed"]);
+        assert!(chose.status.success(), "{}", text(&chose));
+        assert!(stdout(&chose).contains("fails closed"), "{}", text(&chose));
+        let host = b.start();
+        let ready = host.ready_event();
+        assert_eq!(ready["fail_closed"], json!([name]), "{ready}");
+        for (id, reason) in ["c1", "c2"].into_iter().zip(reasons) {
+            let d = host.ok("intercept", bash_call(id, "ls"));
+            assert_eq!(d["block"], true, "{name}: {d}");
+            let said = d["reason"].as_str().unwrap_or_default();
+            assert!(said.starts_with(reason), "{name}: {said}");
+        }
+        host.shutdown();
+    }
+
+    // Failing open again (the default), a guard that does not answer allows.
+    let mut b = HostBuilder::new();
+    let dir = b.explicit(
+        "mute",
+        &py_manifest("mute", &["--mode", "mute", "--intercept", "tool_call"]),
+    );
+    b.arg("--intercept-timeout-ms").arg("500");
+    let target = dir.to_str().unwrap();
+    for flag in ["--fail-closed", "--fail-open"] {
+        let chose = zot(&b.home(), &b.cwd(), &["guard", target, flag]);
+        assert!(chose.status.success(), "{}", text(&chose));
+    }
+    let host = b.start();
+    assert_eq!(host.ready_event()["fail_closed"], json!([]));
+    let d = host.ok("intercept", bash_call("c1", "ls"));
+    assert_eq!(d["block"], false, "{d}");
+    host.shutdown();
+}

@@ -65,6 +65,7 @@ pub(crate) fn info(
     let asks = view
         .as_ref()
         .map(|v| serde_json::json!({"permissions": v.asked, "limits": v.limits}));
+    let guard = zot_host::manage::records::guard::load(home, &id);
     if json {
         let value = serde_json::json!({
             "name": m.name, "version": m.version, "description": m.description,
@@ -73,6 +74,7 @@ pub(crate) fn info(
             "grant_stale": grant_stale,
             "program": program.as_ref().map(|p| serde_json::json!({"path": p, "sha256": sha256})),
             "confinement": confinement,
+            "fail_closed": guard.blocks(),
         });
         terminal::print_line(&serde_json::to_string_pretty(&value).expect("JSON serialises"));
         return Ok(());
@@ -138,6 +140,9 @@ pub(crate) fn info(
                 zot_host::manage::sandbox::stale_warning(name, &id, &dir)
             ),
         );
+    }
+    if guard.blocks() {
+        row("guard", &crate::records::guard::failure_words(&guard));
     }
     Ok(())
 }

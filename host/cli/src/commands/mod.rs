@@ -10,6 +10,7 @@ pub(crate) mod confine;
 pub(crate) mod doctor;
 pub(crate) mod ext;
 pub(crate) mod grant;
+pub(crate) mod guard;
 pub(crate) mod info;
 pub(crate) mod install;
 pub(crate) mod logs;

@@ -67,6 +67,7 @@ async fn serve(config: HostConfig, input: Input, output: Output) {
         "errors": report.errors,
         "untrusted": report.untrusted,
         "warnings": report.warnings,
+        "fail_closed": report.fail_closed,
     })));
 
     // Request lines, capped like extensions' lines: of a longer one no more than

@@ -2,11 +2,12 @@
 //! that does: a project's trust ([`trust`]: the review `trust`, `install` and the
 //! shell show before they ask), grants ([`grant`]: `grant` and `revoke`, also run by the
 //! shell through its prompt; which copy a confined extension is), and a confinement's
-//! rows ([`confinement`]: `info`, `check`). The library decides and records; this
-//! shows, asks and passes the answer on.
+//! rows ([`confinement`]: `info`, `check`), and how a guard fails ([`guard`]: `guard`,
+//! `info`). The library decides and records; this shows, asks and passes the answer on.
 
 pub(crate) mod confinement;
 pub(crate) mod grant;
+pub(crate) mod guard;
 pub(crate) mod trust;
 
 use std::path::Path;
