@@ -146,7 +146,10 @@ async function run(step) {
     case "prompts":
       return await client.listPrompts();
     case "prompt":
-      return await client.getPrompt({ name: step.name, arguments: { args: step.args ?? "" } });
+      return await client.getPrompt({
+        name: step.name,
+        arguments: step.arguments ?? { args: step.args ?? "" },
+      });
     case "close": {
       const child = transport._process;
       const exited = new Promise((resolve) =>

@@ -431,6 +431,10 @@ fn slash_commands_are_prompts() {
             {"op": "prompts"},
             {"op": "prompt", "name": "greet", "args": "hello world"},
             {"op": "prompt", "name": "nope"},
+            // Issue 37: named arguments are never dropped: `name=value` words after `args`.
+            {"op": "prompt", "name": "greet",
+             "arguments": {"args": "hi", "name": "Ada", "mood": "very happy"}},
+            {"op": "prompt", "name": "greet", "arguments": {"bad name": "x"}},
         ]),
         &[],
     );
@@ -441,6 +445,11 @@ fn slash_commands_are_prompts() {
     assert_eq!(message["role"], "user", "{run:#}");
     assert_eq!(message["content"]["text"], "hello world", "{run:#}");
     assert_eq!(s[2]["code"], -32602, "{run:#}");
+    assert_eq!(
+        s[3]["messages"][0]["content"]["text"], "hi mood='very happy' name=Ada",
+        "{run:#}"
+    );
+    assert_eq!(s[4]["code"], -32602, "{run:#}");
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod stdio;
 
 use crate::flags::host::HostArgs;
 use crate::output::error::{self, CliError, Context as _};
-use map::{level_rank, log_level, mcp_result, mcp_tool, mcp_tool_name, prompt_text};
+use map::{level_rank, log_level, mcp_result, mcp_tool, mcp_tool_name, prompt_args, prompt_text};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
@@ -300,13 +300,10 @@ impl ServerHandler for Server {
                 None,
             ));
         }
-        let args = request
-            .arguments
-            .as_ref()
-            .and_then(|a| a.get(PROMPT_ARG))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        // Named arguments besides `args` are passed on as `name=value` words, never
+        // dropped; one that cannot be is -32602.
+        let args = prompt_args(request.arguments.as_ref())
+            .map_err(|why| ErrorData::invalid_params(format!("prompt {name}: {why}"), None))?;
         let Ok(_permit) = self.in_flight.try_acquire() else {
             let busy = format!("{CALLS_IN_FLIGHT} calls are running already: try again later");
             return Err(ErrorData::internal_error(busy, None));

@@ -75,6 +75,58 @@ fn mcp_block(block: Value) -> ContentBlock {
 
 /// The text a command's response stands for: its `prompt`, `insert` or `display` by its
 /// action; a non-empty `error` is the error.
+/// A prompt's `arguments` as its slash command's text: `args` first, then every other
+/// argument as a `name=value` word (in name order, the value quoted for a POSIX shell
+/// when it is not plain), so no argument a client names is dropped. A value that is not
+/// a string, or a name that is not a plain word, is refused (why).
+pub(super) fn prompt_args(
+    arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> Result<String, String> {
+    let mut words = Vec::new();
+    let Some(arguments) = arguments else {
+        return Ok(String::new());
+    };
+    let text = |name: &str, value: &serde_json::Value| match value {
+        serde_json::Value::String(s) => Ok(s.clone()),
+        other => Err(format!("argument {name:?} must be a string, not {other}")),
+    };
+    if let Some(args) = arguments.get(super::PROMPT_ARG) {
+        let args = text(super::PROMPT_ARG, args)?;
+        if !args.is_empty() {
+            words.push(args);
+        }
+    }
+    let mut named: Vec<_> = arguments
+        .iter()
+        .filter(|(n, _)| *n != super::PROMPT_ARG)
+        .collect();
+    named.sort_by_key(|(n, _)| n.as_str());
+    for (name, value) in named {
+        let plain = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !plain {
+            return Err(format!(
+                "argument name {name:?}: only letters, digits, '_', '-' and '.'"
+            ));
+        }
+        let value = text(name, value)?;
+        // Quoted as a POSIX shell reads it, the text itself kept (an extension, not a
+        // terminal, reads it).
+        let plain = !value.is_empty()
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=@".contains(c));
+        let value = match plain {
+            true => value,
+            false => format!("'{}'", value.replace('\'', r"'\''")),
+        };
+        words.push(format!("{name}={value}"));
+    }
+    Ok(words.join(" "))
+}
+
 pub(super) fn prompt_text(r: CommandResponse) -> Result<String, String> {
     if let Some(e) = r.error.filter(|e| !e.is_empty()) {
         return Err(e);
@@ -159,6 +211,23 @@ pub(crate) fn check(tool: &[u8], result: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn named_prompt_arguments_become_words_of_the_command_text() {
+        let args = |v: serde_json::Value| prompt_args(v.as_object());
+        assert_eq!(args(json!({"args": "hello world"})).unwrap(), "hello world");
+        assert_eq!(
+            args(json!({"arg1": "one", "args": "x", "arg2": "it's two"})).unwrap(),
+            r"x arg1=one arg2='it'\''s two'"
+        );
+        assert_eq!(prompt_args(None).unwrap(), "");
+        assert!(args(json!({"n": 3}))
+            .unwrap_err()
+            .contains("must be a string"));
+        assert!(args(json!({"a b": "x"}))
+            .unwrap_err()
+            .contains("argument name"));
+    }
 
     #[test]
     fn tool_names_are_held_to_mcps_rule() {
