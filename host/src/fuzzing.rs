@@ -210,8 +210,9 @@ fn scratch(what: &str) -> PathBuf {
 
 /// What an MCP server lists and answers (its JSON), in the zot protocol's words: a tool
 /// keeps its name after the prefix and has an object schema; an answer keeps its call's
-/// id, its error flag and one block per block, each a text or an image, a text block's
-/// text exactly.
+/// id, its error flag and one block per block, each a text, an image, audio or an
+/// embedded resource, a text block's text, a medium's data and a resource's uri, text or
+/// blob exactly.
 pub fn mcp_from_server(tool: &[u8], answer: &[u8]) {
     use crate::transport::mcp::map;
     if let Ok(tool) = serde_json::from_slice::<rmcp::model::Tool>(tool) {
@@ -231,8 +232,16 @@ pub fn mcp_from_server(tool: &[u8], answer: &[u8]) {
         match zot["type"].as_str() {
             Some("text") if mcp["type"] == "text" => assert_eq!(zot["text"], mcp["text"]),
             Some("text") => assert!(zot["text"].is_string()),
-            Some("image") => assert_eq!(zot["data"], mcp["data"]),
-            _ => panic!("{zot} is neither a text nor an image"),
+            Some("image" | "audio") => assert_eq!(zot["data"], mcp["data"]),
+            Some("resource") => {
+                let (z, m) = (&zot["resource"], &mcp["resource"]);
+                assert_eq!(z["uri"], m["uri"]);
+                assert!(
+                    z["text"] == m["text"] && z["blob"] == m["blob"],
+                    "{zot} of {mcp}"
+                );
+            }
+            _ => panic!("{zot} is neither a text, an image, audio nor a resource"),
         }
     }
 }

@@ -47,6 +47,8 @@ TOOLS = [
     {"name": "log", "description": "Sends a log message.",
      "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
     {"name": "image", "description": "Returns an image.", "inputSchema": OPEN},
+    {"name": "media", "description": "Returns audio and embedded resources.",
+     "inputSchema": OPEN},
     {"name": "env", "description": "Reads an env var.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}},
                      "required": ["name"]}},
@@ -123,6 +125,12 @@ def call(rid, name, args, cancelled):
     elif name == "image":
         reply(rid, {"content": [{"type": "image", "data": PNG, "mimeType": "image/png"},
                                 {"type": "text", "text": "an image"}]})
+    elif name == "media":
+        reply(rid, {"content": [
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "file:///notes.md",
+                                              "mimeType": "text/markdown", "text": "# notes"}},
+            {"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AAE="}}]})
     elif name == "env":
         reply(rid, text(os.environ.get(str(args.get("name", "")), "unset")))
     elif name == "late" and LATE in tools:

@@ -165,6 +165,20 @@ fn cancel_crash_list_changed_and_logs_of_a_python_server() {
         "{image}"
     );
 
+    // Issue 37: audio and embedded resources (text or blob) keep their shape as zot's
+    // `audio` and `resource` blocks.
+    let media = host.ok("call_tool", json!({"name": "py.media", "args": {}}));
+    assert_eq!(
+        media["content"],
+        json!([
+            {"type": "audio", "mime_type": "audio/wav", "data": "UklGRg=="},
+            {"type": "resource", "resource": {"uri": "file:///notes.md",
+                                              "mime_type": "text/markdown", "text": "# notes"}},
+            {"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AAE="}},
+        ]),
+        "{media}"
+    );
+
     // `mcp.env` reaches the server.
     let env = host.ok(
         "call_tool",

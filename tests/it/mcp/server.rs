@@ -306,6 +306,34 @@ fn a_guard_that_fails_closed_blocks_an_mcp_call_it_does_not_answer() {
     );
 }
 
+/// Issue 37: audio and embedded resources from an MCP server run as an extension reach
+/// an MCP client of `zot mcp` as MCP's audio and embedded resource content, through the
+/// zot blocks between.
+#[test]
+fn audio_and_embedded_resources_are_served_as_mcp_content() {
+    let mut p = Project::new("mcp-media");
+    let markers = p.path("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    p.ext(
+        "py",
+        &super::extensions::py_mcp("py", &markers, json!({"prefix": "py."})),
+    );
+    let run = p.drive(
+        json!([{"op": "init"}, {"op": "call", "name": "py.media", "args": {}}]),
+        &[],
+    );
+    assert_eq!(
+        run["steps"][1]["content"],
+        json!([
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "file:///notes.md",
+                                              "mimeType": "text/markdown", "text": "# notes"}},
+            {"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AAE="}},
+        ]),
+        "{run:#}"
+    );
+}
+
 #[test]
 fn structured_output_and_output_schema_pass_through() {
     let mut p = Project::new("mcp-structured");

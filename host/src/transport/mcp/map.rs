@@ -62,20 +62,37 @@ pub(crate) fn result(
     })
 }
 
-/// One MCP content block as a zot one: text and images as they are; an embedded text
-/// resource as its text; anything else (audio, a binary resource, a resource link) as
+/// One MCP content block as a zot one: text, images and audio as they are; an embedded
+/// resource (text or blob) as a zot `resource` block; anything else (a resource link) as
 /// a text block holding its JSON, so that nothing is lost.
 fn block(mcp: Value) -> Value {
     let text = |t: &Value| json!({"type": "text", "text": t});
-    match mcp.get("type").and_then(Value::as_str) {
+    let kind = mcp.get("type").and_then(Value::as_str);
+    match kind {
         Some("text") => text(mcp.get("text").unwrap_or(&Value::Null)),
-        Some("image") => json!({
-            "type": "image",
+        Some(media @ ("image" | "audio")) => json!({
+            "type": media,
             "mime_type": mcp.get("mimeType").unwrap_or(&Value::Null),
             "data": mcp.get("data").unwrap_or(&Value::Null),
         }),
-        Some("resource") if mcp.pointer("/resource/text").is_some_and(Value::is_string) => {
-            text(&mcp["resource"]["text"])
+        Some("resource")
+            if mcp.pointer("/resource/uri").is_some_and(Value::is_string)
+                && ["/resource/text", "/resource/blob"]
+                    .iter()
+                    .any(|p| mcp.pointer(p).is_some_and(Value::is_string)) =>
+        {
+            let r = &mcp["resource"];
+            let mut resource = json!({"uri": r["uri"]});
+            for (from, to) in [
+                ("mimeType", "mime_type"),
+                ("text", "text"),
+                ("blob", "blob"),
+            ] {
+                if let Some(v) = r.get(from).filter(|v| v.is_string()) {
+                    resource[to] = v.clone();
+                }
+            }
+            json!({"type": "resource", "resource": resource})
         }
         _ => text(&Value::String(mcp.to_string())),
     }
@@ -97,12 +114,19 @@ mod tests {
         );
         assert_eq!(
             block(json!({"type": "resource", "resource": {"uri": "file:///a", "text": "body"}})),
-            json!({"type": "text", "text": "body"})
+            json!({"type": "resource", "resource": {"uri": "file:///a", "text": "body"}})
         );
-        let audio = json!({"type": "audio", "data": "AAA=", "mimeType": "audio/wav"});
         assert_eq!(
-            block(audio.clone())["text"],
-            Value::String(audio.to_string())
+            block(json!({"type": "resource", "resource": {"uri": "file:///b",
+                          "mimeType": "application/pdf", "blob": "AAA="}})),
+            json!({"type": "resource", "resource": {"uri": "file:///b",
+                   "mime_type": "application/pdf", "blob": "AAA="}})
         );
+        assert_eq!(
+            block(json!({"type": "audio", "data": "AAA=", "mimeType": "audio/wav"})),
+            json!({"type": "audio", "mime_type": "audio/wav", "data": "AAA="})
+        );
+        let link = json!({"type": "resource_link", "uri": "file:///c", "name": "c"});
+        assert_eq!(block(link.clone())["text"], Value::String(link.to_string()));
     }
 }

@@ -63,18 +63,43 @@ pub(super) fn mcp_result(result: ToolResult) -> CallToolResult {
 
 fn mcp_block(block: Value) -> ContentBlock {
     let field = |name: &str| block.get(name).and_then(Value::as_str);
+    let mime = || field("mime_type").unwrap_or("application/octet-stream");
     match (field("type"), field("text"), field("data")) {
         (Some("text"), Some(text), _) => ContentBlock::text(text),
-        (Some("image"), _, Some(data)) => ContentBlock::image(
-            data,
-            field("mime_type").unwrap_or("application/octet-stream"),
-        ),
+        (Some("image"), _, Some(data)) => ContentBlock::image(data, mime()),
+        (Some("audio"), _, Some(data)) => ContentBlock::audio(data, mime()),
+        (Some("resource"), _, _) => match embedded(&block["resource"]) {
+            Some(resource) => ContentBlock::resource(resource),
+            None => ContentBlock::text(block.to_string()),
+        },
         _ => ContentBlock::text(block.to_string()),
     }
 }
 
-/// The text a command's response stands for: its `prompt`, `insert` or `display` by its
-/// action; a non-empty `error` is the error.
+/// A zot `resource` block's `resource` (`uri`, `mime_type`, and `text` or `blob`) as
+/// MCP's embedded resource; `None` when it has no `uri` or neither `text` nor `blob`.
+fn embedded(resource: &Value) -> Option<rmcp::model::ResourceContents> {
+    use rmcp::model::ResourceContents;
+    let field = |name: &str| resource.get(name).and_then(Value::as_str).map(String::from);
+    let uri = field("uri")?;
+    let mime_type = field("mime_type");
+    match (field("text"), field("blob")) {
+        (Some(text), _) => Some(ResourceContents::TextResourceContents {
+            uri,
+            mime_type,
+            text,
+            meta: None,
+        }),
+        (None, Some(blob)) => Some(ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob,
+            meta: None,
+        }),
+        (None, None) => None,
+    }
+}
+
 /// A prompt's `arguments` as its slash command's text: `args` first, then every other
 /// argument as a `name=value` word (in name order, the value quoted for a POSIX shell
 /// when it is not plain), so no argument a client names is dropped. A value that is not
@@ -127,6 +152,8 @@ pub(super) fn prompt_args(
     Ok(words.join(" "))
 }
 
+/// The text a command's response stands for: its `prompt`, `insert` or `display` by its
+/// action; a non-empty `error` is the error.
 pub(super) fn prompt_text(r: CommandResponse) -> Result<String, String> {
     if let Some(e) = r.error.filter(|e| !e.is_empty()) {
         return Err(e);
@@ -195,7 +222,12 @@ pub(crate) fn check(tool: &[u8], result: &[u8]) {
         };
         let kept = match block["type"].as_str() {
             Some("text") => same("text", "text"),
-            Some("image") => same("data", "data"),
+            Some("image" | "audio") => same("data", "data"),
+            Some("resource") => {
+                let (r, s) = (&block["resource"], &served["resource"]);
+                let kept = |field: &str| r[field].is_string() && r[field] == s[field];
+                kept("uri") && (kept("text") || kept("blob"))
+            }
             _ => false,
         };
         let as_json = || serde_json::from_str::<Value>(served["text"].as_str().unwrap_or_default());
@@ -284,6 +316,10 @@ mod tests {
                 json!({"type": "text", "text": "hi"}),
                 json!({"type": "image", "mime_type": "image/png", "data": "AAAA"}),
                 json!({"type": "audio", "data": "x"}),
+                json!({"type": "resource", "resource": {"uri": "file:///r", "text": "body",
+                                                        "mime_type": "text/markdown"}}),
+                json!({"type": "resource", "resource": {"uri": "file:///b", "blob": "AAA="}}),
+                json!({"type": "video", "data": "x"}),
             ],
             is_error: true,
             ..Default::default()
@@ -297,7 +333,20 @@ mod tests {
             mcp["content"][1],
             json!({"type": "image", "data": "AAAA", "mimeType": "image/png"})
         );
-        assert_eq!(mcp["content"][2]["text"], r#"{"type":"audio","data":"x"}"#);
+        assert_eq!(
+            mcp["content"][2],
+            json!({"type": "audio", "data": "x", "mimeType": "application/octet-stream"})
+        );
+        assert_eq!(
+            mcp["content"][3],
+            json!({"type": "resource", "resource": {"uri": "file:///r", "text": "body",
+                                                    "mimeType": "text/markdown"}})
+        );
+        assert_eq!(
+            mcp["content"][4],
+            json!({"type": "resource", "resource": {"uri": "file:///b", "blob": "AAA="}})
+        );
+        assert_eq!(mcp["content"][5]["text"], r#"{"type":"video","data":"x"}"#);
         assert_eq!(mcp["structuredContent"], json!({"answer": 42}));
         // MCP's structuredContent is an object: anything else is left out.
         r.extra.insert("structured_content".into(), json!([1]));
@@ -334,9 +383,12 @@ mod tests {
             structured in json_value(),
         ) {
             let tool = json!({"name": "t", "description": "d", "schema": schema});
-            let blocks: Vec<Value> = blocks.into_iter().enumerate().map(|(i, b)| match (i % 3, b) {
+            let blocks: Vec<Value> = blocks.into_iter().enumerate().map(|(i, b)| match (i % 5, b) {
                 (0, text @ Value::String(_)) => json!({"type": "text", "text": text}),
                 (1, data) => json!({"type": "image", "data": data, "mime_type": "image/png"}),
+                (2, data) => json!({"type": "audio", "data": data, "mime_type": "audio/wav"}),
+                (3, body) => json!({"type": "resource",
+                                    "resource": {"uri": "file:///r", "text": body}}),
                 (_, other) => other,
             }).collect();
             let result = json!({"id": "1", "content": blocks, "is_error": is_error,
@@ -354,6 +406,8 @@ mod tests {
             ".{0,6}".prop_map(Value::from),
             Just(json!("text")),
             Just(json!("image")),
+            Just(json!("audio")),
+            Just(json!("resource")),
         ];
         leaf.prop_recursive(2, 12, 3, |inner| {
             prop_oneof![
