@@ -150,6 +150,47 @@ impl ToolOutput {
         self
     }
 
+    /// Appends an audio block from raw bytes (base64-encoded here).
+    pub fn and_audio(mut self, mime_type: impl Into<String>, bytes: &[u8]) -> Self {
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        self.content
+            .push(json!({"type": "audio", "mime_type": mime_type.into(), "data": data}));
+        self
+    }
+
+    /// Appends an embedded resource of text: its `uri`, and its `mime_type` if known.
+    pub fn and_resource_text(
+        mut self,
+        uri: impl Into<String>,
+        mime_type: Option<&str>,
+        text: impl Into<String>,
+    ) -> Self {
+        let mut resource = json!({"uri": uri.into(), "text": text.into()});
+        if let Some(mime_type) = mime_type {
+            resource["mime_type"] = json!(mime_type);
+        }
+        self.content
+            .push(json!({"type": "resource", "resource": resource}));
+        self
+    }
+
+    /// Appends an embedded resource of raw bytes (its `blob`, base64-encoded here).
+    pub fn and_resource_blob(
+        mut self,
+        uri: impl Into<String>,
+        mime_type: Option<&str>,
+        bytes: &[u8],
+    ) -> Self {
+        let blob = base64::engine::general_purpose::STANDARD.encode(bytes);
+        let mut resource = json!({"uri": uri.into(), "blob": blob});
+        if let Some(mime_type) = mime_type {
+            resource["mime_type"] = json!(mime_type);
+        }
+        self.content
+            .push(json!({"type": "resource", "resource": resource}));
+        self
+    }
+
     /// Attaches `structured_content` (for tools that declare an `output_schema`).
     pub fn structured(mut self, value: Value) -> Self {
         self.structured = Some(value);

@@ -371,3 +371,23 @@ crate::embed_manifest!("Cargo.toml");
 fn the_manifest_section_is_named_as_documented() {
     assert_eq!(crate::MANIFEST_SECTION, "zot:manifest");
 }
+
+#[test]
+fn a_tool_output_carries_audio_and_embedded_resources() {
+    use crate::ToolOutput;
+    let out = ToolOutput::text("see below")
+        .and_audio("audio/wav", b"RIFF")
+        .and_resource_text("file:///notes.md", Some("text/markdown"), "# notes")
+        .and_resource_blob("file:///x.bin", None, &[0, 1]);
+    assert_eq!(
+        out.content(),
+        [
+            serde_json::json!({"type": "text", "text": "see below"}),
+            serde_json::json!({"type": "audio", "mime_type": "audio/wav", "data": "UklGRg=="}),
+            serde_json::json!({"type": "resource", "resource": {"uri": "file:///notes.md",
+                               "mime_type": "text/markdown", "text": "# notes"}}),
+            serde_json::json!({"type": "resource", "resource": {"uri": "file:///x.bin",
+                               "blob": "AAE="}}),
+        ]
+    );
+}

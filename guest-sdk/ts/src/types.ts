@@ -28,7 +28,14 @@ export interface Panel {
 /** A content block of a tool result. `data` is base64. */
 export type ContentBlock =
   | { type: "text"; text: string }
-  | { type: "image"; mime_type: string; data: string };
+  | { type: "image"; mime_type: string; data: string }
+  | { type: "audio"; mime_type: string; data: string }
+  | { type: "resource"; resource: EmbeddedResource };
+
+/** An embedded resource: its `uri`, and its `text` or its `blob` (base64). */
+export type EmbeddedResource =
+  | { uri: string; mime_type?: string; text: string }
+  | { uri: string; mime_type?: string; blob: string };
 
 /** A tool's whole answer: content, whether it failed, and optional structured content. */
 export interface ToolOutput {
@@ -102,3 +109,15 @@ export const noop = (): Response => ({ action: "noop" });
 export const text = (t: string): ContentBlock => ({ type: "text", text: t });
 /** An image content block (`data`: base64). */
 export const image = (mimeType: string, data: string): ContentBlock => ({ type: "image", mime_type: mimeType, data });
+/** An audio content block (`data`: base64). */
+export const audio = (mimeType: string, data: string): ContentBlock => ({ type: "audio", mime_type: mimeType, data });
+/** An embedded resource of text. */
+export const resourceText = (uri: string, text: string, mimeType?: string): ContentBlock => ({
+  type: "resource",
+  resource: mimeType === undefined ? { uri, text } : { uri, mime_type: mimeType, text },
+});
+/** An embedded resource of binary content (`blob`: base64). */
+export const resourceBlob = (uri: string, blob: string, mimeType?: string): ContentBlock => ({
+  type: "resource",
+  resource: mimeType === undefined ? { uri, blob } : { uri, mime_type: mimeType, blob },
+});
