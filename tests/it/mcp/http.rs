@@ -141,14 +141,7 @@ impl HttpServer {
         let auth = format!("Bearer {TOKEN}");
         let (status, said) = self.request(&[("Authorization", &auth)], &initialize(), "\"id\":1");
         assert_eq!(status, 200, "{said}");
-        let id = said
-            .lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .strip_prefix("mcp-session-id: ")
-                    .map(str::to_string)
-            })
-            .unwrap_or_else(|| panic!("no session id in {said}"));
+        let id = session_id(&said).unwrap_or_else(|| panic!("no session id in {said}"));
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let headers = [("Authorization", auth.as_str()), ("Mcp-Session-Id", &id)];
         let (status, said) = self.request(&headers, &initialized, "\r\n\r\n");
@@ -183,6 +176,15 @@ impl Drop for HttpServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The `Mcp-Session-Id` an HTTP answer gives, if any.
+fn session_id(said: &str) -> Option<String> {
+    said.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("mcp-session-id: ")
+            .map(str::to_string)
+    })
 }
 
 /// The status of an HTTP answer.
@@ -464,26 +466,43 @@ fn http_connections_are_capped_and_a_body_over_the_cap_is_413() {
     padded["params"]["pad"] = json!("x".repeat(8192));
     let (status, said) = server.request(&headers, &padded, "\r\n\r\n");
     assert_eq!(status, 413, "{said}");
-    // Requests whose body never comes hold 64 connections (no deadline runs on a body).
+    // Issue 37: a request of 2026-07-28 (no session) is held to the same caps.
+    let (mut big, version) = stateless_list(2);
+    big["params"]["pad"] = json!("x".repeat(8192));
+    let modern = [headers[0], version[0], version[1]];
+    let (status, said) = server.request(&modern, &big, "\r\n\r\n");
+    assert_eq!(status, 413, "{said}");
+    // Requests whose body never comes hold 64 connections (no deadline runs on a body),
+    // half of each generation.
     let held: Vec<TcpStream> = (0..64)
-        .map(|_| server.send_head("POST", &headers, 100))
+        .map(|i| match i % 2 {
+            0 => server.send_head("POST", &headers, 100),
+            _ => server.send_head("POST", &modern, 100),
+        })
         .collect();
     let init = initialize().to_string();
-    let mut refused = server.send("POST", &headers, &init);
-    assert_eq!(
-        read_until(&mut refused, "\r\n\r\n"),
-        "",
-        "the 65th was answered"
-    );
+    let list = stateless_list(3).0.to_string();
+    for (asked, body) in [(&headers[..], &init), (&modern[..], &list)] {
+        // Closed unanswered: writing its body may already fail.
+        let mut refused = server.send_head("POST", asked, body.len());
+        let _ = refused.write_all(body.as_bytes());
+        assert_eq!(
+            read_until(&mut refused, "\r\n\r\n"),
+            "",
+            "the 65th was answered"
+        );
+    }
     drop(held);
-    let deadline = Instant::now() + REQUEST_TIMEOUT;
-    loop {
-        let said = read_until(&mut server.send("POST", &headers, &init), "\r\n\r\n");
-        if said.starts_with("HTTP/1.1 200") {
-            break;
+    for (asked, body) in [(&headers[..], &init), (&modern[..], &list)] {
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        loop {
+            let said = read_until(&mut server.send("POST", asked, body), "\r\n\r\n");
+            if said.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            assert!(said.is_empty() && Instant::now() < deadline, "{said}");
+            std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(said.is_empty() && Instant::now() < deadline, "{said}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -590,14 +609,7 @@ fn http_clients_that_never_delete_are_all_served_and_the_table_holds_32() {
     let open = answers
         .iter()
         .filter(|(_, said)| {
-            let id = said
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("mcp-session-id: ")
-                        .map(str::to_string)
-                })
-                .unwrap();
+            let id = session_id(said).unwrap();
             let body = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
             let headers = [
                 ("Authorization", auth.as_str()),
