@@ -152,6 +152,21 @@ impl Ctx {
         }));
     }
 
+    /// Says how the tool call being handled is going (`tool_progress`): `progress` of
+    /// `total` (either may be `None`) and a line of `text` (a status, or output so far).
+    /// Outside a tool handler it does nothing. A host that does not know the frame
+    /// ignores it; `zot mcp` sends it to an MCP client that asked for progress.
+    pub fn progress(&mut self, progress: Option<f64>, total: Option<f64>, text: Option<&str>) {
+        let Some(id) = self.call.clone() else { return };
+        self.send(ExtFrame::ToolProgress(zot_protocol::ToolProgress {
+            id,
+            progress,
+            total,
+            text: text.map(str::to_string),
+            extra: Default::default(),
+        }));
+    }
+
     /// The id of the tool call being handled, if a tool handler is running.
     pub fn call_id(&self) -> Option<&str> {
         self.call.as_deref()

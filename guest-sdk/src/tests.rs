@@ -391,3 +391,30 @@ fn a_tool_output_carries_audio_and_embedded_resources() {
         ]
     );
 }
+
+#[test]
+fn a_tool_says_its_progress_with_its_call_id_and_only_inside_a_call() {
+    let ext = Extension::new("x", "1")
+        .on_start(|ctx| ctx.progress(Some(1.0), None, Some("not in a call")))
+        .tool("long", "", json!({"type": "object"}), |ctx, _| {
+            ctx.progress(Some(50.0), Some(100.0), Some("half"));
+            ctx.progress(None, None, None);
+            "done"
+        });
+    let out = session(
+        ext,
+        &[json!({"type": "tool_call", "id": "9", "name": "long", "args": {}})],
+    );
+    let progress: Vec<&Value> = out
+        .iter()
+        .filter(|f| f["type"] == "tool_progress")
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            &json!({"type": "tool_progress", "id": "9", "progress": 50.0, "total": 100.0, "text": "half"}),
+            &json!({"type": "tool_progress", "id": "9"}),
+        ]
+    );
+    assert_eq!(out.last().unwrap()["type"], "tool_result");
+}

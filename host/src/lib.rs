@@ -93,8 +93,8 @@ pub use discovery::Source;
 pub use events::HostEvent;
 pub use extension::{CallError, ReadyBy, Status, EVENT_QUEUE};
 pub use host::{
-    ExtState, ExtensionInfo, Host, HostConfig, InterceptStep, LoadError, LoadReport, LoadWarning,
-    UntrustedReport, Verdict,
+    CallOptions, ExtState, ExtensionInfo, Host, HostConfig, InterceptStep, LoadError, LoadReport,
+    LoadWarning, UntrustedReport, Verdict,
 };
 pub use manifest::TransportKind;
 pub use paths::ZotHome;

@@ -121,6 +121,22 @@ impl ToolResult {
     }
 }
 
+/// `tool_progress` (added): how a pending `tool_call` is going, sent before its
+/// `tool_result`. Every field but `id` is optional: `progress` (rising) of `total`, and
+/// `text` (a status line, or output so far).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolProgress {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 /// `event_intercept_response`: every field defaults to "allow, unchanged".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventInterceptResponse {
@@ -228,6 +244,7 @@ pub enum ExtFrame {
     Submit(Submit),
     SubmitSlash(Submit),
     CallTool(ToolCall),
+    ToolProgress(ToolProgress),
 }
 
 /// The `type` of every extension → host frame.
@@ -249,6 +266,7 @@ pub const EXT_FRAME_TYPES: &[&str] = &[
     "submit",
     "submit_slash",
     "call_tool",
+    "tool_progress",
 ];
 
 /// `hello_ack`: the host's answer to `hello`.
@@ -427,6 +445,7 @@ impl ExtFrame {
             ExtFrame::Submit(_) => "submit",
             ExtFrame::SubmitSlash(_) => "submit_slash",
             ExtFrame::CallTool(_) => "call_tool",
+            ExtFrame::ToolProgress(_) => "tool_progress",
         }
     }
 

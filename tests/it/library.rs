@@ -10,9 +10,9 @@ use std::time::Duration;
 use zot_host::launcher::Scripted;
 use zot_host::transport::memory::Peer;
 use zot_host::{
-    terminal_text, CallError, ExtState, ExtensionInfo, Host, HostConfig, HostEvent, InterceptStep,
-    LoadError, LoadReport, LoadWarning, Permission, ReadyBy, RunGrant, SandboxView, Source, Status,
-    Timeouts, TransportKind, Untrusted, UntrustedReport, Verdict, ZotHome,
+    terminal_text, CallError, CallOptions, ExtState, ExtensionInfo, Host, HostConfig, HostEvent,
+    InterceptStep, LoadError, LoadReport, LoadWarning, Permission, ReadyBy, RunGrant, SandboxView,
+    Source, Status, Timeouts, TransportKind, Untrusted, UntrustedReport, Verdict, ZotHome,
 };
 use zot_protocol::{Event, PanelKey};
 
@@ -260,6 +260,45 @@ async fn an_agent_plays_an_extension_in_memory() {
     let (owner, result) = soon("the tool's result", call).await.unwrap().unwrap();
     assert_eq!(owner, "scripted");
     assert_eq!(result.content, [json!({"type": "text", "text": "HI"})]);
+
+    // Issue 37: a call made with `CallOptions::progress` gets the tool's `tool_progress`
+    // as it comes, before the result; one for another id is not its.
+    let (progress, mut progressed) = tokio::sync::mpsc::channel(8);
+    let call = tokio::spawn({
+        let host = host.clone();
+        let options = CallOptions::default()
+            .timeout(Some(Duration::from_secs(30)))
+            .progress(progress);
+        async move {
+            host.call_tool_with("shout", json!({"text": "yo"}), options)
+                .await
+        }
+    });
+    let frame = soon("tool_call", peer.next()).await;
+    let id = frame["id"].as_str().unwrap().to_string();
+    for line in [
+        json!({"type": "tool_progress", "id": "not-pending", "progress": 9}),
+        json!({"type": "tool_progress", "id": id, "progress": 1, "total": 2, "text": "half"}),
+        json!({"type": "tool_result", "id": id, "content": [{"type": "text", "text": "YO"}]}),
+    ] {
+        peer.print(&line.to_string()).await;
+    }
+    let said = soon("the progress", progressed.recv()).await.unwrap();
+    assert_eq!(
+        (
+            said.id.as_str(),
+            said.progress,
+            said.total,
+            said.text.as_deref()
+        ),
+        (id.as_str(), Some(1.0), Some(2.0), Some("half"))
+    );
+    let (_, result) = soon("the tool's result", call).await.unwrap().unwrap();
+    assert_eq!(result.content, [json!({"type": "text", "text": "YO"})]);
+    assert!(
+        progressed.recv().await.is_none(),
+        "nothing else, and closed with the call"
+    );
 
     // The peer exits: the host reports it, and its tool is gone.
     peer.exit(7);

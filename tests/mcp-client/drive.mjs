@@ -107,6 +107,15 @@ async function run(step) {
       return await client.listTools();
     case "call":
       return await client.callTool({ name: step.name, arguments: step.args ?? {} });
+    case "call_progress": {
+      const progress = [];
+      const result = await client.callTool(
+        { name: step.name, arguments: step.args ?? {} },
+        undefined,
+        { onprogress: (p) => progress.push(p) },
+      );
+      return { result, progress };
+    }
     case "call_abort": {
       const abort = new AbortController();
       const call = client

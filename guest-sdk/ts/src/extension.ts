@@ -41,6 +41,19 @@ export interface ToolCtx extends Ctx {
   readonly callId: string;
   /** Aborted when the host abandons the call (`tool_cancel`: timeout or user abort). */
   readonly signal: AbortSignal;
+  /**
+   * Says how this call is going (`tool_progress`): `progress` (rising) of `total`, and a
+   * line of `text` (a status, or output so far); each optional. A host that does not know
+   * the frame ignores it; `zot mcp` sends it to an MCP client that asked for progress.
+   */
+  progress(update: Progress): void;
+}
+
+/** One `tool_progress` of a running tool. */
+export interface Progress {
+  progress?: number;
+  total?: number;
+  text?: string;
 }
 
 export type CommandHandler = (args: string, ctx: Ctx) => Awaitable<CommandResult>;
@@ -342,7 +355,14 @@ export class Extension implements Ctx {
       this.log(`zot-ext: tool call ${id} (${name}) was cancelled before it started`);
       return;
     }
-    const ctx: ToolCtx = Object.assign(Object.create(this) as Extension, { callId: id, signal: abort.signal });
+    const progress = (update: Progress): void => {
+      const frame: Frame = { type: "tool_progress", id };
+      if (update.progress !== undefined) frame.progress = update.progress;
+      if (update.total !== undefined) frame.total = update.total;
+      if (update.text !== undefined) frame.text = update.text;
+      this.send(frame);
+    };
+    const ctx: ToolCtx = Object.assign(Object.create(this) as Extension, { callId: id, signal: abort.signal, progress });
     return this.settle(`tool ${name}`, () => tool.handler((args ?? {}) as never, ctx), (outcome) => {
       this.running.delete(id);
       if (abort.signal.aborted) {

@@ -16,7 +16,8 @@
  */
 export { Extension, extension } from "./extension.js";
 export type {
-  Awaitable, CommandHandler, Ctx, EventHandler, InterceptHandler, Schema, ToolCtx, ToolHandler,
+  Awaitable, CommandHandler, Ctx, EventHandler, InterceptHandler, Progress, Schema, ToolCtx,
+  ToolHandler,
 } from "./extension.js";
 export type { Transport } from "./transport.js";
 export { stdio } from "./stdio.js";

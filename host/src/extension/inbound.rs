@@ -3,7 +3,7 @@
 //! requests, notifications for the application, calls of other extensions' tools), ready
 //! by frame or by silence, and the exit.
 
-use super::pending::{Answered, Kind};
+use super::pending::{Answered, Kind, Progressed};
 use super::*;
 use zot_protocol::{Hello, Submit, ToolCall};
 
@@ -223,6 +223,32 @@ impl Extension {
             ExtFrame::SubmitSlash(frame) => self.on_submit_slash(frame).await,
             ExtFrame::ShutdownAck(_) => self.inner.log.info("acknowledged shutdown"),
             ExtFrame::CallTool(call) => self.on_call_tool(call, hub),
+            ExtFrame::ToolProgress(frame) => self.on_progress(frame),
+        }
+    }
+
+    /// Hands a `tool_progress` to its call's caller, cut to [`PROGRESS_BYTES`]; one for
+    /// a call that is not pending is ignored (it may have just ended), one the caller
+    /// has no room for is dropped and counted.
+    fn on_progress(&self, mut frame: ToolProgress) {
+        if json_len(&frame) > PROGRESS_BYTES {
+            frame.extra.clear();
+            if let Some(text) = frame.text.as_mut() {
+                crate::util::cut(text, PROGRESS_TEXT);
+            }
+        }
+        if self.inner.pending.progress(frame) != Progressed::Dropped {
+            return;
+        }
+        let n = {
+            let mut st = self.inner.status.lock().unwrap();
+            st.progress_dropped += 1;
+            st.progress_dropped
+        };
+        if n.is_power_of_two() {
+            self.inner.log.warn(&format!(
+                "tool_progress dropped: the caller is not reading it ({n} dropped so far)"
+            ));
         }
     }
 

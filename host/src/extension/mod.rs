@@ -17,9 +17,16 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use zot_protocol::{
     encode, CommandInvoked, CommandResponse, Empty, Encoded, Event, EventInterceptResponse,
-    ExtFrame, HelloAck, HostFrame, RegisterCommand, RegisterTool, ToolCall, ToolCancel, ToolResult,
-    EVENTS, INTERCEPTABLE,
+    ExtFrame, HelloAck, HostFrame, RegisterCommand, RegisterTool, ToolCall, ToolCancel,
+    ToolProgress, ToolResult, EVENTS, INTERCEPTABLE,
 };
+
+/// The most bytes of one `tool_progress` frame handed on (as JSON): past it, its `text`
+/// is cut to [`PROGRESS_TEXT`] and its other fields beyond `progress` and `total` left
+/// out.
+pub const PROGRESS_BYTES: usize = 16 * 1024;
+/// The most bytes of a cut `tool_progress` frame's `text`.
+pub const PROGRESS_TEXT: usize = 4096;
 
 /// How many one-way frames (events, panel keys, resizes, closes) may wait for one
 /// extension. Beyond it the oldest waiting event is dropped; a panel frame that finds no
@@ -191,6 +198,9 @@ pub struct Status {
     pub events_dropped: u64,
     /// Notifications dropped because the application did not read them in time.
     pub notes_dropped: u64,
+    /// `tool_progress` frames dropped because the call's caller did not read them in
+    /// time.
+    pub progress_dropped: u64,
     /// Registrations refused because they were over `REGISTRATIONS` or
     /// `REGISTRATION_BYTES`.
     pub registrations_refused: u64,
@@ -408,19 +418,24 @@ impl Extension {
                 extra: Default::default(),
             })
         };
-        match self.request(Kind::Command, frame, timeout, target).await? {
+        match self
+            .request(Kind::Command, frame, timeout, target, None)
+            .await?
+        {
             ExtFrame::CommandResponse(r) => Ok(r),
             _ => unreachable!("replies are matched by kind"),
         }
     }
 
     /// Calls one of its tools; waits at most `timeout` for the `tool_result`, and sends
-    /// `tool_cancel` if none came.
+    /// `tool_cancel` if none came. Its `tool_progress` frames go to `progress`, never
+    /// waiting: one that finds the queue full is dropped.
     pub async fn call_tool(
         &self,
         name: &str,
         args: Value,
         timeout: Duration,
+        progress: Option<mpsc::Sender<ToolProgress>>,
     ) -> Result<ToolResult, CallError> {
         let target = || format!("tool \"{name}\"");
         let frame = |id| {
@@ -431,7 +446,10 @@ impl Extension {
                 extra: Default::default(),
             })
         };
-        match self.request(Kind::Tool, frame, timeout, target).await? {
+        match self
+            .request(Kind::Tool, frame, timeout, target, progress)
+            .await?
+        {
             ExtFrame::ToolResult(r) => Ok(r),
             _ => unreachable!("replies are matched by kind"),
         }
@@ -452,7 +470,10 @@ impl Extension {
                 ..event
             })
         };
-        match self.request(Kind::Intercept, frame, timeout, target).await {
+        match self
+            .request(Kind::Intercept, frame, timeout, target, None)
+            .await
+        {
             Ok(ExtFrame::EventInterceptResponse(r)) => Some(r),
             Ok(_) => unreachable!("replies are matched by kind"),
             Err(e) => {
@@ -578,12 +599,13 @@ impl Extension {
         frame: impl FnOnce(String) -> HostFrame,
         timeout: Duration,
         target: impl Fn() -> String,
+        progress: Option<mpsc::Sender<ToolProgress>>,
     ) -> Result<ExtFrame, CallError> {
         let inner = &*self.inner;
         if inner.closed.load(Ordering::SeqCst) {
             return Err(self.exited_error(&target()));
         }
-        let (id, rx) = inner.pending.add(kind);
+        let (id, rx) = inner.pending.add(kind, progress);
         let mut guard = PendingGuard {
             ext: inner,
             id: id.clone(),

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use tokio::sync::oneshot;
-use zot_protocol::ExtFrame;
+use tokio::sync::{mpsc, oneshot};
+use zot_protocol::{ExtFrame, ToolProgress};
 
 /// What a request asked, and so which reply answers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +32,19 @@ pub(super) enum Answered {
 struct Waiting {
     kind: Kind,
     reply: oneshot::Sender<ExtFrame>,
+    /// Where a tool call's `tool_progress` frames go, if its caller wants them.
+    progress: Option<mpsc::Sender<ToolProgress>>,
+}
+
+/// What became of a `tool_progress` frame.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Progressed {
+    /// Handed to the call's caller, or dropped because it asked for none.
+    Yes,
+    /// Dropped: the caller's queue is full or it stopped reading.
+    Dropped,
+    /// No tool call of that id waits (late, or never sent).
+    NotPending,
 }
 
 /// The waiting requests of one extension.
@@ -49,15 +62,47 @@ impl Pending {
         }
     }
 
-    /// A new request of `kind`: its id, and where its reply will come.
-    pub(super) fn add(&self, kind: Kind) -> (String, oneshot::Receiver<ExtFrame>) {
+    /// A new request of `kind`: its id, and where its reply will come; a tool call's
+    /// progress goes to `progress`.
+    pub(super) fn add(
+        &self,
+        kind: Kind,
+        progress: Option<mpsc::Sender<ToolProgress>>,
+    ) -> (String, oneshot::Receiver<ExtFrame>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
         let (reply, rx) = oneshot::channel();
-        self.waiting
-            .lock()
-            .unwrap()
-            .insert(id.clone(), Waiting { kind, reply });
+        let waiting = Waiting {
+            kind,
+            reply,
+            progress,
+        };
+        self.waiting.lock().unwrap().insert(id.clone(), waiting);
         (id, rx)
+    }
+
+    /// Hands `frame` to the caller of the tool call it names, without waiting.
+    pub(super) fn progress(&self, frame: ToolProgress) -> Progressed {
+        let waiting = self.waiting.lock().unwrap();
+        match waiting.get(&frame.id) {
+            Some(Waiting {
+                kind: Kind::Tool,
+                progress: Some(to),
+                ..
+            }) => match to.try_send(frame) {
+                Ok(()) => Progressed::Yes,
+                Err(_) => Progressed::Dropped,
+            },
+            Some(Waiting {
+                kind: Kind::Tool,
+                progress: None,
+                ..
+            }) => Progressed::Yes,
+            Some(Waiting {
+                kind: Kind::Command | Kind::Intercept,
+                ..
+            })
+            | None => Progressed::NotPending,
+        }
     }
 
     /// Hands `frame`, a reply of `kind` for request `id`, to its waiter.
@@ -96,8 +141,8 @@ mod tests {
     #[test]
     fn a_reply_reaches_only_a_waiting_request_of_its_kind() {
         let pending = Pending::new();
-        let (command, mut command_rx) = pending.add(Kind::Command);
-        let (tool, _tool_rx) = pending.add(Kind::Tool);
+        let (command, mut command_rx) = pending.add(Kind::Command, None);
+        let (tool, _tool_rx) = pending.add(Kind::Tool, None);
         assert_ne!(command, tool, "ids are new");
         assert_eq!(
             pending.answer(Kind::Tool, &command, frame()),
@@ -119,9 +164,31 @@ mod tests {
     }
 
     #[test]
+    fn progress_reaches_only_the_tool_call_it_names_and_never_waits() {
+        let pending = Pending::new();
+        let (to, mut from) = mpsc::channel(1);
+        let (tool, _rx) = pending.add(Kind::Tool, Some(to));
+        let (command, _crx) = pending.add(Kind::Command, None);
+        let (quiet, _qrx) = pending.add(Kind::Tool, None);
+        let of = |id: &str| ToolProgress {
+            id: id.to_string(),
+            progress: Some(1.0),
+            ..Default::default()
+        };
+        assert_eq!(pending.progress(of(&tool)), Progressed::Yes);
+        assert_eq!(pending.progress(of(&tool)), Progressed::Dropped, "full");
+        assert_eq!(from.try_recv().unwrap().id, tool);
+        assert_eq!(pending.progress(of(&command)), Progressed::NotPending);
+        assert_eq!(pending.progress(of(&quiet)), Progressed::Yes);
+        assert_eq!(pending.progress(of("77")), Progressed::NotPending);
+        assert!(pending.forget(&tool));
+        assert_eq!(pending.progress(of(&tool)), Progressed::NotPending);
+    }
+
+    #[test]
     fn failing_all_ends_every_wait() {
         let pending = Pending::new();
-        let (_, mut rx) = pending.add(Kind::Intercept);
+        let (_, mut rx) = pending.add(Kind::Intercept, None);
         pending.fail_all();
         assert!(matches!(
             rx.try_recv(),

@@ -16,7 +16,7 @@ impl Hub for NoHub {
         if !self.1 {
             return;
         }
-        let call = ext.call_tool("x", json!({}), Duration::from_secs(5));
+        let call = ext.call_tool("x", json!({}), Duration::from_secs(5), None);
         let mut call = std::pin::pin!(call);
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         // Its first poll sends the `tool_call`; the answer is not waited for.
@@ -81,7 +81,10 @@ async fn pending_calls_fail_the_moment_the_extension_exits() {
     let (ext, mut peer, _notes) = started(16).await;
     let call = tokio::spawn({
         let ext = ext.clone();
-        async move { ext.call_tool("x", json!({}), Duration::from_secs(60)).await }
+        async move {
+            ext.call_tool("x", json!({}), Duration::from_secs(60), None)
+                .await
+        }
     });
     assert_eq!(peer.next().await["type"], "tool_call");
     let started = Instant::now();
@@ -101,7 +104,7 @@ async fn pending_calls_fail_the_moment_the_extension_exits() {
 async fn a_timed_out_tool_call_is_cancelled_and_its_late_answer_ignored() {
     let (ext, mut peer, _notes) = started(16).await;
     let err = ext
-        .call_tool("x", json!({}), Duration::from_millis(20))
+        .call_tool("x", json!({}), Duration::from_millis(20), None)
         .await
         .unwrap_err();
     assert!(matches!(err, CallError::Timeout { .. }));
@@ -116,7 +119,10 @@ async fn a_timed_out_tool_call_is_cancelled_and_its_late_answer_ignored() {
     // The connection is still fine: the next call gets a fresh id and its answer.
     let next = tokio::spawn({
         let ext = ext.clone();
-        async move { ext.call_tool("x", json!({}), Duration::from_secs(5)).await }
+        async move {
+            ext.call_tool("x", json!({}), Duration::from_secs(5), None)
+                .await
+        }
     });
     let call2 = peer.next().await;
     assert_ne!(call2["id"], call["id"]);
@@ -138,7 +144,10 @@ async fn every_frame_carries_the_budget_of_the_budget_rule() {
     let (ext, mut peer, _notes) = started(16).await;
     let timeout = Duration::from_millis(200);
     let asked = tokio::time::Instant::now();
-    let err = ext.call_tool("x", json!({}), timeout).await.unwrap_err();
+    let err = ext
+        .call_tool("x", json!({}), timeout, None)
+        .await
+        .unwrap_err();
     assert!(matches!(err, CallError::Timeout { .. }));
     assert_eq!(
         asked.elapsed(),
@@ -171,7 +180,10 @@ async fn a_tool_call_whose_caller_gives_up_is_cancelled() {
     let (ext, mut peer, _notes) = started(16).await;
     let call = tokio::spawn({
         let ext = ext.clone();
-        async move { ext.call_tool("x", json!({}), Duration::from_secs(60)).await }
+        async move {
+            ext.call_tool("x", json!({}), Duration::from_secs(60), None)
+                .await
+        }
     });
     let sent = peer.next().await;
     call.abort();
@@ -394,7 +406,7 @@ async fn an_event_flood_leaves_room_for_a_call() {
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
     let err = ext
-        .call_tool("x", json!({}), Duration::from_millis(100))
+        .call_tool("x", json!({}), Duration::from_millis(100), None)
         .await
         .unwrap_err();
     assert!(matches!(err, CallError::Timeout { .. }), "{err}");

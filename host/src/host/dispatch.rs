@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
-use zot_protocol::{CommandResponse, Event, HostFrame, ToolResult};
+use tokio::sync::mpsc;
+use zot_protocol::{CommandResponse, Event, HostFrame, ToolProgress, ToolResult};
 
 impl Inner {
     /// Runs `/name args`; see [`Host::invoke_command`](super::Host::invoke_command).
@@ -49,6 +50,7 @@ impl Inner {
         args: Value,
         timeout: Option<Duration>,
         check: bool,
+        progress: Option<mpsc::Sender<ToolProgress>>,
     ) -> Result<(String, ToolResult), CallError> {
         let (ext, schema, departed) = {
             let registry = self.registry.lock().unwrap();
@@ -98,7 +100,7 @@ impl Inner {
             .find(|e| e.name == ext.name())
             .and_then(|e| e.tool_timeout);
         let timeout = timeout.or(limit).unwrap_or(self.config.timeouts.tool);
-        let result = ext.call_tool(name, args, timeout).await?;
+        let result = ext.call_tool(name, args, timeout, progress).await?;
         Ok((ext.name().to_string(), result))
     }
 
@@ -337,7 +339,7 @@ impl Hub for Inner {
                 .ok_or_else(|| CallError::NotFound("host: it is shutting down".into()))?;
             let check = inner.config.validate_arguments;
             inner
-                .call_tool(&name, args, None, check)
+                .call_tool(&name, args, None, check, None)
                 .await
                 .map(|(_, r)| r)
         })

@@ -29,8 +29,48 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use zot_protocol::{
     CommandResponse, Event, HostFrame, PanelClose, PanelKey, PanelResize, RegisterCommand,
-    RegisterTool, ToolResult,
+    RegisterTool, ToolProgress, ToolResult,
 };
+
+/// How [`Host::call_tool_with`] calls a tool: `CallOptions::default()`, then what
+/// differs (`.timeout(…)`, `.unchecked()`, `.progress(…)`).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// The longest wait for its result (default: its extension's tool timeout, else the
+    /// host's).
+    pub timeout: Option<Duration>,
+    /// Send the arguments as they are, whatever [`HostConfig::validate_arguments`] says.
+    pub unchecked: bool,
+    /// Where its `tool_progress` frames go as they come (each over 16 KiB as JSON cut:
+    /// its `text` to 4 KiB, its other fields left out). Never waited for: one that finds
+    /// the queue full is dropped, and counted in [`Status::progress_dropped`]. Without
+    /// it they are dropped.
+    pub progress: Option<mpsc::Sender<ToolProgress>>,
+}
+
+impl CallOptions {
+    /// Waits at most `timeout` (`None`: the default).
+    pub fn timeout(self, timeout: Option<Duration>) -> Self {
+        CallOptions { timeout, ..self }
+    }
+
+    /// Sends the arguments unchecked.
+    pub fn unchecked(self) -> Self {
+        CallOptions {
+            unchecked: true,
+            ..self
+        }
+    }
+
+    /// Hands its `tool_progress` frames to `to`.
+    pub fn progress(self, to: mpsc::Sender<ToolProgress>) -> Self {
+        CallOptions {
+            progress: Some(to),
+            ..self
+        }
+    }
+}
 
 /// The extension host. Cheap to clone.
 #[derive(Clone)]
@@ -156,8 +196,8 @@ impl Host {
         args: Value,
         timeout: Option<Duration>,
     ) -> Result<(String, ToolResult), CallError> {
-        let check = self.inner.config.validate_arguments;
-        self.inner.call_tool(name, args, timeout, check).await
+        self.call_tool_with(name, args, CallOptions::default().timeout(timeout))
+            .await
     }
 
     /// Like [`Host::call_tool`], sending `args` as they are whatever
@@ -169,7 +209,22 @@ impl Host {
         args: Value,
         timeout: Option<Duration>,
     ) -> Result<(String, ToolResult), CallError> {
-        self.inner.call_tool(name, args, timeout, false).await
+        let options = CallOptions::default().timeout(timeout).unchecked();
+        self.call_tool_with(name, args, options).await
+    }
+
+    /// Calls tool `name` as [`Host::call_tool`] does, as `options` say: also where its
+    /// `tool_progress` frames go while it runs.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        args: Value,
+        options: CallOptions,
+    ) -> Result<(String, ToolResult), CallError> {
+        let check = self.inner.config.validate_arguments && !options.unchecked;
+        self.inner
+            .call_tool(name, args, options.timeout, check, options.progress)
+            .await
     }
 
     /// `args` checked against the schema of the active tool `name`, without calling

@@ -20,6 +20,8 @@ Tools:
   log   {message}  sends notifications/message (level warning), answers "logged"
   image {}         an image block (image/png) and a text block
   env   {name}     the env var's value, or "unset"
+  progress {}      with a progressToken: notifications/progress 1, 2, 3 of 3 ("step N"),
+                   50 ms apart, then 50 ms later "progressed"; without one "no token"
 """
 import argparse
 import base64
@@ -49,6 +51,7 @@ TOOLS = [
     {"name": "image", "description": "Returns an image.", "inputSchema": OPEN},
     {"name": "media", "description": "Returns audio and embedded resources.",
      "inputSchema": OPEN},
+    {"name": "progress", "description": "Reports progress.", "inputSchema": OPEN},
     {"name": "env", "description": "Reads an env var.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}},
                      "required": ["name"]}},
@@ -93,9 +96,19 @@ def marker(name, content):
         f.write(content)
 
 
-def call(rid, name, args, cancelled):
+def call(rid, name, args, cancelled, token=None):
     """Runs tool `name` for request `rid`; answers unless cancelled."""
-    if name == "echo":
+    if name == "progress":
+        if token is None:
+            reply(rid, text("no token"))
+            return
+        for i in range(3):
+            send({"jsonrpc": "2.0", "method": "notifications/progress",
+                  "params": {"progressToken": token, "progress": i + 1, "total": 3,
+                             "message": "step %d" % (i + 1)}})
+            time.sleep(0.05)
+        reply(rid, text("progressed"))
+    elif name == "echo":
         t = str(args.get("text", ""))
         reply(rid, {**text(t), "structuredContent": {"echo": t}})
     elif name == "fail":
@@ -139,9 +152,9 @@ def call(rid, name, args, cancelled):
         error(rid, -32602, f"unknown tool: {name}")
 
 
-def run_call(rid, name, args, cancelled):
+def run_call(rid, name, args, cancelled, token):
     try:
-        call(rid, name, args, cancelled)
+        call(rid, name, args, cancelled, token)
     except Exception as e:  # a fixture bug: say so rather than hang the client
         log(f"tool {name} raised {e!r}")
         error(rid, -32603, f"tool {name} raised {e!r}")
@@ -183,7 +196,10 @@ def handle(msg):
         with lock:
             cancels[json.dumps(rid)] = cancelled
         args = params.get("arguments") or {}
-        threading.Thread(target=run_call, args=(rid, params.get("name"), args, cancelled),
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        token = meta.get("progressToken")
+        threading.Thread(target=run_call,
+                         args=(rid, params.get("name"), args, cancelled, token),
                          daemon=True).start()
     else:
         error(rid, -32601, f"method not found: {method}")

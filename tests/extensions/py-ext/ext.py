@@ -33,6 +33,9 @@ Tools (behaviour chosen by the tool name's prefix, so `echo_3` echoes):
   huge   writes one line of args.bytes (default 100 MiB), then notifies
          "after-huge", then answers "huge done"
   fail   answers is_error: true with text "failed on purpose"
+  progress  sends args.count (default 3) tool_progress frames (progress i+1 of count,
+         text "step <i+1>" padded with args.pad bytes of "x"), each after args.gap_ms
+         (default 0), then after that gap again answers "progressed"
   spawn  starts `sleep 1000` in its process group, answers "pid <its pid>"
   closeout  closes its stdout (no answer) and keeps running until its stdin ends
   other names echo like `echo`
@@ -187,6 +190,20 @@ def handle_tool(msg):
         for _ in sys.stdin:
             pass
         os._exit(0)
+    elif name.startswith("progress"):
+        count, pad = int(args.get("count", 3)), "x" * int(args.get("pad", 0))
+        gap = int(args.get("gap_ms", 0)) / 1000.0
+
+        def report():
+            for i in range(count):
+                time.sleep(gap)
+                emit({"type": "tool_progress", "id": tid, "progress": i + 1,
+                      "total": count, "text": "step %d%s" % (i + 1, pad)})
+            time.sleep(gap)
+            emit({"type": "tool_result", "id": tid,
+                  "content": [{"type": "text", "text": "progressed"}]})
+
+        threading.Thread(target=report, daemon=True).start()
     elif name.startswith("fail"):
         emit({"type": "tool_result", "id": tid, "is_error": True,
               "content": [{"type": "text", "text": "failed on purpose"}]})

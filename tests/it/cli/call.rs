@@ -39,6 +39,26 @@ fn guest(home: &TempDir) -> String {
     dir.to_str().unwrap().to_string()
 }
 
+/// Issue 37: a tool's `tool_progress` is said on stderr as it comes, on one line and
+/// safe for a terminal; stdout has only the result.
+#[test]
+fn a_tools_progress_is_said_on_stderr() {
+    let home = TempDir::new("call-progress");
+    let dir = write_manifest(
+        &home.path().join("p"),
+        &py_manifest("p", &["--tools", "progress"]),
+    );
+    let dir = dir.to_str().unwrap();
+    let out = zot(&home, &["ext", "call", dir, "progress", r#"{"count": 2}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "progressed\n");
+    let said = stderr(&out);
+    assert!(
+        said.contains("progress: 1/2 step 1\nprogress: 2/2 step 2\n"),
+        "{said}"
+    );
+}
+
 #[test]
 fn a_tools_text_is_printed_and_json_has_the_sidecars_shape() {
     let home = TempDir::new("call-home");

@@ -334,6 +334,50 @@ fn audio_and_embedded_resources_are_served_as_mcp_content() {
     );
 }
 
+/// Issue 37: a tool's progress reaches an MCP client that gave a `progressToken` as
+/// `notifications/progress`, rising, `text` as `message`: a classic extension's
+/// `tool_progress`, and an MCP server's own progress through the zot frame between.
+/// (The tools pause 50 ms between: the official SDK handles a notification a moment
+/// after reading it, and drops one that came in the same read as its call's result.)
+#[test]
+fn tool_progress_reaches_the_client_as_progress_notifications() {
+    let mut p = Project::new("mcp-progress");
+    let markers = p.path("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    p.ext("classic", &py_manifest("classic", &["--tools", "progress"]));
+    p.ext(
+        "py",
+        &super::extensions::py_mcp("py", &markers, json!({"prefix": "py."})),
+    );
+    let run = p.drive(
+        json!([
+            {"op": "init"},
+            {"op": "call_progress", "name": "progress", "args": {"count": 3, "gap_ms": 50}},
+            {"op": "call_progress", "name": "py.progress", "args": {}},
+            {"op": "call", "name": "progress", "args": {"count": 3}},
+        ]),
+        &[],
+    );
+    let s = &run["steps"];
+    for step in [&s[1], &s[2]] {
+        assert_eq!(first(&step["result"]), "progressed", "{run:#}");
+        assert_eq!(
+            step["progress"],
+            json!([
+                {"progress": 1, "total": 3, "message": "step 1"},
+                {"progress": 2, "total": 3, "message": "step 2"},
+                {"progress": 3, "total": 3, "message": "step 3"},
+            ]),
+            "{run:#}"
+        );
+    }
+    assert_eq!(
+        first(&s[3]),
+        "progressed",
+        "without a token: no progress, {run:#}"
+    );
+}
+
 #[test]
 fn structured_output_and_output_schema_pass_through() {
     let mut p = Project::new("mcp-structured");

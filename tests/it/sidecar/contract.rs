@@ -684,3 +684,75 @@ fn past_256_requests_in_flight_the_next_is_read_when_one_ends() {
     );
     host.shutdown();
 }
+
+/// Issue 37: a tool's `tool_progress` reaches a `call_tool` that asked for it, as events
+/// carrying the request's id, all before the response; a frame over 16 KiB is cut; a
+/// flood the client cannot take in time is dropped and counted, never held or waited
+/// for; and a call that did not ask gets none.
+#[test]
+fn a_tools_progress_reaches_the_call_that_asked_for_it_cut_and_bounded() {
+    let mut b = HostBuilder::new();
+    b.explicit("p", &py_manifest("p", &["--tools", "progress"]));
+    let host = b.start();
+    assert_eq!(host.ready(), ["p"]);
+    let progress_of = |id: &str| {
+        let id = json!(id);
+        host.events(move |e| e["type"] == "tool_progress" && e["request_id"] == id)
+    };
+
+    let asked = host.send(
+        "call_tool",
+        json!({"name": "progress", "args": {"count": 3}, "progress": true}),
+    );
+    let done = host.wait_response(&asked, REQUEST_TIMEOUT);
+    assert_eq!(done["data"]["content"][0]["text"], "progressed", "{done}");
+    let seen = progress_of(&asked);
+    assert_eq!(
+        seen.iter()
+            .map(|e| {
+                let mut e = e.clone();
+                e.as_object_mut().unwrap().remove("_seq");
+                e
+            })
+            .collect::<Vec<_>>(),
+        [1, 2, 3].map(|i| json!({"type": "tool_progress", "request_id": asked,
+            "progress": i as f64, "total": 3.0, "text": format!("step {i}")})),
+        "every frame, in order"
+    );
+    assert!(
+        seen.iter()
+            .all(|e| e["_seq"].as_u64() < done["_seq"].as_u64()),
+        "all before the response: {seen:?} {done}"
+    );
+
+    let quiet = host.send(
+        "call_tool",
+        json!({"name": "progress", "args": {"count": 3}}),
+    );
+    host.wait_response(&quiet, REQUEST_TIMEOUT);
+    assert!(progress_of(&quiet).is_empty());
+
+    // 300 frames of 40 KB each: each cut to 4 KiB of text; what does not fit the
+    // caller's queue of 64 is dropped at once (the tool is not slowed: it answers).
+    let flood = host.send(
+        "call_tool",
+        json!({"name": "progress", "args": {"count": 300, "pad": 40000}, "progress": true}),
+    );
+    let done = host.wait_response(&flood, REQUEST_TIMEOUT);
+    assert_eq!(done["data"]["content"][0]["text"], "progressed", "{done}");
+    let seen = progress_of(&flood);
+    assert!(!seen.is_empty() && seen.len() <= 300, "{}", seen.len());
+    for e in &seen {
+        let text = e["text"].as_str().unwrap();
+        assert!(text.len() <= 4096 + " [cut]".len(), "{}", text.len());
+        assert!(text.ends_with(" [cut]"), "{}", &text[..40]);
+    }
+    if seen.len() < 300 {
+        let log = host.log("p");
+        assert!(
+            log.contains("tool_progress dropped: the caller is not reading it"),
+            "{log}"
+        );
+    }
+    host.shutdown();
+}

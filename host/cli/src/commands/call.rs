@@ -19,8 +19,23 @@ use std::process::ExitCode;
 use std::time::Duration;
 use zot_host::schema::Checked;
 use zot_host::terminal_text::one_line;
-use zot_host::ExtState;
-use zot_protocol::{CommandResponse, ToolResult};
+use zot_host::{CallOptions, ExtState};
+use zot_protocol::{CommandResponse, ToolProgress, ToolResult};
+
+/// How many `tool_progress` frames may wait to be said; more are dropped.
+const PROGRESS_QUEUE: usize = 64;
+
+/// One `tool_progress` as a line: `progress: 50/100 text`, its text on one line and
+/// safe for a terminal.
+fn progress_line(frame: &ToolProgress) -> String {
+    let count = match (frame.progress, frame.total) {
+        (Some(p), Some(t)) => format!(" {p}/{t}"),
+        (Some(p), None) => format!(" {p}"),
+        (None, _) => String::new(),
+    };
+    let text = frame.text.as_deref().map(one_line).unwrap_or_default();
+    format!("progress:{count} {text}").trim_end().to_string()
+}
 
 /// The extension answered with an error (`is_error`, or `error` in a command response).
 const ANSWERED_ERROR: u8 = 1;
@@ -353,8 +368,27 @@ async fn ask_one(host: &zot_host::Host, ext: &str, ask: Ask) -> Result<Answer, U
                     }
                 }
             }
-            // Checked above, or not at all with --no-validate.
-            let (ext, result) = host.call_tool_unchecked(&name, args, timeout).await?;
+            // Checked above, or not at all with --no-validate. The tool's progress is
+            // said on stderr as it comes.
+            let (progress, mut progressed) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
+            let options = CallOptions::default()
+                .timeout(timeout)
+                .unchecked()
+                .progress(progress);
+            let call = host.call_tool_with(&name, args, options);
+            tokio::pin!(call);
+            let answer = loop {
+                tokio::select! {
+                    biased;
+                    Some(frame) = progressed.recv() => esay!("{}", progress_line(&frame)),
+                    answer = &mut call => break answer,
+                }
+            };
+            // What came just before the result is said before it.
+            while let Ok(frame) = progressed.try_recv() {
+                esay!("{}", progress_line(&frame));
+            }
+            let (ext, result) = answer?;
             Ok(Answer::Tool(ext, result))
         }
         Ask::Command { name, args } => {

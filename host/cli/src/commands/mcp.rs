@@ -10,7 +10,9 @@ mod stdio;
 
 use crate::flags::host::HostArgs;
 use crate::output::error::{self, CliError, Context as _};
-use map::{level_rank, log_level, mcp_result, mcp_tool, mcp_tool_name, prompt_args, prompt_text};
+use map::{
+    level_rank, log_level, mcp_result, mcp_tool, mcp_tool_name, prompt_args, prompt_text, Progress,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
@@ -33,8 +35,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch, Semaphore};
 use zot_host::schema::Checked;
-use zot_host::{CallError, Host, HostEvent};
-use zot_protocol::Event;
+use zot_host::{CallError, CallOptions, Host, HostEvent};
+use zot_protocol::{Event, ToolProgress};
 
 /// The one argument of every prompt: the text after the command's name.
 const PROMPT_ARG: &str = "args";
@@ -46,6 +48,10 @@ const CALLS_IN_FLIGHT: usize = 256;
 /// How long one notification may wait for a session's queue; past it the session misses
 /// that notification (a client that reads nothing never holds the others up).
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many `tool_progress` frames of one call may wait to be sent to its client; more
+/// are dropped (and counted in the extension's status).
+const PROGRESS_QUEUE: usize = 64;
 
 /// How many refused tool names [`Server::refused_name`] remembers.
 const REFUSED_NAMES_KEPT: usize = 4096;
@@ -265,13 +271,36 @@ impl ServerHandler for Server {
             }
         }
         let tool_id = format!("mcp-{}", context.id);
-        let call = self.call(tool_id, name, args);
-        // A client's `notifications/cancelled` drops the call: the extension is sent
-        // `tool_cancel` (the library does it when a call is abandoned).
-        tokio::select! {
-            result = call => Ok(result.into()),
-            _ = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
+        // A client that gave a `progressToken` is sent the tool's `tool_progress`, from
+        // this task (so that over HTTP they go on this request's stream).
+        let token = context.meta.get_progress_token();
+        let (progress, mut progressed) = mpsc::channel(PROGRESS_QUEUE);
+        let call = self.call(tool_id, name, args, token.is_some().then_some(progress));
+        tokio::pin!(call);
+        let mut said = Progress::default();
+        let mut tell = async |frame| {
+            let Some(token) = &token else { return };
+            let note = said.next(token.clone(), frame);
+            let sent = context.peer.notify_progress(note);
+            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, sent).await;
+        };
+        let result = loop {
+            // A client's `notifications/cancelled` drops the call: the extension is sent
+            // `tool_cancel` (the library does it when a call is abandoned).
+            tokio::select! {
+                biased;
+                _ = context.ct.cancelled() => {
+                    return Err(ErrorData::internal_error("cancelled", None))
+                }
+                Some(frame) = progressed.recv() => tell(frame).await,
+                result = &mut call => break result,
+            }
+        };
+        // What came just before the result is sent before it.
+        while let Ok(frame) = progressed.try_recv() {
+            tell(frame).await;
         }
+        Ok(result.into())
     }
 
     async fn list_prompts(
@@ -420,7 +449,13 @@ impl Server {
     /// tool's error, with the reason; rewritten arguments replace the client's), then
     /// the `tool_call` event to subscribers, then the call. Every failure of the host
     /// (timeout, exit, a full queue) is the tool's error, in words.
-    async fn call(&self, tool_id: String, name: String, args: Value) -> CallToolResult {
+    async fn call(
+        &self,
+        tool_id: String,
+        name: String,
+        args: Value,
+        progress: Option<mpsc::Sender<ToolProgress>>,
+    ) -> CallToolResult {
         let event = |args: &Value| Event {
             id: None,
             event: "tool_call".into(),
@@ -440,7 +475,11 @@ impl Server {
         }
         let args = verdict.modified_args.unwrap_or(args);
         self.host.emit(&event(&args));
-        match self.host.call_tool(&name, args, None).await {
+        let options = match progress {
+            Some(to) => CallOptions::default().progress(to),
+            None => CallOptions::default(),
+        };
+        match self.host.call_tool_with(&name, args, options).await {
             Ok((_, result)) => mcp_result(result),
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         }

@@ -10,15 +10,19 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use zot_host::transport::{input_lines, Inbound};
-use zot_host::{CallError, Host, HostConfig};
-use zot_protocol::{encode, PanelKey, PanelResize};
+use zot_host::{CallError, CallOptions, Host, HostConfig};
+use zot_protocol::{encode, PanelKey, PanelResize, ToolProgress};
 
 mod request;
 
 /// How many requests may be answered at once; the next waits for one of them to end.
 const REQUESTS_IN_FLIGHT: usize = 256;
+
+/// How many `tool_progress` frames of one call may wait for the client; more are
+/// dropped (and counted in the extension's status).
+const PROGRESS_QUEUE: usize = 64;
 
 /// Runs the sidecar until `shutdown` or end of input.
 pub(crate) fn run(args: HostArgs) -> Result<ExitCode, CliError> {
@@ -112,14 +116,19 @@ async fn serve(config: HostConfig, input: Input, output: Output) {
             // One-way requests are handled here, in the order they were read, so their
             // frames reach each extension in that order; the others run concurrently.
             Ok(request) if request.is_one_way() => {
-                let response = respond(id, &kind, handle(&host, request).await);
+                let response = respond(id, &kind, handle(&host, request, None).await);
                 out.push(encode(&response));
             }
             Ok(request) => {
                 let host = host.clone();
                 let out = out.clone();
                 in_flight.spawn(async move {
-                    let response = respond(id, &kind, handle(&host, request).await);
+                    let events = Events { id: &id, out: &out };
+                    let response = respond(
+                        id.clone(),
+                        &kind,
+                        handle(&host, request, Some(events)).await,
+                    );
                     out.push(encode(&response));
                 });
             }
@@ -223,8 +232,43 @@ fn data(value: &impl serde::Serialize) -> Result<Value, Failed> {
     serde_json::to_value(value).map_err(|e| e.to_string().into())
 }
 
-/// Answers every request but `shutdown` (which ends the read loop).
-async fn handle(host: &Host, request: Request) -> Result<Value, Failed> {
+/// Where a request's events go (a tool's progress): to the client, tagged with the
+/// request's id.
+struct Events<'a> {
+    id: &'a Value,
+    out: &'a Arc<Outbox>,
+}
+
+impl Events<'_> {
+    /// A channel for a call's `tool_progress`, and the task that writes each as a
+    /// `tool_progress` event while the client reads (one that finds no room in the
+    /// channel meanwhile is dropped by the library); the task ends with the call.
+    fn progress(&self) -> (mpsc::Sender<ToolProgress>, tokio::task::JoinHandle<()>) {
+        let (to, mut from) = mpsc::channel::<ToolProgress>(PROGRESS_QUEUE);
+        let (id, out) = (self.id.clone(), self.out.clone());
+        let writer = tokio::spawn(async move {
+            while let Some(frame) = from.recv().await {
+                out.room().await;
+                let mut event = json!({"type": "tool_progress", "request_id": id});
+                if let Ok(Value::Object(fields)) = serde_json::to_value(&frame) {
+                    for (k, v) in fields.into_iter().filter(|(k, _)| k != "id") {
+                        event[k] = v;
+                    }
+                }
+                out.push(encode(&event));
+            }
+        });
+        (to, writer)
+    }
+}
+
+/// Answers every request but `shutdown` (which ends the read loop); `events` is where
+/// a request's events go (none for a one-way request).
+async fn handle(
+    host: &Host,
+    request: Request,
+    events: Option<Events<'_>>,
+) -> Result<Value, Failed> {
     match request {
         Request::Ping => Ok(json!({"pong": true})),
         Request::List => Ok(json!({"extensions": host.extensions()})),
@@ -241,9 +285,21 @@ async fn handle(host: &Host, request: Request) -> Result<Value, Failed> {
             name,
             args,
             timeout_ms,
+            progress,
         } => {
-            let timeout = timeout_ms.map(Duration::from_millis);
-            let (ext, result) = host.call_tool(&name, args, timeout).await.map_err(|e| {
+            let mut options = CallOptions::default().timeout(timeout_ms.map(Duration::from_millis));
+            let mut writer = None;
+            if let (true, Some(events)) = (progress, &events) {
+                let (to, task) = events.progress();
+                options = options.progress(to);
+                writer = Some(task);
+            }
+            let answer = host.call_tool_with(&name, args, options).await;
+            // The progress written before the response (the call's end closed it).
+            if let Some(writer) = writer {
+                let _ = writer.await;
+            }
+            let (ext, result) = answer.map_err(|e| {
                 let error = e.to_string();
                 match e {
                     CallError::Arguments { problems, .. } => Failed { error, problems },

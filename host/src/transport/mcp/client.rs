@@ -5,10 +5,12 @@
 use crate::log::ExtLog;
 #[allow(deprecated)]
 use rmcp::model::LoggingMessageNotificationParam;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProtocolVersion,
+};
 use rmcp::service::{NotificationContext, RoleClient};
 use std::sync::Arc;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
 
 /// The longest log message of a server written to the log, in bytes.
 const MAX_LOG_MESSAGE: usize = 4096;
@@ -17,6 +19,9 @@ pub(super) struct Client {
     /// Told on `notifications/tools/list_changed`.
     pub(super) relist: Arc<Notify>,
     pub(super) log: ExtLog,
+    /// Where `notifications/progress` go, never waiting: one that finds no room is
+    /// dropped.
+    pub(super) progress: mpsc::Sender<ProgressNotificationParam>,
 }
 
 impl rmcp::ClientHandler for Client {
@@ -34,6 +39,14 @@ impl rmcp::ClientHandler for Client {
         self.relist.notify_one();
     }
 
+    async fn on_progress(
+        &self,
+        progress: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.try_send(progress);
+    }
+
     // Servers of MCP 2025-11-25 and before log this way (SEP-2577 deprecates it).
     #[allow(deprecated)]
     async fn on_logging_message(
@@ -49,13 +62,7 @@ impl rmcp::ClientHandler for Client {
             serde_json::Value::String(s) => s,
             other => other.to_string(),
         };
-        if text.len() > MAX_LOG_MESSAGE {
-            let cut = (0..=MAX_LOG_MESSAGE)
-                .rev()
-                .find(|&i| text.is_char_boundary(i));
-            text.truncate(cut.unwrap_or(0));
-            text.push_str(" [cut]");
-        }
+        crate::util::cut(&mut text, MAX_LOG_MESSAGE);
         let logger = message.logger.map(|l| format!("{l}: ")).unwrap_or_default();
         self.log.guest(&level, &format!("{logger}{text}"));
     }

@@ -3,11 +3,13 @@
 //! and the core, an rmcp client on one side and an ordinary zot extension on the other.
 //! The core sees `hello`, one `register_tool` per MCP tool (re-sent for new or changed
 //! ones on `notifications/tools/list_changed`) and `ready`; its `tool_call` becomes
-//! `tools/call`, `tool_cancel` becomes `notifications/cancelled`, and the answer comes
-//! back as `tool_result` (`structuredContent` as `structured_content`, `isError` as
-//! `is_error`). It keeps no state of the core's: deadlines, interception, trust and the
+//! `tools/call` ([`call`]), `tool_cancel` becomes `notifications/cancelled`, the
+//! server's `notifications/progress` for a pending call become `tool_progress`, and the
+//! answer comes back as `tool_result`
+//! (`structuredContent` as `structured_content`, `isError` as `is_error`). It keeps no state of the core's: deadlines, interception, trust and the
 //! failing of pending calls when the server dies are the core's, as for any extension.
 
+mod call;
 mod client;
 pub(crate) mod map;
 mod wire;
@@ -18,7 +20,7 @@ use crate::budget::Budget;
 use crate::caps::registrations::{Registered, REGISTRATION_BYTES};
 use crate::events::json_len;
 use crate::log::ExtLog;
-use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ProgressNotificationParam};
 use rmcp::service::{Peer, RoleClient};
 use rmcp::ClientCacheConfig;
 use sha2::{Digest as _, Sha256};
@@ -30,8 +32,12 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::{AbortHandle, JoinSet};
 use zot_protocol::{
     CommandResponse, Empty, EventInterceptResponse, ExtFrame, Hello, HostFrame, RegisterTool,
-    ToolResult,
+    ToolProgress, ToolResult,
 };
+
+/// How many progress notifications of the server's may wait to be handed on; more are
+/// dropped.
+const PROGRESS_QUEUE: usize = 256;
 
 /// The most tools taken from one server; more are left out, with a warning.
 pub const MAX_TOOLS: usize = 1024;
@@ -82,6 +88,7 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
         spec,
         control: control.clone(),
         calls: HashMap::new(),
+        tokens: call::Tokens::default(),
         registered: HashMap::new(),
         ledger: Registered::default(),
         said_hello: false,
@@ -138,6 +145,8 @@ struct Adapter {
     control: Arc<dyn Control>,
     /// Calls in progress, by the core's id.
     calls: HashMap<String, AbortHandle>,
+    /// Their progress tokens.
+    tokens: call::Tokens,
     /// What the last listing registered: each tool's name (prefix included) and the
     /// digest of its `register_tool`, to send only new and changed ones.
     registered: HashMap<String, [u8; 32]>,
@@ -156,9 +165,11 @@ impl Adapter {
         ended: Arc<Notify>,
     ) {
         let relist = Arc::new(Notify::new());
+        let (progress, mut progressed) = mpsc::channel(PROGRESS_QUEUE);
         let handler = client::Client {
             relist: relist.clone(),
             log: self.spec.log.clone(),
+            progress,
         };
         let mut starting = Box::pin(rmcp::serve_client(handler, wire));
         let mut service = None;
@@ -200,6 +211,7 @@ impl Adapter {
                     (None, Some(p)) => listing = Some(self.list(p)),
                     (None, None) => {}
                 },
+                Some(progress) = progressed.recv() => self.progress(progress).await,
                 frame = from_core.recv() => match frame {
                     Some(frame) => self.handle(frame, peer.as_ref(), &mut answers).await,
                     None => break,
@@ -218,6 +230,21 @@ impl Adapter {
         // Pending calls are the core's to fail (the server's exit tells it).
         answers.abort_all();
         drop(service);
+    }
+
+    /// Hands on the server's progress of a call still pending; any other is ignored.
+    async fn progress(&self, progress: ProgressNotificationParam) {
+        let Some(id) = self.tokens.call_of(&progress.progress_token) else {
+            return;
+        };
+        let frame = ToolProgress {
+            id,
+            progress: Some(progress.progress),
+            total: progress.total,
+            text: progress.message,
+            ..Default::default()
+        };
+        self.core.send(ExtFrame::ToolProgress(frame)).await;
     }
 
     /// Logs who the server is.
@@ -319,14 +346,14 @@ impl Adapter {
                 if let serde_json::Value::Object(args) = call.args {
                     params = params.with_arguments(args);
                 }
-                let peer = peer.clone();
+                let (peer, tokens) = (peer.clone(), self.tokens.clone());
                 let task = answers.spawn(async move {
-                    let answer = peer.call_tool(params).await;
+                    let answer = call::call(&peer, params, &tokens, &id).await;
                     (id.clone(), map::result(id, answer))
                 });
                 self.calls.insert(call.id, task);
             }
-            // Dropping the call's request sends `notifications/cancelled`.
+            // Dropping the call sends `notifications/cancelled`.
             HostFrame::ToolCancel(cancel) => {
                 if let Some(task) = self.calls.remove(&cancel.id) {
                     task.abort();

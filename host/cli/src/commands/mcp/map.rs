@@ -429,3 +429,68 @@ mod tests {
         })
     }
 }
+
+/// The `notifications/progress` of one call so far: MCP wants `progress` to rise with
+/// each, so a frame without one, or with one not above the last, counts one more than
+/// the last (the first without one is 1).
+#[derive(Default)]
+pub(super) struct Progress {
+    last: Option<f64>,
+}
+
+impl Progress {
+    /// The notification for `frame`, the next of the call whose token is `token`.
+    pub(super) fn next(
+        &mut self,
+        token: rmcp::model::ProgressToken,
+        frame: zot_protocol::ToolProgress,
+    ) -> rmcp::model::ProgressNotificationParam {
+        let above = |p: &f64| p.is_finite() && self.last.is_none_or(|last| *p > last);
+        let progress = match frame.progress.filter(above) {
+            Some(p) => p,
+            None => self.last.unwrap_or(0.0) + 1.0,
+        };
+        self.last = Some(progress);
+        let mut note = rmcp::model::ProgressNotificationParam::new(token, progress);
+        note.total = frame.total.filter(|t| t.is_finite());
+        note.message = frame.text;
+        note
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::Progress;
+    use rmcp::model::{NumberOrString, ProgressToken};
+    use zot_protocol::ToolProgress;
+
+    #[test]
+    fn progress_always_rises() {
+        let token = ProgressToken(NumberOrString::Number(7));
+        let frame = |progress: Option<f64>, text: &str| ToolProgress {
+            progress,
+            total: Some(100.0),
+            text: Some(text.into()),
+            ..Default::default()
+        };
+        let mut said = Progress::default();
+        let seen: Vec<f64> = [
+            frame(Some(0.0), "a"),
+            frame(Some(50.0), "b"),
+            frame(Some(50.0), "c"),
+            frame(None, "d"),
+            frame(Some(f64::NAN), "e"),
+            frame(Some(100.0), "f"),
+        ]
+        .into_iter()
+        .map(|f| said.next(token.clone(), f).progress)
+        .collect();
+        assert_eq!(seen, [0.0, 50.0, 51.0, 52.0, 53.0, 100.0]);
+        let mut texts = Progress::default();
+        let note = texts.next(token, frame(None, "line"));
+        assert_eq!(
+            (note.progress, note.message.as_deref()),
+            (1.0, Some("line"))
+        );
+    }
+}

@@ -26,6 +26,9 @@ pub(super) enum Request {
         args: Value,
         #[serde(default, deserialize_with = "or_default")]
         timeout_ms: Option<u64>,
+        /// Send the tool's `tool_progress` as events while it runs.
+        #[serde(default, deserialize_with = "or_default")]
+        progress: bool,
     },
     Emit {
         event: EventFields,
@@ -265,7 +268,7 @@ mod tests {
         let p = parsed(r#"{"id":"1","type":"call_tool","name":"t","args":{"a":1},"extra":true}"#);
         assert_eq!((p.id, p.kind.as_str()), (json!("1"), "call_tool"));
         assert!(
-            matches!(p.request, Ok(Request::CallTool { name, args, timeout_ms: None })
+            matches!(p.request, Ok(Request::CallTool { name, args, timeout_ms: None, progress: false })
             if name == "t" && args == json!({"a":1}))
         );
         let p = parsed(r#"{"id":2,"type":"intercept","event":"turn_start","step":3}"#);
