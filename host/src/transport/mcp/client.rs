@@ -1,16 +1,14 @@
 //! What the host is to an MCP server: a client that asks nothing of it (no roots,
-//! sampling or elicitation), re-lists its tools when told they changed, and writes its
-//! log messages into the extension's log.
+//! sampling or elicitation), re-lists its tools when told they changed, writes its log
+//! messages into the extension's log (its progress is taken on the wire, `wire.rs`).
 
 use crate::log::ExtLog;
 #[allow(deprecated)]
 use rmcp::model::LoggingMessageNotificationParam;
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProtocolVersion,
-};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{NotificationContext, RoleClient};
 use std::sync::Arc;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 /// The longest log message of a server written to the log, in bytes.
 const MAX_LOG_MESSAGE: usize = 4096;
@@ -19,14 +17,12 @@ pub(super) struct Client {
     /// Told on `notifications/tools/list_changed`.
     pub(super) relist: Arc<Notify>,
     pub(super) log: ExtLog,
-    /// Where `notifications/progress` go, never waiting: one that finds no room is
-    /// dropped.
-    pub(super) progress: mpsc::Sender<ProgressNotificationParam>,
 }
 
 impl rmcp::ClientHandler for Client {
-    /// The `initialize` handshake's newest revision (2026-07-28 has none): its
-    /// notifications (`list_changed`, log messages) come on the one stdio stream.
+    /// What the host offers a server that does not speak 2026-07-28 (which has no
+    /// `initialize`): that handshake's newest revision, whose notifications
+    /// (`list_changed`, log messages) come on the one stream.
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
             ClientCapabilities::default(),
@@ -37,14 +33,6 @@ impl rmcp::ClientHandler for Client {
 
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
         self.relist.notify_one();
-    }
-
-    async fn on_progress(
-        &self,
-        progress: ProgressNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.progress.try_send(progress);
     }
 
     // Servers of MCP 2025-11-25 and before log this way (SEP-2577 deprecates it).

@@ -20,9 +20,12 @@ use crate::budget::Budget;
 use crate::caps::registrations::{Registered, REGISTRATION_BYTES};
 use crate::events::json_len;
 use crate::log::ExtLog;
-use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ProgressNotificationParam};
-use rmcp::service::{Peer, RoleClient};
-use rmcp::ClientCacheConfig;
+use rmcp::model::{
+    CallToolRequestParams, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerNotification, ServerPeerInfo, SubscriptionFilter,
+};
+use rmcp::service::{serve_client_with_lifecycle, Peer, RoleClient};
+use rmcp::{ClientCacheConfig, ClientLifecycleMode};
 use sha2::{Digest as _, Sha256};
 use std::collections::HashMap;
 use std::future::Future;
@@ -74,11 +77,13 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
     let (to_core, core_rx) = mpsc::channel(INBOUND_QUEUE);
     let (exit_tx, exit_rx) = oneshot::channel();
     let ended = Arc::new(Notify::new());
+    let (progress, progressed) = mpsc::channel(PROGRESS_QUEUE);
     let wire = wire::Wire::new(
         wire::ToServer::new(outbound, spec.budget, control.clone(), spec.log.clone()),
         inbound,
         spec.log.clone(),
         ended.clone(),
+        progress,
     );
     let adapter = Adapter {
         core: Core {
@@ -88,12 +93,11 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
         spec,
         control: control.clone(),
         calls: HashMap::new(),
-        tokens: call::Tokens::default(),
         registered: HashMap::new(),
         ledger: Registered::default(),
         said_hello: false,
     };
-    tokio::spawn(adapter.run(wire, from_core, ended));
+    tokio::spawn(adapter.run(wire, from_core, ended, progressed));
     tokio::spawn(async move {
         let reason = exit.await.unwrap_or_else(|_| {
             ExitReason::LostTrack("the MCP server's transport ended without an exit".into())
@@ -145,8 +149,6 @@ struct Adapter {
     control: Arc<dyn Control>,
     /// Calls in progress, by the core's id.
     calls: HashMap<String, AbortHandle>,
-    /// Their progress tokens.
-    tokens: call::Tokens,
     /// What the last listing registered: each tool's name (prefix included) and the
     /// digest of its `register_tool`, to send only new and changed ones.
     registered: HashMap<String, [u8; 32]>,
@@ -163,15 +165,20 @@ impl Adapter {
         wire: wire::Wire,
         mut from_core: mpsc::Receiver<Outbound>,
         ended: Arc<Notify>,
+        mut progressed: mpsc::Receiver<(String, ProgressNotificationParam)>,
     ) {
         let relist = Arc::new(Notify::new());
-        let (progress, mut progressed) = mpsc::channel(PROGRESS_QUEUE);
         let handler = client::Client {
             relist: relist.clone(),
             log: self.spec.log.clone(),
-            progress,
         };
-        let mut starting = Box::pin(rmcp::serve_client(handler, wire));
+        // 2026-07-28 first (`server/discover`), else the `initialize` handshake.
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        };
+        let mut starting = Box::pin(serve_client_with_lifecycle(handler, wire, lifecycle));
+        let mut listening: Option<tokio::task::JoinHandle<()>> = None;
         let mut service = None;
         let mut peer: Option<Peer<RoleClient>> = None;
         let mut listing: Option<Listing> = None;
@@ -179,10 +186,14 @@ impl Adapter {
         let mut answers: JoinSet<(String, Option<ToolResult>)> = JoinSet::new();
         loop {
             tokio::select! {
+                // A call's progress before its answer: the wire handed it on first.
+                biased;
+                Some((id, progress)) = progressed.recv() => self.progress(id, progress).await,
                 started = &mut starting, if service.is_none() => match started {
                     Ok(running) => {
                         self.started(running.peer_info().as_deref());
                         let p = running.peer().clone();
+                        listening = listen(&p, running.peer_info().as_deref(), &relist, &self.spec.log);
                         // rmcp keeps list answers (every page, 512 of them, past their
                         // expiry by default): the host holds only what it registered.
                         p.set_response_cache_config(ClientCacheConfig::disabled()).await;
@@ -211,7 +222,6 @@ impl Adapter {
                     (None, Some(p)) => listing = Some(self.list(p)),
                     (None, None) => {}
                 },
-                Some(progress) = progressed.recv() => self.progress(progress).await,
                 frame = from_core.recv() => match frame {
                     Some(frame) => self.handle(frame, peer.as_ref(), &mut answers).await,
                     None => break,
@@ -229,14 +239,17 @@ impl Adapter {
         }
         // Pending calls are the core's to fail (the server's exit tells it).
         answers.abort_all();
+        if let Some(listening) = listening {
+            listening.abort();
+        }
         drop(service);
     }
 
-    /// Hands on the server's progress of a call still pending; any other is ignored.
-    async fn progress(&self, progress: ProgressNotificationParam) {
-        let Some(id) = self.tokens.call_of(&progress.progress_token) else {
+    /// Hands on the server's progress of the core's call `id`, if it is still waiting.
+    async fn progress(&self, id: String, progress: ProgressNotificationParam) {
+        if !self.calls.contains_key(&id) {
             return;
-        };
+        }
         let frame = ToolProgress {
             id,
             progress: Some(progress.progress),
@@ -346,9 +359,9 @@ impl Adapter {
                 if let serde_json::Value::Object(args) = call.args {
                     params = params.with_arguments(args);
                 }
-                let (peer, tokens) = (peer.clone(), self.tokens.clone());
+                let peer = peer.clone();
                 let task = answers.spawn(async move {
-                    let answer = call::call(&peer, params, &tokens, &id).await;
+                    let answer = call::call(&peer, params, &id).await;
                     (id.clone(), map::result(id, answer))
                 });
                 self.calls.insert(call.id, task);
@@ -394,6 +407,48 @@ impl Adapter {
             | HostFrame::ToolResult(_) => {}
         }
     }
+}
+
+/// For a server of 2026-07-28 or later that says its tool list changes: a
+/// `subscriptions/listen` for `notifications/tools/list_changed` (that revision sends
+/// them on no other stream), each told to `relist`. Earlier revisions send them to the
+/// client's handler.
+fn listen(
+    peer: &Peer<RoleClient>,
+    info: Option<&ServerPeerInfo>,
+    relist: &Arc<Notify>,
+    log: &ExtLog,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let info = info?;
+    let changes = info.capabilities.tools.as_ref()?.list_changed == Some(true);
+    if info.protocol_version.has_initialize() || !changes {
+        return None;
+    }
+    let (peer, relist, log) = (peer.clone(), relist.clone(), log.clone());
+    Some(tokio::spawn(async move {
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let mut subscription = match peer.listen(filter).await {
+            Ok(subscription) => subscription,
+            Err(e) => {
+                log.warn(&format!(
+                    "cannot listen for the MCP server's tool list changes: {e}; a tool it \
+                     adds later is not seen until the extension restarts"
+                ));
+                return;
+            }
+        };
+        loop {
+            match subscription.next().await {
+                Ok(Some(ServerNotification::ToolListChangedNotification(_))) => relist.notify_one(),
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    log.warn(&format!("the MCP server's subscription failed: {e}"));
+                    break;
+                }
+            }
+        }
+    }))
 }
 
 /// Every tool the server lists, page by page, as `register_tool` frames (names after

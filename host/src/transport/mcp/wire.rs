@@ -2,18 +2,23 @@
 //! the program or component that is the server, for rmcp's client. Nothing here waits
 //! for the server to read: what waits for it is bounded in bytes ([`TO_SERVER_BYTES`]),
 //! and a server that leaves that much unread is stopped. Its requests (`ping`,
-//! sampling, elicitation, roots) are answered here as they are read, none held.
+//! sampling, elicitation, roots) are answered here as they are read, none held; its
+//! progress of a call waiting is handed on here too, so that it is on its way before
+//! the call's answer is read.
 
 use crate::budget::Budget;
 use crate::log::ExtLog;
 use crate::transport::{Control, FrameSink, Inbound, Lines, Outbound, OUTBOUND_BYTES};
-use rmcp::model::{JsonRpcMessage, JsonRpcRequest, ServerRequest};
+use rmcp::model::{
+    JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, ProgressNotificationParam,
+    ServerNotification, ServerRequest,
+};
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use serde::Serialize;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{mpsc, Notify, Semaphore};
 
 /// How many bytes of messages may wait for the server to read them (one alone may be
 /// larger). A message that finds no room stops the server: it does not read its input.
@@ -32,6 +37,9 @@ pub(super) struct Wire {
     log: ExtLog,
     /// Told once the server's output has ended.
     ended: Arc<Notify>,
+    /// Where the progress of a call goes, with the core's id of the call; one that
+    /// finds no room is dropped.
+    progress: mpsc::Sender<(String, ProgressNotificationParam)>,
 }
 
 impl Wire {
@@ -40,12 +48,14 @@ impl Wire {
         from_server: Lines,
         log: ExtLog,
         ended: Arc<Notify>,
+        progress: mpsc::Sender<(String, ProgressNotificationParam)>,
     ) -> Wire {
         Wire {
             to_server,
             from_server,
             log,
             ended,
+            progress,
         }
     }
 }
@@ -137,7 +147,7 @@ impl rmcp::transport::Transport<RoleClient> for Wire {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl std::future::Future<Output = Result<(), Closed>> + Send + 'static {
-        std::future::ready(self.to_server.send(&item))
+        std::future::ready(self.to_server.send(&super::call::with_call_token(item)))
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
@@ -149,6 +159,10 @@ impl rmcp::transport::Transport<RoleClient> for Wire {
             match item {
                 Inbound::Line(line, _room) => match serde_json::from_slice(&line) {
                     Ok(JsonRpcMessage::Request(request)) => self.answer(request),
+                    Ok(JsonRpcMessage::Notification(JsonRpcNotification {
+                        notification: ServerNotification::ProgressNotification(progress),
+                        ..
+                    })) => self.progressed(progress.params),
                     Ok(message) => return Some(message),
                     Err(e) => self.log.warn(&format!(
                         "skipped a line that is no MCP message ({e}): {}",
@@ -178,6 +192,14 @@ impl rmcp::transport::Transport<RoleClient> for Wire {
 }
 
 impl Wire {
+    /// Hands on the server's progress of a call (by its token, the core's id of it:
+    /// [`super::call::with_call_token`]); any other is dropped.
+    fn progressed(&self, progress: ProgressNotificationParam) {
+        if let Some(id) = super::call::call_of(&progress.progress_token) {
+            let _ = self.progress.try_send((id.to_string(), progress));
+        }
+    }
+
     /// Answers a request of the server's at once: `ping` with an empty result, any other
     /// (sampling, elicitation, roots, …) as a method the host does not offer (it
     /// declares no client capabilities). A server that does not read its answers is
