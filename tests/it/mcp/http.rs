@@ -23,12 +23,12 @@ impl Project {
 const TOKEN: &str = "t0ken-of-the-test";
 
 /// `zot mcp --http 127.0.0.1:0 --token-file F` running, and where it listens.
-struct HttpServer {
+pub(super) struct HttpServer {
     child: Child,
     /// `http://127.0.0.1:PORT/mcp`, as it printed.
     url: String,
     /// `127.0.0.1:PORT`.
-    authority: String,
+    pub(super) authority: String,
     /// The `Host` requests name: the authority, unless a test changes it.
     host: String,
 }
@@ -41,7 +41,7 @@ impl HttpServer {
     }
 
     /// [`HttpServer::start`] at `addr`, with `flags`.
-    fn start_at(p: &Project, addr: &str, flags: &[&str]) -> HttpServer {
+    pub(super) fn start_at(p: &Project, addr: &str, flags: &[&str]) -> HttpServer {
         let token_file = p.path("token");
         std::fs::write(&token_file, format!("\n  {TOKEN}  \n")).unwrap();
         let mut argv = p.zot_mcp(&["--http", addr, "--token-file"]);
@@ -150,7 +150,7 @@ impl HttpServer {
     }
 
     /// SIGTERM; its exit status, within the deadline.
-    fn terminate(mut self) -> std::process::ExitStatus {
+    pub(super) fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         assert!(Command::new("kill")
             .args(["-TERM", &pid])

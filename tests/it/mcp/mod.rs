@@ -3,6 +3,7 @@
 
 mod bounds;
 mod clients;
+mod conformance;
 mod extensions;
 mod http;
 mod server;
