@@ -513,3 +513,62 @@ fn a_tool_list_past_1024_tools_is_cut_and_logged() {
     assert!(log.contains(r#"refused tool "t1013""#), "{log}");
     host.shutdown();
 }
+
+/// Issue 37: the host speaks 2026-07-28 to a server that does (`server/discover`, no
+/// `initialize`; here `zot mcp` itself, serving a Python extension), and falls back to
+/// the 2025 handshake for one that does not (the Python test server answers
+/// `server/discover` with "method not found"); both serve their tools, and the first
+/// hands on its tool's progress through both hosts.
+#[test]
+fn a_2026_server_is_discovered_and_an_older_one_handshaken() {
+    let mut b = HostBuilder::new();
+    let markers = b.scratch().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    let inner = write_manifest(
+        &b.scratch().join("inner-ext"),
+        &py_manifest("progressive", &["--tools", "progress"]),
+    );
+    let inner_home = b.scratch().join("inner-home");
+    b.explicit(
+        "modern",
+        &json!({"name": "modern", "mcp": {
+            "command": env!("CARGO_BIN_EXE_zot"),
+            "args": ["mcp", "--ext", inner.to_str().unwrap()],
+            "env": {"ZOT_HOME": inner_home.to_str().unwrap()},
+            "prefix": "m."}}),
+    );
+    b.explicit("older", &py_mcp("older", &markers, json!({"prefix": "o."})));
+    let host = b.start();
+    let mut ready = host.ready();
+    ready.sort();
+    assert_eq!(ready, ["modern", "older"]);
+    assert!(
+        host.log("modern").contains("ready (protocol 2026-07-28)"),
+        "{}",
+        host.log("modern")
+    );
+    assert!(
+        host.log("older").contains("ready (protocol 2025-11-25)"),
+        "{}",
+        host.log("older")
+    );
+
+    let id = host.send(
+        "call_tool",
+        json!({"name": "m.progress", "args": {"count": 2}, "progress": true}),
+    );
+    let done = host.wait_response(&id, REQUEST_TIMEOUT);
+    assert_eq!(first_text(&done["data"]), "progressed", "{done}");
+    let texts: Vec<Value> = host
+        .events(|e| e["type"] == "tool_progress" && e["request_id"] == json!(id))
+        .iter()
+        .map(|e| e["text"].clone())
+        .collect();
+    assert_eq!(texts, [json!("step 1"), json!("step 2")]);
+    let echo = host.ok(
+        "call_tool",
+        json!({"name": "o.echo", "args": {"text": "hi"}}),
+    );
+    assert_eq!(first_text(&echo), "hi", "{echo}");
+    host.shutdown();
+}
