@@ -281,8 +281,7 @@ mod tests {
 
     #[test]
     fn explicit_then_project_then_global_first_name_wins() {
-        let tmp = std::env::temp_dir().join(format!("zot-disc-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
+        let tmp = zot_test_fixtures::fresh_dir("disc");
         let cwd = tmp.join("proj");
         let home = ZotHome::new(tmp.join("home"));
         let proj = project_extensions_dir(&cwd);

@@ -267,9 +267,7 @@ mod tests {
 
     /// A fresh, empty folder for one test.
     fn scratch(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("zot-log-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = zot_test_fixtures::fresh_dir(&format!("log-{test}"));
         dir
     }
 

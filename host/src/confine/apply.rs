@@ -333,9 +333,7 @@ mod tests {
 
     impl Scratch {
         fn new(tag: &str) -> Scratch {
-            let dir =
-                std::env::temp_dir().join(format!("zot-confine-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
+            let dir = zot_test_fixtures::fresh_dir(&format!("confine-{tag}"));
             for sub in ["home/.ssh", "data", "outside", "tmp"] {
                 std::fs::create_dir_all(dir.join(sub)).unwrap();
             }

@@ -170,9 +170,7 @@ mod tests {
 
     #[test]
     fn disable_then_enable_gives_back_the_same_bytes() {
-        let dir = std::env::temp_dir().join(format!("zot-enable-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = zot_test_fixtures::fresh_dir("enable");
         let path = dir.join(MANIFEST_FILE);
         for original in [
             "{\n  \"name\": \"x\",\n  \"exec\": \"python3\",\n  \"args\": [\"a.py\", \"--v\"]\n}\n",

@@ -502,9 +502,7 @@ mod tests {
 
     #[test]
     fn a_manifest_that_is_no_regular_file_or_too_long_is_refused_at_once() {
-        let dir = std::env::temp_dir().join(format!("zot-manifest-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = zot_test_fixtures::fresh_dir("manifest");
         let path = dir.join(MANIFEST_FILE);
         let unreadable = |why: &str| {
             let err = Manifest::read(&dir).unwrap_err();

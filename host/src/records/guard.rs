@@ -87,8 +87,7 @@ mod tests {
 
     #[test]
     fn a_choice_is_kept_and_a_damaged_record_fails_closed() {
-        let root = std::env::temp_dir().join(format!("zot-guard-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = zot_test_fixtures::fresh_dir("guard");
         let home = ZotHome::new(root.clone());
         let id = Identity::Global {
             dir_name: "g".into(),

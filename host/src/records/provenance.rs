@@ -283,8 +283,7 @@ mod tests {
 
     #[test]
     fn verify_finds_modified_added_and_removed_files() {
-        let dir = std::env::temp_dir().join(format!("zot-prov-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let dir = zot_test_fixtures::fresh_dir("prov");
         fs::create_dir_all(dir.join("sub")).unwrap();
         fs::write(dir.join("a"), "a").unwrap();
         fs::write(dir.join("sub/b"), "b").unwrap();

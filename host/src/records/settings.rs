@@ -71,9 +71,7 @@ mod tests {
 
     #[test]
     fn absent_is_the_defaults_and_broken_is_an_error() {
-        let dir = std::env::temp_dir().join(format!("zot-settings-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = zot_test_fixtures::fresh_dir("settings");
         let home = ZotHome::new(&dir);
         assert_eq!(Settings::load(&home).unwrap(), Settings::default());
         let on = Settings {

@@ -265,9 +265,7 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     fn temp(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("zot-safe-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = zot_test_fixtures::fresh_dir(&format!("safe-{tag}"));
         dir
     }
 

@@ -452,8 +452,7 @@ mod tests {
 
     /// A fresh folder `ext` in a fresh temporary folder: (root, ext).
     fn folder(name: &str) -> (PathBuf, PathBuf) {
-        let root = std::env::temp_dir().join(format!("zot-tree-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&root);
+        let root = zot_test_fixtures::fresh_dir(&format!("tree-{name}"));
         let dir = root.join("ext");
         fs::create_dir_all(dir.join("sub")).unwrap();
         fs::write(dir.join("sub/a.txt"), "a").unwrap();

@@ -19,7 +19,7 @@ use super::server::Project;
 use crate::common::*;
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -135,17 +135,7 @@ impl Proxy {
     /// Closes its stdin, which ends it; its exit status, within the deadline.
     fn stop(mut self) -> ExitStatus {
         drop(self.stdin.take());
-        let deadline = Instant::now() + PROXY_TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("the proxy did not end when its stdin closed");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        exit_within(&mut self.child, PROXY_TIMEOUT).expect("the proxy ends when its stdin closes")
     }
 }
 
@@ -184,49 +174,25 @@ fn start(p: &Project) -> (HttpServer, Proxy, u16) {
 /// status and all it printed. Killed past [`SUITE_TIMEOUT`].
 fn run_suite(url: &str, out: &Path) -> (ExitStatus, String) {
     let expected = workspace().join("tests/conformance/expected-failures.yml");
-    let mut child = Command::new(node())
+    let mut suite_run = Command::new(node());
+    suite_run
         .arg(suite())
         .args(["server", "--suite", "all", "--url", url])
         .arg("--expected-failures")
         .arg(expected)
         .arg("-o")
-        .arg(out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run the conformance suite: {e}"));
-    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut said = Vec::new();
-            let _ = pipe.read_to_end(&mut said);
-            String::from_utf8_lossy(&said).into_owned()
-        })
+        .arg(out);
+    let said = |out: &Output| {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        format!("{}\n{}", text(&out.stdout), text(&out.stderr))
     };
-    let printed = read(Box::new(child.stdout.take().unwrap()));
-    let complained = read(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + SUITE_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "the conformance suite took more than {SUITE_TIMEOUT:?}; it printed:\n{}\n{}",
-                printed.join().unwrap_or_default(),
-                complained.join().unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let said = format!(
-        "{}\n{}",
-        printed.join().unwrap_or_default(),
-        complained.join().unwrap_or_default()
-    );
-    (status, said)
+    match run_within(&mut suite_run, SUITE_TIMEOUT) {
+        Ok(done) => (done.status, said(&done)),
+        Err(cut) => panic!(
+            "the conformance suite took more than {SUITE_TIMEOUT:?}; it printed:\n{}",
+            said(&cut)
+        ),
+    }
 }
 
 /// The scenarios the suite's summary in `said` names as failing while not listed in

@@ -157,17 +157,7 @@ impl HttpServer {
             .status()
             .unwrap()
             .success());
-        let deadline = Instant::now() + RUN_TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("zot mcp --http did not end on SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        exit_within(&mut self.child, RUN_TIMEOUT).expect("zot mcp --http ends on SIGTERM")
     }
 }
 

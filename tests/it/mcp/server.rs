@@ -8,7 +8,7 @@
 use crate::common::*;
 use serde_json::{json, Value};
 use std::ffi::OsString;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::{mpsc, OnceLock};
@@ -121,37 +121,12 @@ impl Project {
 /// returns what it printed. Its output is read while it runs, so a long listing never
 /// stalls it on a full pipe.
 pub(crate) fn run_client_command(mut command: Command) -> Output {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            bytes
-        })
-    };
-    let out = read(Box::new(child.stdout.take().unwrap()));
-    let err = read(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + RUN_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the MCP client run took more than {RUN_TIMEOUT:?}: {command:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
+    run_within(&mut command, RUN_TIMEOUT).unwrap_or_else(|said| {
+        panic!(
+            "the MCP client run took more than {RUN_TIMEOUT:?}: {command:?}\n{}",
+            text(&said)
+        )
+    })
 }
 
 /// A Python test extension named `name` with `args`.
@@ -734,14 +709,7 @@ impl RawMcp {
     /// Closes its stdin; how it ended, within 10 s.
     fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "zot mcp did not end");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        exit_within(&mut self.child, Duration::from_secs(10)).expect("zot mcp ends")
     }
 }
 

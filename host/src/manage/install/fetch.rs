@@ -387,8 +387,7 @@ mod tests {
     /// A tree `<tmp>/outer/tree` holding `a.txt`, `a/b/` and `sub/`, with `outer/a.txt`
     /// beside it (so a link out of the tree would find something).
     fn tree(tag: &str) -> (PathBuf, Dir) {
-        let outer = std::env::temp_dir().join(format!("zot-fetch-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&outer);
+        let outer = zot_test_fixtures::fresh_dir(&format!("fetch-{tag}"));
         let root = outer.join("tree");
         std::fs::create_dir_all(root.join("a/b")).unwrap();
         std::fs::create_dir_all(root.join("sub")).unwrap();

@@ -286,9 +286,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     fn dir(name: &str) -> TempDir {
-        let root = std::env::temp_dir().join(format!("zot-quota-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
+        let root = zot_test_fixtures::fresh_dir(&format!("quota-{name}"));
         TempDir(root)
     }
 

@@ -590,9 +590,7 @@ mod tests {
 
     #[test]
     fn the_builder_is_cargo_or_an_npm_script_and_wasm_needs_one() {
-        let dir = std::env::temp_dir().join(format!("zot-dev-builder-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = zot_test_fixtures::fresh_dir("dev-builder");
         assert_eq!(Builder::of(&dir, false), Ok(None));
         let err = Builder::of(&dir, true).unwrap_err();
         assert!(

@@ -224,8 +224,7 @@ mod tests {
     use super::*;
 
     fn scratch(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("zot-dev-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = zot_test_fixtures::fresh_dir(&format!("dev-{tag}"));
         dir
     }
 
