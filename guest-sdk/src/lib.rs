@@ -36,7 +36,8 @@
 //! [`Extension::run`] sends `hello`, the registrations, `subscribe` and `ready`, then
 //! answers the host's frames one at a time until `shutdown` (answered with
 //! `shutdown_ack`). Handlers get a [`Ctx`] for notes, panels, prompts, the host's
-//! `hello_ack` ([`Ctx::host`], [`Ctx::data_dir`]) and cancellation ([`Ctx::cancelled`]).
+//! `hello_ack` ([`Ctx::host`], [`Ctx::data_dir`]), a tool's progress ([`Ctx::progress`])
+//! and cancellation ([`Ctx::cancelled`]).
 //! [`http`] makes requests on both targets.
 
 mod context;
