@@ -4,8 +4,10 @@
 Hand-written JSON-RPC 2.0, one message per line on stdin/stdout; logs on stderr.
 Each tools/call runs in a thread of its own, so a slow call never blocks reading.
 
-Usage: server.py [--marker-dir DIR] [--extra-tools N]
-  (marker files go to DIR, default: the cwd; --extra-tools adds N tools t0000…, listed only)
+Usage: server.py [--marker-dir DIR] [--extra-tools N] [--only-2026]
+  (marker files go to DIR, default: the cwd; --extra-tools adds N tools t0000…, listed only;
+  --only-2026: it speaks MCP 2026-07-28 only — `server/discover`, `subscriptions/listen`
+  for tool list changes — and refuses `initialize`)
 
 tools/list answers in pages of 500 tools.
 
@@ -63,6 +65,8 @@ lock = threading.Lock()  # guards stdout, `tools` and `cancels`
 tools = list(TOOLS)
 cancels = {}  # json.dumps(request id) -> threading.Event of a call in progress
 marker_dir = "."
+only_2026 = False
+listening = []  # the request ids of open `subscriptions/listen` for tool list changes
 
 
 def log(msg):
@@ -129,7 +133,7 @@ def call(rid, name, args, cancelled, token=None):
             if LATE not in tools:
                 tools.append(LATE)
         reply(rid, text("grown"))
-        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        tools_changed()
     elif name == "log":
         send({"jsonrpc": "2.0", "method": "notifications/message",
               "params": {"level": "warning", "logger": "py-mcp",
@@ -150,6 +154,19 @@ def call(rid, name, args, cancelled, token=None):
         reply(rid, text("late tool"))
     else:
         error(rid, -32602, f"unknown tool: {name}")
+
+
+def tools_changed():
+    """Says the tool list changed: on each open listen stream under 2026-07-28, else
+    on the one stream."""
+    if not only_2026:
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        return
+    with lock:
+        streams = list(listening)
+    for sid in streams:
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+              "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sid}}})
 
 
 def run_call(rid, name, args, cancelled, token):
@@ -176,7 +193,26 @@ def handle(msg):
             if event:
                 event.set()
         return
-    if method == "initialize":
+    if method == "initialize" and only_2026:
+        error(rid, -32602, "this server speaks only MCP 2026-07-28 (server/discover)")
+    elif method == "server/discover":
+        if not only_2026:
+            error(rid, -32601, f"method not found: {method}")
+            return
+        reply(rid, {"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {"listChanged": True}},
+                    "ttlMs": 0, "cacheScope": "private",
+                    "_meta": {"io.modelcontextprotocol/serverInfo":
+                              {"name": "py-mcp-2026", "version": "2.0.0"}}})
+    elif method == "subscriptions/listen" and only_2026:
+        asked = (params.get("notifications") or {}).get("toolsListChanged") is True
+        with lock:
+            if asked:
+                listening.append(rid)
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+              "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": rid},
+                         "notifications": {"toolsListChanged": True} if asked else {}}})
+    elif method == "initialize":
         asked = params.get("protocolVersion")
         reply(rid, {"protocolVersion": asked if asked in VERSIONS else VERSIONS[0],
                     "capabilities": {"tools": {"listChanged": True}, "logging": {}},
@@ -206,12 +242,14 @@ def handle(msg):
 
 
 def main():
-    global marker_dir
+    global marker_dir, only_2026
     parser = argparse.ArgumentParser(description="py-mcp, an MCP stdio test server")
     parser.add_argument("--marker-dir", default=".")
     parser.add_argument("--extra-tools", type=int, default=0)
+    parser.add_argument("--only-2026", action="store_true")
     args = parser.parse_args()
     marker_dir = args.marker_dir
+    only_2026 = args.only_2026
     tools.extend({"name": "t%04d" % i, "description": "Listed only.", "inputSchema": OPEN}
                  for i in range(args.extra_tools))
     log(f"started pid={os.getpid()}")

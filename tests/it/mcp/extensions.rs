@@ -515,10 +515,12 @@ fn a_tool_list_past_1024_tools_is_cut_and_logged() {
 }
 
 /// Issue 37: the host speaks 2026-07-28 to a server that does (`server/discover`, no
-/// `initialize`; here `zot mcp` itself, serving a Python extension), and falls back to
-/// the 2025 handshake for one that does not (the Python test server answers
-/// `server/discover` with "method not found"); both serve their tools, and the first
-/// hands on its tool's progress through both hosts.
+/// `initialize`): `zot mcp` itself, serving a Python extension, and the Python test
+/// server in its 2026-only mode (which refuses `initialize`, and says its tool list
+/// changed only on a `subscriptions/listen` stream); it falls back to the 2025
+/// handshake for one that does not (the Python test server answers `server/discover`
+/// with "method not found"). All serve their tools; `zot mcp` hands on its tool's
+/// progress through both hosts; a tool the 2026-only server adds is listed again.
 #[test]
 fn a_2026_server_is_discovered_and_an_older_one_handshaken() {
     let mut b = HostBuilder::new();
@@ -538,10 +540,22 @@ fn a_2026_server_is_discovered_and_an_older_one_handshaken() {
             "prefix": "m."}}),
     );
     b.explicit("older", &py_mcp("older", &markers, json!({"prefix": "o."})));
+    let mut only = py_mcp("only", &markers, json!({"prefix": "n."}));
+    only["mcp"]["args"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("--only-2026"));
+    b.explicit("only", &only);
     let host = b.start();
     let mut ready = host.ready();
     ready.sort();
-    assert_eq!(ready, ["modern", "older"]);
+    assert_eq!(ready, ["modern", "older", "only"]);
+    assert!(
+        host.log("only")
+            .contains(r#"MCP server "py-mcp-2026" "2.0.0" ready (protocol 2026-07-28)"#),
+        "{}",
+        host.log("only")
+    );
     assert!(
         host.log("modern").contains("ready (protocol 2026-07-28)"),
         "{}",
@@ -570,5 +584,23 @@ fn a_2026_server_is_discovered_and_an_older_one_handshaken() {
         json!({"name": "o.echo", "args": {"text": "hi"}}),
     );
     assert_eq!(first_text(&echo), "hi", "{echo}");
+
+    let echo = host.ok(
+        "call_tool",
+        json!({"name": "n.echo", "args": {"text": "26"}}),
+    );
+    assert_eq!(first_text(&echo), "26", "{echo}");
+    host.ok("call_tool", json!({"name": "n.grow", "args": {}}));
+    let deadline = Instant::now() + EVENT_TIMEOUT;
+    while !tool_names(&host).contains(&"n.late".to_string()) {
+        assert!(
+            Instant::now() < deadline,
+            "the tool list change on the listen stream: {}",
+            host.log("only")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let late = host.ok("call_tool", json!({"name": "n.late", "args": {}}));
+    assert_eq!(first_text(&late), "late tool", "{late}");
     host.shutdown();
 }
