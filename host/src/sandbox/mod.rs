@@ -8,10 +8,12 @@
 //! - [`run_grant`]: what the user grants on the command line for one run;
 //! - [`grown`]: whether an updated manifest asks for more;
 //! - [`wasi`]: the WASI context a [`Policy`] allows, around the transport's stdio;
-//! - [`network`] (and [`HostPattern`]): where outgoing HTTP may go;
+//! - [`network`] (and [`HostPattern`]): where outgoing HTTP may go, and [`connect`]:
+//!   connecting to exactly there;
 //! - the words both a manifest and a grant are written in — [`Caps`], [`Limit`],
 //!   [`HostPattern`], [`SandboxError`] — live below the manifest, in [`crate::caps`].
 
+pub(crate) mod connect;
 pub mod grown;
 pub(crate) mod network;
 pub mod policy;

@@ -4,32 +4,28 @@
 //!
 //! 1. asks the sandbox where it may go (`sandbox::network::check`: the allow-list, one
 //!    DNS lookup, the restricted address ranges); a refusal is the guest's error code;
-//! 2. connects a `TcpStream` to exactly those checked `SocketAddr`s — there is no second
-//!    lookup between the check and the connect, so DNS rebinding cannot swap the address;
-//! 3. for `https`, runs TLS (rustls, `ring`, the Mozilla roots compiled in) with SNI and
-//!    certificate verification against the host name of the request, then the HTTP/1.1
-//!    handshake (adapted from `wasmtime_wasi_http::default_send_request`, which this host
-//!    does not compile in).
+//! 2. connects to exactly those checked `SocketAddr`s, with TLS for `https`, and runs
+//!    the HTTP/1.1 handshake (`sandbox::connect::handshake`, which a remote MCP server's
+//!    requests share); then sends the request as
+//!    `wasmtime_wasi_http::default_send_request` would (which this host does not
+//!    compile in).
 //!
 //! A refusal is logged in the extension's log as `denied HTTP to <host>: <why>`; a
 //! connection, TLS or HTTP failure as `HTTP failed: <why>`, in words (not wasmtime's
 //! default hooks, which warn with debug text on zot's own stderr).
 
 use crate::log::ExtLog;
+use crate::sandbox::connect::{handshake, origin_form};
 use crate::sandbox::network::{check, Target, CONNECT_TIMEOUT};
 use crate::sandbox::{HostPattern, Limit};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::future::{poll_fn, Future};
-use std::net::{IpAddr, SocketAddr};
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
-use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
@@ -180,43 +176,6 @@ fn tls_error_code(err: &std::io::Error) -> ErrorCode {
     }
 }
 
-trait Stream: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static {}
-impl<T: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static> Stream for T {}
-
-/// The rustls client configuration: the `ring` provider, safe protocol versions, the
-/// Mozilla root certificates (webpki-roots), no client certificate.
-fn tls_config() -> Arc<rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let roots = rustls::RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.into(),
-            };
-            let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .expect("ring supports the default protocol versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-            Arc::new(config)
-        })
-        .clone()
-}
-
-/// Connects to the first of `addrs` that answers.
-async fn connect(addrs: &[SocketAddr], timeout: Duration) -> Result<TcpStream, Error> {
-    let mut last = Error::ConnectionRefused;
-    for addr in addrs {
-        match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-            Ok(Ok(stream)) => return Ok(stream),
-            Ok(Err(e)) => last = Error::Connect(e),
-            Err(_) => last = Error::ConnectionTimeout,
-        }
-    }
-    Err(last)
-}
-
 /// Sends `req` over a connection to the checked `target` (adapted from
 /// `wasmtime_wasi_http::default_send_request`).
 async fn send(
@@ -234,40 +193,9 @@ async fn send(
         .and_then(|o| o.between_bytes_timeout)
         .unwrap_or(READ_TIMEOUT);
 
-    let tcp = connect(&target.addrs, connect_timeout).await?;
-    let stream: Box<dyn Stream> = if target.tls {
-        use rustls::pki_types::ServerName;
-        let name = match target.host.parse::<IpAddr>() {
-            Ok(ip) => ServerName::from(ip),
-            Err(_) => ServerName::try_from(target.host.clone()).map_err(|e| {
-                Error::Tls(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
-            })?,
-        };
-        let tls = tokio_rustls::TlsConnector::from(tls_config())
-            .connect(name, tcp)
-            .await
-            .map_err(Error::Tls)?;
-        Box::new(tls)
-    } else {
-        Box::new(tcp)
-    };
-    let (mut sender, conn) = tokio::time::timeout(
-        connect_timeout,
-        hyper::client::conn::http1::Builder::new().handshake(TokioIo::new(stream)),
-    )
-    .await
-    .map_err(|_| Error::ConnectionTimeout)??;
-
+    let (mut sender, conn) = handshake(&target, connect_timeout).await?;
     // The request line carries the path only (the authority is in `Host`).
-    *req.uri_mut() = http::Uri::builder()
-        .path_and_query(
-            req.uri()
-                .path_and_query()
-                .map(|p| p.as_str())
-                .unwrap_or("/"),
-        )
-        .build()
-        .map_err(|_| Error::HttpRequestUriInvalid)?;
+    *req.uri_mut() = origin_form(req.uri())?;
 
     let send = async move {
         let res = tokio::time::timeout(first_byte_timeout, sender.send_request(req))
@@ -353,7 +281,9 @@ impl http_body::Body for IncomingBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::connect::connect;
     use crate::sandbox::network::tests::{patterns, run};
+    use std::net::SocketAddr;
 
     /// A one-shot plain HTTP server on 127.0.0.1; returns its port.
     fn one_shot_server(body: &'static str) -> u16 {
