@@ -21,6 +21,7 @@ use std::pin::Pin;
 use std::time::Duration;
 use zot_protocol::HostFrame;
 
+mod remote;
 #[cfg(any(test, feature = "test-support"))]
 mod scripted;
 mod stdio;
@@ -113,6 +114,13 @@ pub enum StartError {
     /// Its program is not what its files were checked as (project trust, confinement):
     /// changed between the check and its start.
     Changed(String),
+    /// A remote MCP server cannot be reached: not granted (no connection was made), or
+    /// a header cannot be made (a variable or file it names is missing).
+    Remote {
+        url: String,
+        why: String,
+        hint: Option<String>,
+    },
     /// The start task itself failed: a bug in the host or a launcher, not the
     /// extension's doing.
     Aborted(String),
@@ -143,6 +151,13 @@ impl fmt::Display for StartError {
                  reading MCP on stdin): name it in \"wasm\", not in \"mcp.wasm\"",
                 wasm.display()
             ),
+            StartError::Remote { url, why, hint } => {
+                write!(f, "cannot reach the remote MCP server at {url}: {why}")?;
+                match hint {
+                    Some(hint) => write!(f, "\nhint: {hint}"),
+                    None => Ok(()),
+                }
+            }
             StartError::Aborted(why) => write!(f, "its start failed: {why}"),
         }
     }
@@ -156,6 +171,7 @@ impl std::error::Error for StartError {
             StartError::NotMcp { .. }
             | StartError::Confine(_)
             | StartError::Changed(_)
+            | StartError::Remote { .. }
             | StartError::Aborted(_) => None,
         }
     }
@@ -180,6 +196,8 @@ impl Launcher for Transports {
             let launched = match request.manifest.launch(request.dir) {
                 Launch::Exec(program) => stdio::start(&request, program),
                 Launch::Wasm(component) => wasm::start(&request, component).await,
+                // Already the adapter's connection (it speaks MCP over HTTP itself).
+                Launch::Remote(url) => return remote::start(&request, url),
             }?;
             Ok(match &request.manifest.mcp {
                 Some(server) => speak_mcp(&request, server, launched),
@@ -192,9 +210,18 @@ impl Launcher for Transports {
 /// An MCP server on the transport it was started on: what the core gets is the
 /// adapter's connection (`transport::mcp`).
 fn speak_mcp(request: &Request<'_>, server: &McpServer, launched: Launched) -> Launched {
+    let spec = speak_mcp_spec(request, server);
+    Launched {
+        connection: mcp::speak(launched.connection, spec),
+        ..launched
+    }
+}
+
+/// Who the MCP server of `request` is to the core.
+fn speak_mcp_spec(request: &Request<'_>, server: &McpServer) -> McpSpec {
     let m = request.manifest;
     let call = m.limits.tool_timeout_ms.map(Duration::from_millis);
-    let spec = McpSpec {
+    McpSpec {
         name: m.name.clone(),
         version: m.version.clone(),
         prefix: server.prefix.clone(),
@@ -205,9 +232,5 @@ fn speak_mcp(request: &Request<'_>, server: &McpServer, launched: Launched) -> L
             call,
         ),
         log: request.log.clone(),
-    };
-    Launched {
-        connection: mcp::speak(launched.connection, spec),
-        ..launched
     }
 }

@@ -10,7 +10,7 @@ mod mcp;
 pub use edit::{before_disable, run_component, set_enabled, set_field};
 pub use embedded::{Embedded, SECTION};
 pub use error::{ManifestError, ManifestErrorKind};
-pub use mcp::McpServer;
+pub use mcp::{header_allowed, template, McpServer, Part};
 
 use crate::caps::{Caps, Limit};
 use serde::{Deserialize, Serialize};
@@ -164,14 +164,17 @@ pub enum TransportKind {
     Stdio,
     /// A WebAssembly component in the sandbox (`wasm`).
     Wasm,
+    /// A remote MCP server over Streamable HTTP (`mcp.url`): nothing runs here.
+    Remote,
 }
 
 impl TransportKind {
-    /// `stdio` or `wasm`.
+    /// `stdio`, `wasm` or `remote`.
     pub fn as_str(self) -> &'static str {
         match self {
             TransportKind::Stdio => "stdio",
             TransportKind::Wasm => "wasm",
+            TransportKind::Remote => "remote",
         }
     }
 }
@@ -189,6 +192,8 @@ pub enum Launch {
     Exec(PathBuf),
     /// A WebAssembly component in the sandbox.
     Wasm(PathBuf),
+    /// A remote MCP server at this URL (`mcp.url`): nothing runs here.
+    Remote(String),
 }
 
 /// `field "name": reason` for the field `name`.
@@ -285,6 +290,7 @@ impl Manifest {
         if let Some(v) = value.get("mcp") {
             serde_json::from_value::<Option<McpServer>>(v.clone()).map_err(|e| field("mcp", e))?;
         }
+        let value_permissions = value.get("permissions").cloned();
         let manifest: Manifest =
             serde_json::from_value(value).map_err(|e| Invalid(e.to_string()))?;
         validate_name(&manifest.name).map_err(|e| field("name", e))?;
@@ -302,6 +308,22 @@ impl Manifest {
                 ));
             }
             mcp.validate()?;
+        }
+        let mut manifest = manifest;
+        if let Some(origin) = manifest.mcp.as_ref().and_then(McpServer::origin) {
+            if manifest.build.is_some() {
+                return Err(field(
+                    "build",
+                    "a remote MCP server has nothing to build: remove \"build\"",
+                ));
+            }
+            manifest.permissions = remote_permissions(value_permissions.as_ref(), origin)?;
+            if manifest.limits.caps != Caps::default() {
+                return Err(field(
+                    "limits",
+                    "a remote MCP server runs nothing here: only \"tool_timeout_ms\" applies",
+                ));
+            }
         }
         match (manifest.exec.as_deref(), manifest.wasm.as_deref()) {
             (None, None) if manifest.mcp.is_some() => {}
@@ -381,10 +403,12 @@ impl Manifest {
         })
     }
 
-    /// The transport it names: `wasm` for a component (an MCP server's too), else
-    /// `stdio`.
+    /// The transport it names: `remote` for a remote MCP server, `wasm` for a component
+    /// (an MCP server's too), else `stdio`.
     pub fn transport(&self) -> TransportKind {
-        if self.wasm.is_some() || self.mcp.as_ref().is_some_and(|m| m.wasm.is_some()) {
+        if self.mcp.as_ref().is_some_and(|m| m.url.is_some()) {
+            TransportKind::Remote
+        } else if self.wasm.is_some() || self.mcp.as_ref().is_some_and(|m| m.wasm.is_some()) {
             TransportKind::Wasm
         } else {
             TransportKind::Stdio
@@ -394,6 +418,13 @@ impl Manifest {
     /// Whether it runs in the sandbox: a component, an MCP server's too.
     pub fn is_component(&self) -> bool {
         self.transport() == TransportKind::Wasm
+    }
+
+    /// Whether what it may use is what it asks ∩ what the user granted: a component, or
+    /// a remote MCP server (which asks only to reach its URL's origin); not a classic
+    /// extension, which runs with the user's rights unless confined.
+    pub fn asks_permissions(&self) -> bool {
+        self.transport() != TransportKind::Stdio
     }
 
     /// The words of the command line a classic extension runs with `program`: the
@@ -430,6 +461,9 @@ impl Manifest {
 
     /// How to run it; paths resolved against `dir`.
     pub fn launch(&self, dir: &Path) -> Launch {
+        if let Some(url) = self.mcp.as_ref().and_then(|m| m.url.as_ref()) {
+            return Launch::Remote(url.clone());
+        }
         let mcp_wasm = self.mcp.as_ref().and_then(|m| m.wasm.as_ref());
         match self.wasm.as_ref().or(mcp_wasm) {
             Some(wasm) => Launch::Wasm(dir.join(wasm)),
@@ -462,6 +496,41 @@ impl Manifest {
             dir.join(path)
         }
     }
+}
+
+/// What a remote MCP server asks for: its URL's `origin` alone, derived (so the manifest
+/// cannot ask for less than it needs, nor for more). Its `permissions`, if written (as
+/// this host writes them back), may hold only that: no data dir, no files, no
+/// environment, no other host.
+fn remote_permissions(
+    written: Option<&Value>,
+    origin: String,
+) -> Result<Permissions, ManifestErrorKind> {
+    let refuse = || {
+        field(
+            "permissions",
+            format!(
+                "a remote MCP server runs nothing here: it asks only to reach {origin} (from \
+                 \"mcp.url\"); remove \"permissions\""
+            ),
+        )
+    };
+    if let Some(written) = written {
+        let p: Permissions = serde_json::from_value(written.clone()).map_err(|_| refuse())?;
+        if matches!(written.get("data_dir"), Some(Value::Bool(true)))
+            || p.cwd.is_some()
+            || !p.env.is_empty()
+            || p.http.iter().any(|h| h != &origin)
+        {
+            return Err(refuse());
+        }
+    }
+    Ok(Permissions {
+        data_dir: false,
+        cwd: None,
+        env: Vec::new(),
+        http: vec![origin],
+    })
 }
 
 /// Checks an extension name: 1–64 characters of `A-Z a-z 0-9 . _ -`, not starting

@@ -46,6 +46,12 @@ pub fn consented(
     if let Some(file) = wasm {
         grants::grant_asked(home, id, m, &dir.join(file)).map_err(ConsentError::Grant)?;
     }
+    // A remote MCP server: its URL's origin, bound to where it is and what it is sent.
+    if let crate::manifest::Launch::Remote(_) = m.launch(dir) {
+        let mut grant = Grant::for_files(None, grants::remote_binding(m));
+        grant.add_asked(m);
+        grants::save(home, id, &grant).map_err(ConsentError::Grant)?;
+    }
     match id {
         Identity::Project { project, dir_name } => {
             let ext = ProjectExtension {

@@ -146,6 +146,8 @@ pub enum Bound {
     Component,
     /// Every file of a classic extension: its confinement is bound to them.
     Classic,
+    /// A remote MCP server: where it is and what is sent to it ([`remote_binding`]).
+    Remote,
 }
 
 /// What a grant of the extension of `m` in `dir` is bound to, and its SHA-256 — the one
@@ -161,7 +163,25 @@ pub fn binding(m: &Manifest, dir: &Path) -> Result<(Bound, String), SandboxError
                 path: e.path,
                 cause: e.cause,
             }),
+        Launch::Remote(_) => Ok((Bound::Remote, remote_binding(m))),
     }
+}
+
+/// What a remote MCP server's grant is bound to: the SHA-256 of its `mcp.url` and its
+/// headers as written (names and templates, never an expanded value), as canonical
+/// JSON — so a grant goes stale when the URL or a header changes, not when the
+/// manifest's whitespace or the tools' prefix does.
+pub fn remote_binding(m: &Manifest) -> String {
+    use sha2::{Digest, Sha256};
+    let mcp = m.mcp.as_ref();
+    let bound = serde_json::json!({
+        "url": mcp.and_then(|m| m.url.as_deref()),
+        "headers": mcp.map(|m| &m.headers),
+    });
+    let mut hasher = Sha256::new();
+    hasher.update(b"zot remote mcp\0");
+    hasher.update(bound.to_string().as_bytes());
+    format!("{:x}", hasher.finalize())
 }
 
 /// A classic extension's files as a grant is bound to them ([`binding`]): their one
@@ -215,5 +235,29 @@ mod tests {
         std::fs::remove_file(wasm_dir.join("x.wasm")).unwrap();
         assert!(binding(&component, &wasm_dir).is_err());
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A remote server's grant is bound to its URL and headers as written: another URL
+    /// or header is another binding; the prefix or the manifest's layout is not.
+    #[test]
+    fn a_remote_grant_is_bound_to_the_url_and_the_headers_written() {
+        let m = |text: &str| Manifest::from_json(text.as_bytes()).unwrap();
+        let dir = Path::new("/nowhere");
+        let one = m(r#"{"name":"r","mcp":{"url":"https://a.example/mcp",
+            "headers":{"Authorization":"Bearer ${env:T}"}}}"#);
+        let (kind, first) = binding(&one, dir).unwrap();
+        assert_eq!(kind, Bound::Remote);
+        let same = m(
+            r#"{"name":"r",   "mcp":{"prefix":"a.","url":"https://a.example/mcp",
+            "headers":{"Authorization":"Bearer ${env:T}"}}}"#,
+        );
+        assert_eq!(binding(&same, dir).unwrap().1, first);
+        for other in [
+            r#"{"name":"r","mcp":{"url":"https://b.example/mcp","headers":{"Authorization":"Bearer ${env:T}"}}}"#,
+            r#"{"name":"r","mcp":{"url":"https://a.example/mcp","headers":{"Authorization":"Bearer ${env:U}"}}}"#,
+            r#"{"name":"r","mcp":{"url":"https://a.example/mcp"}}"#,
+        ] {
+            assert_ne!(binding(&m(other), dir).unwrap().1, first, "{other}");
+        }
     }
 }

@@ -155,9 +155,12 @@ pub fn fingerprint(dir: &Path, manifest: Option<&Manifest>) -> Result<Fingerprin
         return Ok(files);
     };
     let inside = crate::paths::real(dir);
-    let mut named = vec![match m.launch(dir) {
-        Launch::Wasm(path) | Launch::Exec(path) => path,
-    }];
+    // A remote MCP server names no file: its manifest is in the tree above; a
+    // `${file:…}` of its headers is a secret that rotates, not bound.
+    let mut named: Vec<std::path::PathBuf> = match m.launch(dir) {
+        Launch::Wasm(path) | Launch::Exec(path) => vec![path],
+        Launch::Remote(_) => Vec::new(),
+    };
     named.extend(m.program_args().iter().map(|a| dir.join(a)));
     for path in named {
         let real = crate::paths::real(&path);

@@ -7,7 +7,7 @@ use crate::manifest::{Manifest, Permissions};
 /// What `new` asks for that `old` did not, in plain words (a change of transport
 /// counts); empty when it asks for nothing more.
 pub fn grown_since(old: &Manifest, new: &Manifest) -> Vec<String> {
-    match (old.is_component(), new.is_component()) {
+    match (old.asks_permissions(), new.asks_permissions()) {
         (true, false) => {
             return vec![
                 "run as a classic program with your full user permissions (it was sandboxed)"

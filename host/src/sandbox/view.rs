@@ -77,8 +77,10 @@ impl SandboxView {
     /// The component of manifest `m` in `dir`, installed as `identity`, as it is on disk,
     /// with the grant recorded for it in `home`; `None` for a classic extension.
     pub fn on_disk(home: &ZotHome, identity: &Identity, m: &Manifest, dir: &Path) -> Option<Self> {
-        let Launch::Wasm(path) = m.launch(dir) else {
-            return None;
+        let path = match m.launch(dir) {
+            Launch::Wasm(path) => path,
+            Launch::Remote(_) => return Some(Self::remote_on_disk(home, identity, m)),
+            Launch::Exec(_) => return None,
         };
         let bytes = cache::read_component(&path).ok();
         let component = bytes
@@ -109,6 +111,25 @@ impl SandboxView {
             grant_stale,
             running: None,
         })
+    }
+
+    /// A remote MCP server as it is on disk: what it asks (its URL's origin) and the
+    /// grant recorded for it, stale when given to another URL or other headers
+    /// ([`grants::remote_binding`]). No component, no limits of a sandbox.
+    fn remote_on_disk(home: &ZotHome, identity: &Identity, m: &Manifest) -> Self {
+        let granted = grants::load(home, identity).ok().flatten();
+        let binding = grants::remote_binding(m);
+        SandboxView {
+            component: None,
+            built_with: None,
+            stdin: None,
+            sha256: None,
+            asked: m.permissions.clone(),
+            limits: None,
+            grant_stale: granted.as_ref().is_some_and(|g| g.sha256 != binding),
+            granted: granted.map(Granted::Recorded),
+            running: None,
+        }
     }
 
     /// The grant file as recorded (on disk; started: `None`).

@@ -8,7 +8,7 @@ use crate::util::terminal_text::one_line;
 /// What `m` asks for, in plain words: for a component, its memory and the other limits
 /// it asks above their defaults; for a classic extension, what it gets once confined.
 pub fn asked_words(m: &Manifest) -> Vec<String> {
-    if !m.is_component() {
+    if !m.asks_permissions() {
         let asked = |l: Limit| m.limits.caps.get(l).unwrap_or(l.confined_default());
         return confined_words(&m.permissions, asked(Limit::Memory), asked(Limit::Disk));
     }
@@ -20,7 +20,7 @@ pub fn asked_words(m: &Manifest) -> Vec<String> {
 /// asks, at most what is granted: a component asking 32 MiB runs with 32, whatever the
 /// grant); for a classic extension, what it gets while confined.
 pub fn granted_words(m: &Manifest, grant: &Grant) -> Vec<String> {
-    if !m.is_component() {
+    if !m.asks_permissions() {
         let in_force = |l: Limit| l.in_force_confined(&m.limits.caps, &grant.caps);
         return confined_words(
             &grant.permissions,

@@ -32,6 +32,8 @@ pub enum ExitReason {
     /// It closed its output, kept running and was killed; how it then ended, if that
     /// was reported in time.
     ClosedOutput(Option<Box<ExitReason>>),
+    /// A remote MCP server's connection ended, or never was (why, in words).
+    Disconnected(String),
 }
 
 impl ExitReason {
@@ -71,6 +73,9 @@ impl fmt::Display for ExitReason {
             ExitReason::LinkFailed(why) => write!(f, "cannot link the component: {why}"),
             ExitReason::ClosedOutput(None) => f.write_str("closed its output"),
             ExitReason::ClosedOutput(Some(then)) => write!(f, "closed its output; {then}"),
+            ExitReason::Disconnected(why) => {
+                write!(f, "the remote MCP server's connection ended: {why}")
+            }
         }
     }
 }
@@ -96,6 +101,12 @@ mod tests {
             ),
             (InputClosed, "stopped: its input was closed", Some(0), None),
             (ClosedOutput(None), "closed its output", None, None),
+            (
+                Disconnected("no answer".into()),
+                "the remote MCP server's connection ended: no answer",
+                None,
+                None,
+            ),
             (
                 ClosedOutput(Some(Box::new(Signalled(9)))),
                 "closed its output; killed by signal 9",

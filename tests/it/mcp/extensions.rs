@@ -604,3 +604,206 @@ fn a_2026_server_is_discovered_and_an_older_one_handshaken() {
     assert_eq!(first_text(&late), "late tool", "{late}");
     host.shutdown();
 }
+
+/// A server the test started in a process group of its own: SIGTERM to the group when
+/// dropped, then SIGKILL if it has not gone in 10 s.
+struct Served {
+    child: std::process::Child,
+}
+
+impl Served {
+    /// Starts `argv` with `env` in a new process group and waits until a line of its
+    /// stderr contains `ready`; the line.
+    fn start(argv: &[std::ffi::OsString], env: &[(&str, &str)], ready: &str) -> (Served, String) {
+        use std::io::BufRead as _;
+        use std::os::unix::process::CommandExt as _;
+        let mut child = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .envs(env.iter().copied())
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let (lines, said) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        let served = Served { child };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match said.recv_timeout(left) {
+                Ok(line) if line.contains(ready) => return (served, line),
+                Ok(_) => {}
+                Err(e) => panic!("{argv:?} never said {ready:?}: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let group = -(self.child.id() as i32);
+        unsafe { libc::kill(group, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        unsafe { libc::kill(group, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+/// A port free on 127.0.0.1 now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `zot ext grant <dir> -p <permission>` in `home`, as the user would.
+fn grant(home: &Path, dir: &Path, permission: &str) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
+        .args(["ext", "grant", dir.to_str().unwrap(), "-p", permission])
+        .env("ZOT_HOME", home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "grant failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The official `server-everything` over Streamable HTTP (TypeScript SDK; sessions,
+/// `initialize` after the `server/discover` probe is refused) as a remote extension,
+/// granted its origin with `zot ext grant`: its tools registered, `echo` called through
+/// the sidecar.
+#[test]
+fn a_remote_server_over_http_is_an_extension_once_granted() {
+    let port = free_port();
+    let script =
+        servers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let argv = [
+        "node".into(),
+        script.into_os_string(),
+        "streamableHttp".into(),
+    ];
+    let (_server, _) = Served::start(
+        &argv,
+        &[("PORT", &port.to_string())],
+        "MCP Streamable HTTP Server listening on port",
+    );
+    let mut b = HostBuilder::new();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let dir = b.explicit(
+        "remote",
+        &json!({"name": "remote", "mcp": {"url": url, "prefix": "ev."}}),
+    );
+    grant(&b.home(), &dir, &format!("http://127.0.0.1:{port}"));
+    let host = b.start();
+    let ready = host.ready();
+    assert!(
+        ready.contains(&"remote".into()),
+        "{ready:?}\n{}",
+        host.log("remote")
+    );
+    let names = tool_names(&host);
+    assert!(names.contains(&"ev.echo".to_string()), "{names:?}");
+    let echo = host.ok(
+        "call_tool",
+        json!({"name": "ev.echo", "args": {"message": "over http"}}),
+    );
+    assert_eq!(first_text(&echo), "Echo: over http", "{echo}");
+    assert_eq!(echo["extension"], "remote");
+    assert_eq!(host.entry("remote")["transport"], "remote");
+    host.shutdown();
+}
+
+/// `zot mcp --http` (rmcp's server: MCP 2026-07-28) as a remote extension, its bearer
+/// token sent from a file named in `"headers"` (expanded at launch, never logged).
+#[test]
+fn a_remote_server_gets_its_headers_from_a_file() {
+    let mut p = super::server::Project::new("remote-headers");
+    p.ext(
+        "everything",
+        &official("everything", "everything", &["stdio"], ""),
+    );
+    let token = "t0ken-of-the-remote-test";
+    let token_file = p.path("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let mut argv = p.zot_mcp(&["--http", "127.0.0.1:0", "--token-file"]);
+    argv.push(token_file.clone().into());
+    let home = p.path("home");
+    let (_server, said) = Served::start(
+        &argv,
+        &[("ZOT_HOME", home.to_str().unwrap())],
+        "zot mcp: serving MCP at ",
+    );
+    let url = said
+        .split("zot mcp: serving MCP at ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_string();
+    let origin = url.trim_end_matches("/mcp").to_string();
+    let mut b = HostBuilder::new();
+    let dir = b.explicit(
+        "zotted",
+        &json!({"name": "zotted", "mcp": {"url": url,
+            "headers": {"Authorization": format!("Bearer ${{file:{}}}", token_file.display())}}}),
+    );
+    grant(&b.home(), &dir, &origin);
+    let host = b.start();
+    let ready = host.ready();
+    let log = host.log("zotted");
+    assert!(ready.contains(&"zotted".into()), "{ready:?}\n{log}");
+    assert!(log.contains("protocol 2026-07-28"), "{log}");
+    assert!(!log.contains(token), "the token is never logged: {log}");
+    let echo = host.ok(
+        "call_tool",
+        json!({"name": "echo", "args": {"message": "bearer"}}),
+    );
+    assert_eq!(first_text(&echo), "Echo: bearer", "{echo}");
+    host.shutdown();
+}
+
+/// A remote server whose origin the user did not grant: refused before any connection
+/// (the listener at its address is never reached), saying which host and the next step.
+#[test]
+fn a_remote_server_not_granted_is_refused_before_connecting() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut b = HostBuilder::new();
+    b.explicit(
+        "ungranted",
+        &json!({"name": "ungranted", "mcp": {"url": format!("http://127.0.0.1:{port}/mcp")}}),
+    );
+    let host = b.start();
+    let ready = host.ready_event();
+    let error = ready["errors"].to_string();
+    assert!(
+        error.contains(&format!(
+            "denied HTTP to 127.0.0.1: http://127.0.0.1:{port} is not granted"
+        )) && error.contains("zot ext grant"),
+        "{ready}"
+    );
+    let log = host.log("ungranted");
+    assert!(log.contains("denied HTTP to 127.0.0.1"), "{log}");
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "no connection was made"
+    );
+    host.shutdown();
+}

@@ -555,6 +555,7 @@ fn print_text(r: &CheckReport, target: &str) {
         let transport = match (f.mcp, f.transport) {
             (true, TransportKind::Stdio) => "mcp".to_string(),
             (true, TransportKind::Wasm) => "mcp, wasm".to_string(),
+            (true, TransportKind::Remote) => "mcp, remote".to_string(),
             (false, transport) => transport.to_string(),
         };
         let _ = writeln!(

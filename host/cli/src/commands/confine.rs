@@ -112,6 +112,11 @@ fn set(
                 "{shown} is a component: it always runs in the sandbox (`zot ext grant` sets what it may reach)"
             ))
         }
+        Launch::Remote(_) => {
+            return Err(format!(
+                "{shown} is a remote MCP server: nothing runs here to confine (`zot ext grant` sets which host it may reach)"
+            ))
+        }
     }
     let id = Identity::of(&dir, home);
     let Some(grant) =

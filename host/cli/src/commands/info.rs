@@ -31,7 +31,11 @@ fn program_file(m: &Manifest, dir: &Path) -> Option<String> {
             .collect();
         parts.filter(|p| !p.is_empty()).map(|p| p.join("/"))
     };
-    let (Launch::Wasm(path) | Launch::Exec(path)) = m.launch(dir);
+    let path = match m.launch(dir) {
+        Launch::Wasm(path) | Launch::Exec(path) => path,
+        // Nothing of its own runs: its URL is shown instead.
+        Launch::Remote(_) => return None,
+    };
     inside(&path).or_else(|| {
         m.program_args()
             .iter()
@@ -61,7 +65,7 @@ pub(crate) fn info(
         let hash = record.as_ref()?.files.get(p)?;
         Some(hash.clone()).filter(|h| !h.starts_with("symlink:"))
     });
-    let transport = if m.is_component() { "wasm" } else { "stdio" };
+    let transport = m.transport().as_str();
     let asks = view
         .as_ref()
         .map(|v| serde_json::json!({"permissions": v.asked, "limits": v.limits}));
@@ -73,6 +77,7 @@ pub(crate) fn info(
             "enabled": m.enabled, "provenance": record, "asks": asks, "grant": grant,
             "grant_stale": grant_stale,
             "program": program.as_ref().map(|p| serde_json::json!({"path": p, "sha256": sha256})),
+            "url": m.mcp.as_ref().and_then(|s| s.url.as_deref()),
             "confinement": confinement,
             "fail_closed": guard.blocks(),
         });
@@ -100,7 +105,9 @@ pub(crate) fn info(
     } else {
         "program"
     };
+    let url = m.mcp.as_ref().and_then(|s| s.url.as_deref());
     match (&program, &sha256) {
+        _ if url.is_some() => row("url", url.unwrap_or_default()),
         (Some(p), Some(hash)) => row(label, &format!("{p}, sha256 {hash} (as installed)")),
         (Some(p), None) => row(label, &format!("{p}, sha256 not recorded")),
         (None, _) => row(

@@ -107,10 +107,10 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
             m.name
         );
     }
-    if args.confine && m.is_component() {
+    if args.confine && m.asks_permissions() {
         return Err(not_confinable(m)).context(&what);
     }
-    let confined = !m.is_component() && (args.confine || settings.confine_classic);
+    let confined = !m.asks_permissions() && (args.confine || settings.confine_classic);
     if bare.is_none() {
         let question = describe_asks(m, confined);
         terminal::ask(&mut Term, &question, args.yes).context(&what)?;
@@ -212,6 +212,13 @@ fn say_installed(m: &Manifest, dir: &Path) {
 
 /// `--confine` of a component.
 fn not_confinable(m: &Manifest) -> String {
+    if m.transport() == zot_host::manage::manifest::TransportKind::Remote {
+        return format!(
+            "--confine: {} is a remote MCP server: nothing runs here to confine (what host \
+             it asks to reach is shown before it is installed)",
+            m.name
+        );
+    }
     format!(
         "--confine: {} is a component: it always runs in the sandbox (what it asks is \
          shown before it is installed)",
@@ -230,7 +237,14 @@ fn stage(req: &Request) -> Result<Staged, String> {
 /// Prints what `m` may do once installed (a classic extension: the command it runs,
 /// exactly); returns the question to ask.
 fn describe_asks(m: &Manifest, confined: bool) -> String {
-    if m.is_component() {
+    if let Some(url) = m.mcp.as_ref().and_then(|s| s.url.as_deref()) {
+        say!(
+            "It is a remote MCP server at {}: nothing runs here. It asks to:",
+            one_line(url)
+        );
+        Term.list(&asked_words(m));
+        format!("Grant this and install {}?", m.name)
+    } else if m.is_component() {
         say!("It is a sandboxed WebAssembly component. It asks to:");
         Term.list(&asked_words(m));
         format!("Grant this and install {}?", m.name)

@@ -60,6 +60,11 @@ fn manifest_for(path: &Path) -> Result<(Manifest, PathBuf), String> {
                 "{} runs a program (\"exec\"), not a component: run it directly",
                 path.display()
             )),
+            Launch::Remote(_) => Err(format!(
+                "{} is a remote MCP server: `zot ext run` runs components (`zot ext check` \
+                 and `zot ext call` reach it)",
+                path.display()
+            )),
         };
     }
     std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;

@@ -162,7 +162,7 @@ fn say_plan(plan: &update::Plan, copy: &str) {
             one_line(&new.version)
         );
     }
-    if !new.is_component() {
+    if !new.asks_permissions() {
         let (was, now) = (runs(old), runs(new));
         if was == now {
             say!("  runs     {now}");

@@ -145,6 +145,24 @@ pub(crate) fn announce_one(run: &RunGrant, m: &Manifest) {
             m.name,
             run.granted_words()
         )),
+        TransportKind::Remote => {
+            let http: Vec<String> = run
+                .permissions()
+                .iter()
+                .filter(|p| matches!(p, Permission::Http(_)))
+                .map(ToString::to_string)
+                .collect();
+            note(format_args!(
+                "this run grants {} (a remote MCP server): {}; only HTTP to its URL's host \
+                 means anything for it",
+                m.name,
+                if http.is_empty() {
+                    "nothing it uses".to_string()
+                } else {
+                    http.join(", ")
+                }
+            ))
+        }
         TransportKind::Stdio => note(format_args!(
             "warning: {} is a classic extension (a program run with your rights, not \
              sandboxed): {} means nothing for it",

@@ -91,7 +91,7 @@ impl Target {
             Target::Wasm(file) => Some(file.clone()),
             Target::Dir(dir) => Manifest::read(dir).ok().and_then(|m| match m.launch(dir) {
                 Launch::Wasm(file) => Some(file),
-                Launch::Exec(_) => None,
+                Launch::Exec(_) | Launch::Remote(_) => None,
             }),
         }
     }

@@ -154,6 +154,7 @@ fn run_grant(
     let other_build = match pinned {
         Bound::Component => "another build of the component",
         Bound::Classic => "other files of the extension",
+        Bound::Remote => "the server at another URL or with other headers",
     };
     match &copy {
         Some(copy) => prompt.say(&format!("{} ({copy}) asks for:", m.name)),
@@ -191,14 +192,14 @@ fn run_grant(
     shown.replaced = granted.replaced;
     shown.grant = Some(grant);
     let runs_confined = match pinned {
-        Bound::Component => true,
+        Bound::Component | Bound::Remote => true,
         Bound::Classic => !matches!(
             zot_host::manage::records::confinement_of(home, &id, &m, &dir),
             zot_host::manage::records::Confinement::Unconfined { .. }
         ),
     };
     match (pinned, runs_confined) {
-        (Bound::Component, _) | (Bound::Classic, true) => {}
+        (Bound::Component | Bound::Remote, _) | (Bound::Classic, true) => {}
         (Bound::Classic, false) => prompt.say(&format!(
             "{} is not confined: it runs with your full user permissions, and this grant \
              applies once you confine it (`zot ext confine {}`, on Linux)",

@@ -213,6 +213,21 @@ pub(crate) fn review(prompt: &mut dyn Prompt, m: &Manifest, dir: &Path) {
             }
             prompt.say("    (a project component gets no grant of its own until `zot ext grant`)");
         }
+        Launch::Remote(url) => {
+            let server = m.mcp.as_ref();
+            let origin = server.and_then(|s| s.origin()).unwrap_or_default();
+            prompt.say(&format!(
+                "    a remote MCP server at {url}: it runs nothing here; it may reach {origin} \
+                 once granted (`zot ext grant`)"
+            ));
+            for (name, template) in server.map(|s| &s.headers).into_iter().flatten() {
+                prompt.say(&format!("      - sends header {name}: {template}"));
+            }
+            prompt.say(
+                "    (a ${file:…} a header reads is not part of what is trusted: a secret may \
+                 change without asking again)",
+            );
+        }
         Launch::Exec(program) => {
             prompt.say(
                 "    warning: a classic extension: it runs as a program with your full \

@@ -126,6 +126,14 @@ impl Listed {
             dir: found.dir.display().to_string(),
             transport: match &found.manifest {
                 Ok(m) => m.transport(),
+                Err(_)
+                    if raw
+                        .get("mcp")
+                        .and_then(|m| m.get("url"))
+                        .is_some_and(|u| !u.is_null()) =>
+                {
+                    TransportKind::Remote
+                }
                 Err(_) if raw.get("wasm").is_some_and(|w| !w.is_null()) => TransportKind::Wasm,
                 Err(_) => TransportKind::Stdio,
             },

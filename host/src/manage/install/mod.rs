@@ -271,6 +271,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         manifest::Launch::Wasm(path) => Some(path),
         manifest::Launch::Exec(path) if path.starts_with(&tree) => Some(path),
         manifest::Launch::Exec(_) => None, // on PATH, e.g. `python3`
+        manifest::Launch::Remote(_) => None, // a remote MCP server: nothing runs here
     };
     if let Some(path) = program.filter(|p| !p.is_file()) {
         let shown = path.strip_prefix(&tree).unwrap_or(&path);
@@ -344,7 +345,7 @@ impl Staged {
             manifest::Launch::Wasm(path) => {
                 path.strip_prefix(&self.tree).ok().map(Path::to_path_buf)
             }
-            manifest::Launch::Exec(_) => None,
+            manifest::Launch::Exec(_) | manifest::Launch::Remote(_) => None,
         }
     }
 

@@ -147,7 +147,7 @@ pub async fn plan(
     let local = provenance::verify(dir, &record)?;
     let changed = provenance::verify(staged.tree(), &record)?;
     let grown = grown_since(&old, &staged.manifest);
-    let confined = !staged.manifest.is_component()
+    let confined = !staged.manifest.asks_permissions()
         && grants::load(home, &id)
             .map_err(|e| UpdateError::Records(ConsentError::Grant(e)))?
             .is_some_and(|g| g.confine);

@@ -1,6 +1,7 @@
 //! MCP servers as extensions (a manifest's `"mcp"`): the program or component that is
-//! the server runs on its own transport (stdio or wasm), and this one stands between it
-//! and the core, an rmcp client on one side and an ordinary zot extension on the other.
+//! the server runs on its own transport (stdio or wasm), or the server is remote
+//! (Streamable HTTP over [`remote::CheckedHttpClient`], [`speak_remote`]), and this one
+//! stands between it and the core, an rmcp client on one side and an ordinary zot extension on the other.
 //! The core sees `hello`, one `register_tool` per MCP tool (re-sent for new or changed
 //! ones on `notifications/tools/list_changed`) and `ready`; its `tool_call` becomes
 //! `tools/call` ([`call`]), `tool_cancel` becomes `notifications/cancelled`, the
@@ -12,11 +13,7 @@
 mod call;
 mod client;
 pub(crate) mod map;
-// Remote servers by URL: the checked HTTP client is written and tested, not yet wired
-// into the launcher (the next step: a manifest's `"mcp": {"url": …}`), so until then it
-// is compiled for its unit tests only (else all of it is dead code).
-#[cfg(test)]
-mod remote;
+pub(crate) mod remote;
 mod wire;
 
 use super::{Connection, Control, ExitReason, Inbound, LineGate, Outbound};
@@ -90,19 +87,10 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
         ended.clone(),
         progress,
     );
-    let adapter = Adapter {
-        core: Core {
-            tx: to_core,
-            gate: LineGate::default(),
-        },
-        spec,
-        control: control.clone(),
-        calls: HashMap::new(),
-        registered: HashMap::new(),
-        ledger: Registered::default(),
-        said_hello: false,
-    };
-    tokio::spawn(adapter.run(wire, from_core, ended, progressed));
+    let adapter = Adapter::new(to_core, spec, control.clone(), None);
+    // Its exit is the server's own (below).
+    let stop = Arc::new(Notify::new());
+    tokio::spawn(adapter.run(wire, from_core, ended, progressed, stop));
     tokio::spawn(async move {
         let reason = exit.await.unwrap_or_else(|_| {
             ExitReason::LostTrack("the MCP server's transport ended without an exit".into())
@@ -115,6 +103,71 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
         exit: exit_rx,
         control: Box::new(Shared(control)),
     }
+}
+
+/// How long a remote server's session may take to end (its `DELETE`) when stopped.
+const FAREWELL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The connection the core gets for the remote MCP server on `transport` (Streamable
+/// HTTP, [`remote`]): the adapter over [`wire::Tokened`]. Closing its input, terminating
+/// or killing it ends the session (rmcp `DELETE`s it, at most [`FAREWELL`]); its exit
+/// says why the connection ended.
+pub(crate) fn speak_remote<T>(transport: T, spec: McpSpec) -> Connection
+where
+    T: rmcp::transport::Transport<RoleClient> + 'static,
+{
+    let (core_tx, from_core) = mpsc::channel(OUTBOUND_QUEUE);
+    let (to_core, core_rx) = mpsc::channel(INBOUND_QUEUE);
+    let (exit_tx, exit_rx) = oneshot::channel();
+    let ended = Arc::new(Notify::new());
+    let (progress, progressed) = mpsc::channel(PROGRESS_QUEUE);
+    let stop = Arc::new(Notify::new());
+    let control: Arc<dyn Control> = Arc::new(Stop(stop.clone()));
+    let wire = wire::Tokened::new(transport, ended.clone(), progress);
+    let adapter = Adapter::new(to_core, spec, control.clone(), Some(FAREWELL));
+    tokio::spawn(async move {
+        let reason = match adapter.run(wire, from_core, ended, progressed, stop).await {
+            Ended::Stopped => ExitReason::StoppedByHost,
+            Ended::Handshake(why) => {
+                ExitReason::Disconnected(format!("it failed its handshake: {why}"))
+            }
+            Ended::Closed => ExitReason::Disconnected(
+                "the transport closed (the extension's log says why)".into(),
+            ),
+        };
+        let _ = exit_tx.send(reason);
+    });
+    Connection {
+        outbound: core_tx.into(),
+        inbound: core_rx.into(),
+        exit: exit_rx,
+        control: Box::new(Shared(control)),
+    }
+}
+
+/// A remote server's [`Control`]: each way of stopping it ends the session.
+struct Stop(Arc<Notify>);
+
+impl Control for Stop {
+    fn close_input(&self) {
+        self.0.notify_one();
+    }
+    fn terminate(&self) {
+        self.0.notify_one();
+    }
+    fn kill(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// Why the adapter stopped.
+enum Ended {
+    /// The core closed its side, or the server was stopped.
+    Stopped,
+    /// The handshake failed: rmcp's words.
+    Handshake(String),
+    /// The server's side ended.
+    Closed,
 }
 
 /// The server's [`Control`], shared by the core and the adapter (which stops a server
@@ -152,6 +205,8 @@ struct Adapter {
     core: Core,
     spec: McpSpec,
     control: Arc<dyn Control>,
+    /// A remote server: how long its session may take to end once stopped.
+    farewell: Option<std::time::Duration>,
     /// Calls in progress, by the core's id.
     calls: HashMap<String, AbortHandle>,
     /// What the last listing registered: each tool's name (prefix included) and the
@@ -165,13 +220,39 @@ struct Adapter {
 }
 
 impl Adapter {
-    async fn run(
+    fn new(
+        to_core: mpsc::Sender<Inbound>,
+        spec: McpSpec,
+        control: Arc<dyn Control>,
+        farewell: Option<std::time::Duration>,
+    ) -> Adapter {
+        Adapter {
+            core: Core {
+                tx: to_core,
+                gate: LineGate::default(),
+            },
+            spec,
+            control,
+            farewell,
+            calls: HashMap::new(),
+            registered: HashMap::new(),
+            ledger: Registered::default(),
+            said_hello: false,
+        }
+    }
+
+    /// Speaks MCP on `wire` until the core, the server or `stop` ends it; says why.
+    async fn run<T>(
         mut self,
-        wire: wire::Wire,
+        wire: T,
         mut from_core: mpsc::Receiver<Outbound>,
         ended: Arc<Notify>,
         mut progressed: mpsc::Receiver<(String, ProgressNotificationParam)>,
-    ) {
+        stop: Arc<Notify>,
+    ) -> Ended
+    where
+        T: rmcp::transport::Transport<RoleClient> + 'static,
+    {
         let relist = Arc::new(Notify::new());
         let handler = client::Client {
             relist: relist.clone(),
@@ -189,6 +270,7 @@ impl Adapter {
         let mut listing: Option<Listing> = None;
         let mut list_again = false;
         let mut answers: JoinSet<(String, Option<ToolResult>)> = JoinSet::new();
+        let why;
         loop {
             tokio::select! {
                 // A call's progress before its answer: the wire handed it on first.
@@ -209,6 +291,7 @@ impl Adapter {
                     Err(e) => {
                         self.spec.log.warn(&format!("the MCP server failed its handshake: {e}"));
                         self.control.terminate();
+                        why = Ended::Handshake(e.to_string());
                         break;
                     }
                 },
@@ -229,7 +312,10 @@ impl Adapter {
                 },
                 frame = from_core.recv() => match frame {
                     Some(frame) => self.handle(frame, peer.as_ref(), &mut answers).await,
-                    None => break,
+                    None => {
+                        why = Ended::Stopped;
+                        break;
+                    }
                 },
                 Some(answer) = answers.join_next() => {
                     if let Ok((id, result)) = answer {
@@ -239,7 +325,14 @@ impl Adapter {
                         }
                     }
                 }
-                () = ended.notified() => break,
+                () = ended.notified() => {
+                    why = Ended::Closed;
+                    break;
+                }
+                () = stop.notified() => {
+                    why = Ended::Stopped;
+                    break;
+                }
             }
         }
         // Pending calls are the core's to fail (the server's exit tells it).
@@ -247,7 +340,11 @@ impl Adapter {
         if let Some(listening) = listening {
             listening.abort();
         }
-        drop(service);
+        // A remote server's session is ended (rmcp `DELETE`s it), for so long at most.
+        if let (Some(mut service), Some(farewell)) = (service, self.farewell) {
+            let _ = service.close_with_timeout(farewell).await;
+        }
+        why
     }
 
     /// Hands on the server's progress of the core's call `id`, if it is still waiting.

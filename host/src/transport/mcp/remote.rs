@@ -70,23 +70,6 @@ const RESUMPTIONS: usize = 3;
 /// The longest wait between two resumptions.
 const MAX_RESUME_DELAY: Duration = Duration::from_secs(30);
 
-/// Headers a manifest may not set: those of the protocol (rmcp's and the transport's)
-/// and those of HTTP's framing and connection.
-const RESERVED: &[&str] = &[
-    "accept",
-    "connection",
-    "content-length",
-    "content-type",
-    "host",
-    "keep-alive",
-    LAST_EVENT_ID,
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
-
 type Error = StreamableHttpError<RemoteError>;
 
 /// Why a request to a remote MCP server failed in this client (rmcp's
@@ -139,7 +122,8 @@ impl CheckedHttpClient {
         for (name, value) in headers {
             let name = HeaderName::try_from(name.as_str())
                 .map_err(|_| format!("header {name:?}: not a header name"))?;
-            if RESERVED.contains(&name.as_str()) || name.as_str().starts_with("mcp-") {
+            // The manifest's own rule (`crate::manifest::RESERVED_HEADERS`).
+            if !crate::manifest::header_allowed(name.as_str()) {
                 return Err(format!(
                     "header {name:?}: set by the host for the protocol, not by a manifest"
                 ));

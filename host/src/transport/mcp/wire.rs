@@ -217,3 +217,67 @@ impl Wire {
         let _ = self.to_server.send(&answer);
     }
 }
+
+/// A remote server's rmcp transport (Streamable HTTP), doing what [`Wire`] does on a
+/// server's lines: each `tools/call` goes with the core's call id as its progress token
+/// ([`super::call::with_call_token`]), the server's progress of a call is handed on as
+/// it is read, and `ended` is told once the transport has no more to give. rmcp's
+/// client answers the server's requests (`ping`; the rest as not offered, since the host
+/// declares no client capabilities); nothing waits unread (each message is one request,
+/// the transport bounds how many run at once).
+pub(super) struct Tokened<T> {
+    inner: T,
+    ended: Arc<Notify>,
+    progress: mpsc::Sender<(String, ProgressNotificationParam)>,
+}
+
+impl<T> Tokened<T> {
+    pub(super) fn new(
+        inner: T,
+        ended: Arc<Notify>,
+        progress: mpsc::Sender<(String, ProgressNotificationParam)>,
+    ) -> Tokened<T> {
+        Tokened {
+            inner,
+            ended,
+            progress,
+        }
+    }
+}
+
+impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleClient>
+    for Tokened<T>
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), T::Error>> + Send + 'static {
+        self.inner.send(super::call::with_call_token(item))
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            match self.inner.receive().await {
+                None => {
+                    self.ended.notify_one();
+                    return None;
+                }
+                Some(JsonRpcMessage::Notification(JsonRpcNotification {
+                    notification: ServerNotification::ProgressNotification(progress),
+                    ..
+                })) => {
+                    if let Some(id) = super::call::call_of(&progress.params.progress_token) {
+                        let _ = self.progress.try_send((id.to_string(), progress.params));
+                    }
+                }
+                Some(message) => return Some(message),
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), T::Error>> + Send {
+        self.inner.close()
+    }
+}

@@ -261,8 +261,12 @@ fn built_artifact(messages: &str) -> Option<PathBuf> {
 /// to. `Ok(None)` when nothing had to move.
 fn place(dir: &Path, artifact: &Path) -> Result<Option<PathBuf>, String> {
     let m = zot_host::manage::manifest::Manifest::read(dir).map_err(|e| e.to_string())?;
-    let (zot_host::manage::manifest::Launch::Exec(to)
-    | zot_host::manage::manifest::Launch::Wasm(to)) = m.launch(dir);
+    let to = match m.launch(dir) {
+        zot_host::manage::manifest::Launch::Exec(to)
+        | zot_host::manage::manifest::Launch::Wasm(to) => to,
+        // A remote MCP server: nothing built to place.
+        zot_host::manage::manifest::Launch::Remote(_) => return Ok(None),
+    };
     let same = std::fs::canonicalize(&to)
         .ok()
         .zip(std::fs::canonicalize(artifact).ok())
