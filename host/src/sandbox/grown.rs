@@ -1,6 +1,6 @@
 //! Whether an updated manifest asks for more than the one the grant was given for.
 
-use super::words::in_words;
+use super::words::{header_words, in_words};
 use super::Limit;
 use crate::manifest::{Manifest, Permissions};
 
@@ -39,12 +39,44 @@ pub fn grown_since(old: &Manifest, new: &Manifest) -> Vec<String> {
         .map(|l| (l, l.asked(&new.limits.caps)))
         .filter(|(l, v)| *v > l.asked(&old.limits.caps).max(l.spec().default))
         .collect();
-    in_words(&added, &more)
+    let mut grown = in_words(&added, &more);
+    // What a remote server's headers newly read of this machine.
+    let sent = header_words(old);
+    grown.extend(header_words(new).into_iter().filter(|w| !sent.contains(w)));
+    grown
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remote_server_whose_headers_read_more_asks_for_more() {
+        let remote = |headers: &str| -> Manifest {
+            serde_json::from_str(&format!(
+                r#"{{"name":"r","mcp":{{"url":"https://mcp.example.com/mcp","headers":{headers}}}}}"#
+            ))
+            .unwrap()
+        };
+        let old = remote(r#"{"Authorization":"Bearer ${env:TOKEN}"}"#);
+        assert!(grown_since(&old, &old).is_empty());
+        assert!(
+            grown_since(&old, &remote(r#"{"Authorization":"Token ${env:TOKEN}"}"#)).is_empty(),
+            "the same variable sent: nothing more"
+        );
+        assert_eq!(
+            grown_since(
+                &old,
+                &remote(
+                    r#"{"Authorization":"Bearer ${env:TOKEN}","X-Key":"${file:~/.ssh/id_ed25519}"}"#
+                )
+            ),
+            vec![
+                "send it the contents of the file ~/.ssh/id_ed25519 (in its header X-Key)"
+                    .to_string()
+            ]
+        );
+    }
 
     fn component(limits: &str) -> Manifest {
         serde_json::from_str(&format!(

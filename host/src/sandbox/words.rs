@@ -12,7 +12,39 @@ pub fn asked_words(m: &Manifest) -> Vec<String> {
         let asked = |l: Limit| m.limits.caps.get(l).unwrap_or(l.confined_default());
         return confined_words(&m.permissions, asked(Limit::Memory), asked(Limit::Disk));
     }
-    in_words(&m.permissions, &raised(|l| l.asked(&m.limits.caps)))
+    let mut out = in_words(&m.permissions, &raised(|l| l.asked(&m.limits.caps)));
+    out.extend(header_words(m));
+    out
+}
+
+/// What a remote MCP server's headers send it of this machine, in plain words: each
+/// variable and file a header reads (a secret leaves the machine this way).
+pub fn header_words(m: &Manifest) -> Vec<String> {
+    let Some(server) = m.mcp.as_ref().filter(|s| s.url.is_some()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, template) in &server.headers {
+        let Ok(parts) = crate::manifest::template(template) else {
+            continue;
+        };
+        for part in parts {
+            match part {
+                crate::manifest::Part::Text(_) => {}
+                crate::manifest::Part::Env(var) => out.push(format!(
+                    "send it your environment variable {} (in its header {})",
+                    one_line(var),
+                    one_line(name)
+                )),
+                crate::manifest::Part::File(path) => out.push(format!(
+                    "send it the contents of the file {} (in its header {})",
+                    one_line(path),
+                    one_line(name)
+                )),
+            }
+        }
+    }
+    out
 }
 
 /// What `grant` allows the extension of manifest `m`, in plain words: for a component,
@@ -28,10 +60,13 @@ pub fn granted_words(m: &Manifest, grant: &Grant) -> Vec<String> {
             in_force(Limit::Disk),
         );
     }
-    in_words(
+    let mut out = in_words(
         &grant.permissions,
         &raised(|l| l.in_force(&m.limits.caps, &grant.caps)),
-    )
+    );
+    // A remote server's grant is bound to its headers (`grants::remote_binding`).
+    out.extend(header_words(m));
+    out
 }
 
 /// What a confined classic extension gets of `p`, with `memory_mb` and `disk_mb`.
