@@ -807,3 +807,58 @@ fn a_remote_server_not_granted_is_refused_before_connecting() {
     );
     host.shutdown();
 }
+
+/// `zot ext call` of a remote server granted its origin for the run only
+/// (`--allow-http`), and `zot ext check` of it: refused naming what is missing until
+/// the user grants it, then its tools listed — as a user tries one before installing it.
+#[test]
+fn a_remote_server_is_called_with_a_grant_for_the_run_and_checked_once_granted() {
+    let port = free_port();
+    let script =
+        servers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let argv = [
+        "node".into(),
+        script.into_os_string(),
+        "streamableHttp".into(),
+    ];
+    let (_server, _) = Served::start(
+        &argv,
+        &[("PORT", &port.to_string())],
+        "MCP Streamable HTTP Server listening on port",
+    );
+    let scratch = TempDir::new("remote-call");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let dir = write_manifest(
+        &scratch.path().join("remote"),
+        &json!({"name": "remote", "mcp": {"url": url}}),
+    );
+    let home = scratch.path().join("home");
+    let origin = format!("http://127.0.0.1:{port}");
+    let target = dir.to_str().unwrap();
+
+    let out = zot(
+        &home,
+        scratch.path(),
+        &[
+            "call",
+            target,
+            "echo",
+            r#"{"message": "hi"}"#,
+            "--allow-http",
+            &origin,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(stdout(&out), "Echo: hi\n", "{}", text(&out));
+
+    let out = zot(&home, scratch.path(), &["check", target]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains(&format!("{origin} is not granted")), "{said}");
+
+    grant(&home, &dir, &origin);
+    let out = zot(&home, scratch.path(), &["check", target]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(stdout(&out).contains("mcp, remote"), "{}", text(&out));
+    assert!(stdout(&out).contains("echo"), "{}", text(&out));
+}
