@@ -671,6 +671,25 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The official `server-everything` serving Streamable HTTP on a free port of
+/// 127.0.0.1 (at `/mcp`), and the port.
+fn everything_over_http() -> (Served, u16) {
+    let port = free_port();
+    let script =
+        servers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let argv = [
+        "node".into(),
+        script.into_os_string(),
+        "streamableHttp".into(),
+    ];
+    let (served, _) = Served::start(
+        &argv,
+        &[("PORT", &port.to_string())],
+        "MCP Streamable HTTP Server listening on port",
+    );
+    (served, port)
+}
+
 /// `zot ext grant <dir> -p <permission>` in `home`, as the user would.
 fn grant(home: &Path, dir: &Path, permission: &str) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zot"))
@@ -691,19 +710,7 @@ fn grant(home: &Path, dir: &Path, permission: &str) {
 /// the sidecar.
 #[test]
 fn a_remote_server_over_http_is_an_extension_once_granted() {
-    let port = free_port();
-    let script =
-        servers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let argv = [
-        "node".into(),
-        script.into_os_string(),
-        "streamableHttp".into(),
-    ];
-    let (_server, _) = Served::start(
-        &argv,
-        &[("PORT", &port.to_string())],
-        "MCP Streamable HTTP Server listening on port",
-    );
+    let (_server, port) = everything_over_http();
     let mut b = HostBuilder::new();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let dir = b.explicit(
@@ -813,19 +820,7 @@ fn a_remote_server_not_granted_is_refused_before_connecting() {
 /// the user grants it, then its tools listed — as a user tries one before installing it.
 #[test]
 fn a_remote_server_is_called_with_a_grant_for_the_run_and_checked_once_granted() {
-    let port = free_port();
-    let script =
-        servers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let argv = [
-        "node".into(),
-        script.into_os_string(),
-        "streamableHttp".into(),
-    ];
-    let (_server, _) = Served::start(
-        &argv,
-        &[("PORT", &port.to_string())],
-        "MCP Streamable HTTP Server listening on port",
-    );
+    let (_server, port) = everything_over_http();
     let scratch = TempDir::new("remote-call");
     let url = format!("http://127.0.0.1:{port}/mcp");
     let dir = write_manifest(

@@ -75,11 +75,15 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
         control,
     } = server;
     let control: Arc<dyn Control> = Arc::from(control);
-    let (core_tx, from_core) = mpsc::channel(OUTBOUND_QUEUE);
-    let (to_core, core_rx) = mpsc::channel(INBOUND_QUEUE);
-    let (exit_tx, exit_rx) = oneshot::channel();
-    let ended = Arc::new(Notify::new());
-    let (progress, progressed) = mpsc::channel(PROGRESS_QUEUE);
+    let Sides {
+        core,
+        from_core,
+        to_core,
+        exit_tx,
+        ended,
+        progress,
+        progressed,
+    } = Sides::new();
     let wire = wire::Wire::new(
         wire::ToServer::new(outbound, spec.budget, control.clone(), spec.log.clone()),
         inbound,
@@ -97,11 +101,60 @@ pub(crate) fn speak(server: Connection, spec: McpSpec) -> Connection {
         });
         let _ = exit_tx.send(reason);
     });
-    Connection {
-        outbound: core_tx.into(),
-        inbound: core_rx.into(),
-        exit: exit_rx,
-        control: Box::new(Shared(control)),
+    core.connection(control)
+}
+
+/// The channels between the core and an adapter, and the adapter's own.
+struct Sides {
+    /// The core's side, made into its [`Connection`] by [`CoreSide::connection`].
+    core: CoreSide,
+    from_core: mpsc::Receiver<Outbound>,
+    to_core: mpsc::Sender<Inbound>,
+    exit_tx: oneshot::Sender<ExitReason>,
+    /// Told once the server's side has ended.
+    ended: Arc<Notify>,
+    progress: mpsc::Sender<(String, ProgressNotificationParam)>,
+    progressed: mpsc::Receiver<(String, ProgressNotificationParam)>,
+}
+
+/// What the core holds of an adapter.
+struct CoreSide {
+    core_tx: mpsc::Sender<Outbound>,
+    core_rx: mpsc::Receiver<Inbound>,
+    exit_rx: oneshot::Receiver<ExitReason>,
+}
+
+impl Sides {
+    fn new() -> Sides {
+        let (core_tx, from_core) = mpsc::channel(OUTBOUND_QUEUE);
+        let (to_core, core_rx) = mpsc::channel(INBOUND_QUEUE);
+        let (exit_tx, exit_rx) = oneshot::channel();
+        let (progress, progressed) = mpsc::channel(PROGRESS_QUEUE);
+        Sides {
+            core: CoreSide {
+                core_tx,
+                core_rx,
+                exit_rx,
+            },
+            from_core,
+            to_core,
+            exit_tx,
+            ended: Arc::new(Notify::new()),
+            progress,
+            progressed,
+        }
+    }
+}
+
+impl CoreSide {
+    /// The core's [`Connection`], stopped through `control`.
+    fn connection(self, control: Arc<dyn Control>) -> Connection {
+        Connection {
+            outbound: self.core_tx.into(),
+            inbound: self.core_rx.into(),
+            exit: self.exit_rx,
+            control: Box::new(Shared(control)),
+        }
     }
 }
 
@@ -116,11 +169,15 @@ pub(crate) fn speak_remote<T>(transport: T, spec: McpSpec) -> Connection
 where
     T: rmcp::transport::Transport<RoleClient> + 'static,
 {
-    let (core_tx, from_core) = mpsc::channel(OUTBOUND_QUEUE);
-    let (to_core, core_rx) = mpsc::channel(INBOUND_QUEUE);
-    let (exit_tx, exit_rx) = oneshot::channel();
-    let ended = Arc::new(Notify::new());
-    let (progress, progressed) = mpsc::channel(PROGRESS_QUEUE);
+    let Sides {
+        core,
+        from_core,
+        to_core,
+        exit_tx,
+        ended,
+        progress,
+        progressed,
+    } = Sides::new();
     let stop = Arc::new(Notify::new());
     let control: Arc<dyn Control> = Arc::new(Stop(stop.clone()));
     let wire = wire::Tokened::new(transport, ended.clone(), progress);
@@ -137,12 +194,7 @@ where
         };
         let _ = exit_tx.send(reason);
     });
-    Connection {
-        outbound: core_tx.into(),
-        inbound: core_rx.into(),
-        exit: exit_rx,
-        control: Box::new(Shared(control)),
-    }
+    core.connection(control)
 }
 
 /// A remote server's [`Control`]: each way of stopping it ends the session.
