@@ -11,15 +11,23 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The folder with the official servers installed.
+/// The folder with the official servers installed, and `ts2-echo.mjs` (a server of the
+/// official TypeScript SDK 2.x) beside their `node_modules` (imports resolve from a
+/// script's folder; copied every run so an edit counts, renamed into place so no run
+/// reads half).
 fn servers() -> &'static Path {
     static SERVERS: OnceLock<PathBuf> = OnceLock::new();
     SERVERS.get_or_init(|| {
-        npm_installed(
+        let dir = npm_installed(
             "tests/mcp-servers",
             "mcp-servers",
             "node_modules/@modelcontextprotocol/server-filesystem/package.json",
-        )
+        );
+        let script = "ts2-echo.mjs";
+        let partial = dir.join(format!("{script}.{}", std::process::id()));
+        std::fs::copy(workspace().join("tests/mcp-servers").join(script), &partial).unwrap();
+        std::fs::rename(&partial, dir.join(script)).unwrap();
+        dir
     })
 }
 
@@ -856,4 +864,58 @@ fn a_remote_server_is_called_with_a_grant_for_the_run_and_checked_once_granted()
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(stdout(&out).contains("mcp, remote"), "{}", text(&out));
     assert!(stdout(&out).contains("echo"), "{}", text(&out));
+}
+
+/// The official TypeScript server SDK 2.x over Streamable HTTP (`createMcpHandler`), as a
+/// remote extension called with `zot ext call … --allow-http`: serving both revisions
+/// and serving only 2026-07-28 (`legacy: 'reject'`), the host speaks 2026-07-28 to it.
+#[test]
+fn the_official_2026_server_sdk_over_http_is_a_remote_extension() {
+    for only_2026 in [false, true] {
+        let port = free_port();
+        let mut argv: Vec<std::ffi::OsString> = vec![
+            "node".into(),
+            servers().join("ts2-echo.mjs").into_os_string(),
+        ];
+        if only_2026 {
+            argv.push("--only-2026".into());
+        }
+        let (_server, _) = Served::start(
+            &argv,
+            &[("PORT", &port.to_string())],
+            "ts2-echo listening on port",
+        );
+        let scratch = TempDir::new("remote-ts2");
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let dir = write_manifest(
+            &scratch.path().join("ts2"),
+            &json!({"name": "ts2", "mcp": {"url": url}}),
+        );
+        let home = scratch.path().join("home");
+        let origin = format!("http://127.0.0.1:{port}");
+        let out = zot(
+            &home,
+            scratch.path(),
+            &[
+                "call",
+                dir.to_str().unwrap(),
+                "echo",
+                r#"{"text": "hi"}"#,
+                "--allow-http",
+                &origin,
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "only 2026: {only_2026}: {}",
+            text(&out)
+        );
+        assert_eq!(stdout(&out), "echo: hi\n", "{}", text(&out));
+        let log = std::fs::read_to_string(home.join("logs/ext-ts2.log")).unwrap();
+        assert!(
+            log.contains(r#"MCP server "ts2-echo" "2.4.0" ready (protocol 2026-07-28)"#),
+            "{log}"
+        );
+    }
 }
