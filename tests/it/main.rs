@@ -6,7 +6,7 @@
 //! changes the process's own.
 //!
 //! A module per feature (`trust`, `install`, `shell`, `mcp`, `wasm`, `confine`, `sidecar`,
-//! `cli`, `sdk`, `library`), each a folder of its concerns; `common` is what they share.
+//! `cli`, `sdk`, `library`, `supply`), each a folder of its concerns; `common` is what they share.
 //! One feature: `cargo test -p zot-cli --test it shell::`.
 
 mod common;
@@ -20,5 +20,6 @@ mod mcp;
 mod sdk;
 mod shell;
 mod sidecar;
+mod supply;
 mod trust;
 mod wasm;

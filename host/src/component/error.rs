@@ -12,6 +12,9 @@ pub enum ComponentError {
     CoreModule(String),
     /// It does not parse or compile as a component (the parser's or compiler's reason).
     Invalid(String),
+    /// It uses a WebAssembly feature this host does not run (what, found before
+    /// compiling by [`super::inspect`]).
+    Unsupported(String),
     /// Over one of the caps checked before compiling ([`super::inspect`]).
     OverCap {
         what: &'static str,
@@ -56,6 +59,11 @@ impl fmt::Display for ComponentError {
             NotAComponent(what) => write!(f, "not a WebAssembly component (it is {what})"),
             CoreModule(why) => write!(f, "a core wasm module this host cannot run: {why}"),
             Invalid(why) => write!(f, "not a valid component: {why}"),
+            Unsupported(what) => write!(
+                f,
+                "refused before compiling: it {what}, which this host does not run (see \
+                 \"The runtime\" in docs/security.md)"
+            ),
             OverCap { what, value, cap } => write!(
                 f,
                 "refused before compiling: {value} {what} (at most {cap}: see \"Compile \

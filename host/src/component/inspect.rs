@@ -11,7 +11,8 @@
 use super::wit::{world_of, Kind, World};
 use super::ComponentError;
 use wasmparser::{
-    BinaryReaderError, Chunk, Encoding, FunctionBody, KnownCustom, Operator, Parser, Payload,
+    BinaryReaderError, Chunk, CompositeInnerType, Encoding, FunctionBody, KnownCustom, Operator,
+    Parser, Payload, RecGroup,
 };
 
 /// The module a WASI preview-1 module imports its functions from.
@@ -178,6 +179,13 @@ impl<'a> Inspection<'a> {
             Payload::CustomSection(reader) if reader.name() == MANIFEST_SECTION => {
                 self.manifest.get_or_insert(reader.data());
             }
+            Payload::TypeSection(reader) => {
+                for group in reader {
+                    if let Some(what) = gc_proposal(&group.map_err(invalid)?) {
+                        return Err(ComponentError::Unsupported(what.into()));
+                    }
+                }
+            }
             Payload::TableSection(r) => self.tables += r.count() as usize,
             Payload::MemorySection(r) => self.memories += r.count() as usize,
             Payload::CodeSectionEntry(body) if self.bodies.len() <= MAX_FUNCTIONS => {
@@ -214,6 +222,31 @@ pub fn preview1_world<'a>(
         )));
     }
     Ok(World::Preview1)
+}
+
+/// What in `group` needs a proposal the engine leaves off: the WebAssembly GC proposal
+/// ([`super::engine::compile_engine`] says why) for a type open to subtypes or declared
+/// a subtype of another, a struct or array, or an explicit recursion group; stack
+/// switching for a continuation type.
+fn gc_proposal(group: &RecGroup) -> Option<&'static str> {
+    if group.is_explicit_rec_group() {
+        return Some("declares a recursion group of types (the WebAssembly GC proposal)");
+    }
+    group.types().find_map(|ty| match &ty.composite_type.inner {
+        CompositeInnerType::Func(_) if !ty.is_final => {
+            Some("declares a function type open to subtypes (the WebAssembly GC proposal)")
+        }
+        CompositeInnerType::Func(_) if ty.supertype_idx.is_some() => {
+            Some("declares a function type as a subtype of another (the WebAssembly GC proposal)")
+        }
+        CompositeInnerType::Func(_) => None,
+        CompositeInnerType::Array(_) | CompositeInnerType::Struct(_) => {
+            Some("declares a struct or array type (the WebAssembly GC proposal)")
+        }
+        CompositeInnerType::Cont(_) => {
+            Some("declares a continuation type (the stack-switching proposal)")
+        }
+    })
 }
 
 /// Measures one function body into `m`: `Err` naming the first cap it exceeds, or
@@ -454,5 +487,83 @@ mod tests {
         assert!(matches!(cut.within_caps(), Err(ComponentError::Invalid(_))));
         // The manifest came before the cut: it is still read.
         assert_eq!(cut.manifest, Some(&b"{}"[..]));
+    }
+
+    /// A core module with the type section `types` and nothing else.
+    fn typed(types: &wasm_encoder::TypeSection) -> Vec<u8> {
+        let mut module = wasm_encoder::Module::new();
+        module.section(types);
+        module.finish()
+    }
+
+    /// Every type the GC proposal adds is refused by the pass, naming it, inside a
+    /// component as in a bare module; a plain function type is not.
+    #[test]
+    fn a_type_of_the_gc_proposal_is_refused_naming_it() {
+        use wasm_encoder::{
+            CompositeInnerType as Inner, CompositeType, FieldType, FuncType, StorageType,
+            StructType, SubType, TypeSection, ValType,
+        };
+        let sub = |inner: Inner, is_final: bool, supertype_idx: Option<u32>| SubType {
+            is_final,
+            supertype_idx,
+            composite_type: CompositeType {
+                inner,
+                shared: false,
+                descriptor: None,
+                describes: None,
+            },
+        };
+        let func = || Inner::Func(FuncType::new([], [ValType::I32]));
+        let field = FieldType {
+            element_type: StorageType::I8,
+            mutable: false,
+        };
+        let mut open = TypeSection::new();
+        open.ty().subtype(&sub(func(), false, None));
+        let mut below = TypeSection::new();
+        below.ty().function([], [ValType::I32]);
+        below.ty().subtype(&sub(func(), true, Some(0)));
+        let mut structs = TypeSection::new();
+        structs.ty().subtype(&sub(
+            Inner::Struct(StructType {
+                fields: Box::new([field]),
+            }),
+            true,
+            None,
+        ));
+        let mut rec = TypeSection::new();
+        rec.ty()
+            .rec([sub(func(), true, None), sub(func(), true, None)]);
+        for (types, said) in [
+            (open, "declares a function type open to subtypes"),
+            (below, "declares a function type as a subtype of another"),
+            (structs, "declares a struct or array type"),
+            (rec, "declares a recursion group of types"),
+        ] {
+            let module = typed(&types);
+            let mut component = wasm_encoder::Component::new();
+            component.section(&wasm_encoder::RawSection {
+                id: wasm_encoder::ComponentSectionId::CoreModule as u8,
+                data: &module,
+            });
+            let component = component.finish();
+            for bytes in [&module, &component] {
+                let found = inspect(bytes);
+                let refused = found.within_caps().unwrap_err().to_string();
+                assert!(
+                    refused.starts_with("refused before compiling: it "),
+                    "{refused}"
+                );
+                assert!(refused.contains(said), "{refused}");
+                assert!(
+                    refused.contains("(the WebAssembly GC proposal)"),
+                    "{refused}"
+                );
+            }
+        }
+        let mut plain = TypeSection::new();
+        plain.ty().function([ValType::I32], []);
+        assert!(inspect(&typed(&plain)).within_caps().is_ok());
     }
 }

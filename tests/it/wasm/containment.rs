@@ -129,11 +129,20 @@ fn counted(instances: u32, tables: u32, memories: u32) -> Vec<u8> {
         .section(&funcs)
         .section(&exports)
         .section(&code);
+    command_of(Some((&filler, instances)), &run)
+}
 
+/// A command component (`wasi:cli/run`) whose `run` is the export `run` (`() -> i32`, 0
+/// for `ok`) of the core module `run`, instantiated after `instances` core instances of
+/// `before` if given.
+fn command_of(before: Option<(&wasm_encoder::Module, u32)>, run: &wasm_encoder::Module) -> Vec<u8> {
+    use wasm_encoder::*;
     let none = || std::iter::empty::<(&str, ModuleArg)>();
+    let empty = Module::new();
+    let (filler, instances) = before.unwrap_or((&empty, 0));
     let mut c = Component::new();
-    c.section(&ModuleSection(&filler))
-        .section(&ModuleSection(&run));
+    c.section(&ModuleSection(filler))
+        .section(&ModuleSection(run));
     let mut core = InstanceSection::new();
     for _ in 0..instances {
         core.instantiate(0, none());
@@ -164,6 +173,74 @@ fn counted(instances: u32, tables: u32, memories: u32) -> Vec<u8> {
         .section(&instance)
         .section(&export);
     c.finish()
+}
+
+/// RUSTSEC-2026-0570's trigger: a core module whose `run` (also exported as `_start`)
+/// makes an indirect call through a table to a function of type `$b`, declared a subtype
+/// of the non-final `$a` the call expects (`callee` 0), or to one of a type unrelated to
+/// `$a` (`callee` 1). Either makes compiled code ask the runtime whether one type is a
+/// subtype of the other, which wasmtime 47.0.0 to 48.0.8 built without its `gc` feature
+/// (as zot is) answered with `unreachable!()` in an `extern "C"` function: an abort of
+/// the whole process.
+fn subtype_call(callee: i32) -> wasm_encoder::Module {
+    use wasm_encoder::*;
+    let func = |is_final: bool, supertype_idx: Option<u32>| SubType {
+        is_final,
+        supertype_idx,
+        composite_type: CompositeType {
+            inner: CompositeInnerType::Func(FuncType::new([], [ValType::I32])),
+            shared: false,
+            descriptor: None,
+            describes: None,
+        },
+    };
+    // Type 0: `$a`, open to subtypes; 1: `$b <: $a`; 2: a final type of its own.
+    let mut types = TypeSection::new();
+    types.ty().subtype(&func(false, None));
+    types.ty().subtype(&func(true, Some(0)));
+    types.ty().function([], [ValType::I32]);
+    let mut funcs = FunctionSection::new();
+    funcs.function(1).function(2).function(2);
+    let mut tables = TableSection::new();
+    tables.table(TableType {
+        element_type: RefType::FUNCREF,
+        table64: false,
+        minimum: 2,
+        maximum: Some(2),
+        shared: false,
+    });
+    let mut exports = ExportSection::new();
+    exports.export("run", ExportKind::Func, 2);
+    exports.export("_start", ExportKind::Func, 2);
+    let mut elements = ElementSection::new();
+    elements.active(
+        Some(0),
+        &ConstExpr::i32_const(0),
+        Elements::Functions([0, 1][..].into()),
+    );
+    let mut code = CodeSection::new();
+    for value in [7, 8] {
+        let mut f = Function::new([]);
+        f.instructions().i32_const(value).end();
+        code.function(&f);
+    }
+    let mut run = Function::new([]);
+    run.instructions()
+        .i32_const(callee)
+        .call_indirect(0, 0)
+        .drop()
+        .i32_const(0)
+        .end();
+    code.function(&run);
+    let mut module = Module::new();
+    module
+        .section(&types)
+        .section(&funcs)
+        .section(&tables)
+        .section(&exports)
+        .section(&elements)
+        .section(&code);
+    module
 }
 
 /// Writes `bytes` as `<dir>/<name>/<name>.wasm` with a manifest naming it.
@@ -495,6 +572,48 @@ fn instances_tables_and_memories_past_64_are_refused_at_instantiation() {
             exit(&format!("{what}-at-cap"), at_cap),
             "exited with status 0"
         );
+    }
+}
+
+/// RUSTSEC-2026-0570 (an abort in wasmtime builds without `gc`): a command component
+/// and a preview-1 module whose indirect calls are checked against a type open to
+/// subtypes are refused before compiling, by `check` and by a host, whose other
+/// extension answers. (On wasmtime 48.0.8 with the GC proposal on, as it was, running
+/// either aborted the `zot` process.)
+#[test]
+fn an_indirect_call_checked_against_a_subtype_is_refused_before_compiling() {
+    let scratch = TempDir::new("subtype");
+    let home = scratch.path().join("home");
+    let refused = "refused before compiling: it declares a function type open to subtypes \
+                   (the WebAssembly GC proposal), which this host does not run";
+    for (name, bytes) in [
+        ("subtype-ok", command_of(None, &subtype_call(0))),
+        ("subtype-bad", command_of(None, &subtype_call(1))),
+        ("subtype-p1", subtype_call(1).finish()),
+    ] {
+        let ext = lay_out(scratch.path(), name, &bytes);
+        let out = zot(&home, &[], &["check", ext.to_str().unwrap(), "--json"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail = &stderr[stderr.len().saturating_sub(300)..];
+        assert!(out.status.code().is_some(), "zot was killed: {tail}");
+        let report = check_report(&out);
+        assert!(
+            report["violations"][0].as_str().unwrap().contains(refused),
+            "{report}"
+        );
+
+        let wasm = ext.join(format!("{name}.wasm"));
+        let manifest = guest(name, wasm.to_str().unwrap(), json!({}), json!({}));
+        let mut b = HostBuilder::new();
+        b.global(name, &manifest);
+        b.explicit("steady", &py_manifest("steady", &["--tools", "echo_py"]));
+        let host = b.start();
+        let ready = host.ready_event();
+        assert_eq!(ready["errors"][0]["extension"], name, "{ready}");
+        let error = ready["errors"][0]["error"].as_str().unwrap();
+        assert!(error.contains(refused), "{ready}");
+        assert_steady(&host);
+        host.shutdown();
     }
 }
 
