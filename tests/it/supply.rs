@@ -55,26 +55,9 @@ fn the_dependency_policy_refuses_another_source_a_licence_a_duplicate_and_a_ban(
     let root = scratch.path();
     let repo = root.join("repo");
     lay_crate(&repo, "fromgit", "1.0.0", "MIT");
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "one",
-        ],
-    ] {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&repo)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-    }
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "one"]);
     lay_crate(&root.join("gpl"), "gpl", "1.0.0", "GPL-3.0-only");
     lay_crate(&root.join("dup1"), "dup", "1.0.0", "MIT");
     lay_crate(&root.join("dup2"), "dup", "2.0.0", "MIT");

@@ -9,7 +9,7 @@
 
 use crate::commands::{
     call, check, confine, doctor, ext, grant, guard, info, install, logs, man, mcp, new, run,
-    shell, sidecar, trust, update, verify,
+    shell, sidecar, sign, signer, trust, update, verify,
 };
 use crate::complete;
 use crate::flags::{scope, zot_home};
@@ -94,6 +94,14 @@ pub(crate) enum ExtCommand {
         #[command(flatten)]
         scope: scope::ScopeArgs,
     },
+    /// Sign an extension with minisign for `install --require-signature`: a .wasm as it
+    /// is, a source tree (a folder, or a repository at a ref) through its statement.
+    #[command(after_help = examples::SIGN)]
+    Sign(sign::SignArgs),
+    /// The keys that must sign what is installed from a source (or under a prefix of
+    /// sources ending in `/`): list, add, remove.
+    #[command(after_help = examples::SIGNER)]
+    Signer(signer::SignerArgs),
     /// Report files of an install that changed since it was installed (exit 1 if any).
     #[command(after_help = examples::VERIFY)]
     Verify {
@@ -258,6 +266,8 @@ fn ext(cmd: ExtCommand) -> ExitCode {
         ExtCommand::Info { name, json, scope } => {
             with_home(|home| info::info(home, &name, json, scope.scope()))
         }
+        ExtCommand::Sign(args) => sign::sign(args).finish(),
+        ExtCommand::Signer(args) => with_home(|home| signer::run(home, args)),
         ExtCommand::Verify { name, json, scope } => {
             with_home(|home| verify::verify(home, &name, json, scope.scope()))
         }
@@ -391,7 +401,8 @@ Examples:
 Examples:
   zot ext install ./my-ext
   zot ext install https://github.com/me/zot-tools.git --ref v1 --path examples/guard
-  zot ext install guard.wasm --project --yes";
+  zot ext install guard.wasm --project --yes
+  zot ext install guard.wasm --require-signature ~/.minisign/acme.pub";
     pub(super) const UPDATE: &str = "\
 Examples:
   zot ext update guard
@@ -401,6 +412,17 @@ Examples:
 Examples:
   zot ext info guard
   zot ext info guard --json --project";
+    pub(super) const SIGN: &str = "\
+Examples:
+  zot ext sign guard.wasm -s ~/.minisign/minisign.key
+  zot ext sign . --ref HEAD                      what is committed, into ./extension.minisig
+  zot ext sign . --ref HEAD --statement > statement.json";
+    pub(super) const SIGNER: &str = "\
+Examples:
+  zot ext signer add https://github.com/acme/ RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3
+  zot ext signer add ~/src/tools/guard ~/.minisign/acme.pub
+  zot ext signer remove https://github.com/acme/
+  zot ext signer list --json";
     pub(super) const VERIFY: &str = "\
 Examples:
   zot ext verify guard

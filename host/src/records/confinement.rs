@@ -131,7 +131,7 @@ mod tests {
         fn settings(&self, confine_classic: bool) {
             Settings {
                 confine_classic,
-                require_confinement: false,
+                ..Settings::default()
             }
             .save(&self.home)
             .unwrap();
@@ -224,8 +224,8 @@ mod tests {
             Confinement::Confined { require: false, .. }
         ));
         Settings {
-            confine_classic: false,
             require_confinement: true,
+            ..Settings::default()
         }
         .save(&case.home)
         .unwrap();

@@ -115,6 +115,36 @@ pub struct Provenance {
     /// What the install built (its files are in `files` too), when it built something.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<Built>,
+    /// The signature checked at install (or at the last update), when one was required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Signed>,
+}
+
+/// A minisign signature of what was installed, checked against a key the user chose
+/// (`--require-signature`, or a signer their settings name for the source): kept so
+/// `info` shows who signed, `verify` checks it again and `update` requires that key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signed {
+    /// The public key that verified it (base64, the line `minisign -G` writes).
+    pub key: String,
+    pub over: SignedOver,
+    /// The signature's trusted comment (signed with it).
+    pub trusted_comment: String,
+    /// The signature, as its file had it.
+    pub minisig: String,
+    /// For a tree: every file the signed statement lists, as it lists it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+}
+
+/// What a signature is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignedOver {
+    /// The component file's bytes (`<file>.minisig` beside it).
+    File,
+    /// The statement of the source's tree (`extension.minisig` in its folder).
+    Tree,
 }
 
 /// What an install builds: the kind of program the extension runs.
@@ -300,6 +330,7 @@ mod tests {
             files: hash_tree(&dir).unwrap(),
             targets: BTreeMap::new(),
             build: None,
+            signature: None,
         };
         assert_eq!(verify(&dir, &record).unwrap(), []);
         fs::write(dir.join("sub/b"), "changed").unwrap();

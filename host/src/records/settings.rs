@@ -18,6 +18,11 @@ pub struct Settings {
     /// rules (`--require-confinement`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_confinement: bool,
+    /// Who must sign what is installed from where: a source (a git URL, an absolute
+    /// path), or a prefix of sources ending in `/`, to the minisign public keys (base64)
+    /// any of which an install from it must be signed by (`zot ext signer`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub signers: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Why the settings cannot be used.
@@ -76,7 +81,7 @@ mod tests {
         assert_eq!(Settings::load(&home).unwrap(), Settings::default());
         let on = Settings {
             confine_classic: true,
-            require_confinement: false,
+            ..Settings::default()
         };
         on.save(&home).unwrap();
         assert_eq!(

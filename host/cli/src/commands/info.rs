@@ -173,6 +173,11 @@ fn source_rows(record: Option<&provenance::Provenance>, name: &str, row: &dyn Fn
                 row("commit", v);
             }
             row("installed at", &r.installed_at);
+            let signature = match &r.signature {
+                Some(s) => format!("by key {}: {}", s.key, crate::records::signers::vouches(s)),
+                None => "none required when it was installed".into(),
+            };
+            row("signature", &signature);
             row(
                 "files",
                 &format!(

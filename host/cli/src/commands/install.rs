@@ -47,6 +47,11 @@ pub(crate) struct InstallArgs {
     /// GOOS=wasip1), and install it sandboxed.
     #[arg(long)]
     wasm: bool,
+    /// Install only if signed by this minisign public key (the key, `RW…`, or its
+    /// `.pub` file): `<file>.minisig` beside a .wasm, `extension.minisig` in a source's
+    /// folder. Repeat for any of several keys.
+    #[arg(long = "require-signature", value_name = "KEY")]
+    require_signature: Vec<String>,
 }
 
 pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError> {
@@ -57,6 +62,7 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
         home.extensions_dir()
     };
     let compiler = Compiler::this_program().context(&what)?;
+    let signers = crate::records::signers::parse(&args.require_signature).context(&what)?;
     let req = Request {
         source: InstallSource::parse(&args.source),
         git_ref: args.git_ref.clone(),
@@ -66,14 +72,17 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
         root,
         home: home.clone(),
         compiler: compiler.clone(),
+        signers,
     };
     // A bare component is run to learn its name: the user consents before it is even
     // compiled. What it asks is known from the file alone: what its embedded manifest
     // asks, or nothing.
     let bare = match &req.source {
         InstallSource::Wasm(file) => {
-            // Not a component: said before anything is asked about it.
+            // Not a component, or not signed as required: said before anything is asked
+            // about it.
             install::read_component_file(file).context(&what)?;
+            install::signed_component(home, file, &req.signers).context(&what)?;
             Some(Manifest::bare_component(file).context(&what)?)
         }
         _ => None,
@@ -90,6 +99,9 @@ pub(crate) fn install(home: &ZotHome, args: InstallArgs) -> Result<(), CliError>
     let mut staged = stage(&req).context(&what)?;
     still_consented(&staged, bare.as_ref(), args.force).context(&what)?;
     say!("{}", headline(&staged));
+    if let Some(signed) = &staged.record.signature {
+        say!("{}", crate::records::signers::signed_line(signed));
+    }
     if let Some(plan) = &staged.build {
         say_build(plan);
         terminal::ask(&mut Term, "Build it?", args.yes).context(&what)?;

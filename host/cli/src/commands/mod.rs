@@ -20,6 +20,8 @@ pub(crate) mod new;
 pub(crate) mod run;
 pub(crate) mod shell;
 pub(crate) mod sidecar;
+pub(crate) mod sign;
+pub(crate) mod signer;
 pub(crate) mod trust;
 pub(crate) mod update;
 pub(crate) mod verify;

@@ -25,6 +25,11 @@ pub(crate) struct UpdateArgs {
     /// Move a git install to this branch, tag or commit (recorded for later updates).
     #[arg(long = "ref", value_name = "REF", conflicts_with = "all")]
     git_ref: Option<String>,
+    /// Accept a version signed by this minisign public key (the key, `RW…`, or its
+    /// `.pub` file), besides the key its install was signed with, if it was. Repeat for
+    /// several.
+    #[arg(long = "require-signature", value_name = "KEY")]
+    require_signature: Vec<String>,
     /// Do not ask, even if it now asks for more.
     #[arg(long, short)]
     yes: bool,
@@ -35,10 +40,12 @@ pub(crate) struct UpdateArgs {
 pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), CliError> {
     let cwd = cwd()?;
     let scope = args.scope.scope();
+    let signers = crate::records::signers::parse(&args.require_signature).context("update")?;
     if let Some(name) = &args.name {
         let what = format!("update {name}");
         let (dir, scope) = resolve(home, &cwd, name, scope).context(&what)?;
-        return update_one(home, &dir, scope, args.git_ref.as_deref(), args.yes).context(&what);
+        let git_ref = args.git_ref.as_deref();
+        return update_one(home, (&dir, scope), git_ref, &signers, args.yes).context(&what);
     }
     let targets: Vec<(String, PathBuf, Scope)> = install::installed(&cwd, home)
         .into_iter()
@@ -54,8 +61,8 @@ pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), CliError> {
     }
     let mut failed = Vec::new();
     for (name, dir, scope) in targets {
-        if let Err(e) =
-            update_one(home, &dir, scope, None, args.yes).context(format!("update {name}"))
+        if let Err(e) = update_one(home, (&dir, scope), None, &signers, args.yes)
+            .context(format!("update {name}"))
         {
             // One that cannot be updated does not stop the others.
             error::report(&e);
@@ -72,13 +79,14 @@ pub(crate) fn update(home: &ZotHome, args: UpdateArgs) -> Result<(), CliError> {
     }
 }
 
-/// Updates the install in `dir`, moving it to `git_ref` when given: shows the library's
-/// plan, asks what it says must be asked, and applies it.
+/// Updates the install in `dir`, moving it to `git_ref` when given, accepting a version
+/// signed by `signers` besides the key its record names: shows the library's plan,
+/// asks what it says must be asked, and applies it.
 fn update_one(
     home: &ZotHome,
-    dir: &Path,
-    scope: Scope,
+    (dir, scope): (&Path, Scope),
     git_ref: Option<&str>,
+    signers: &[zot_host::manage::install::signature::Signer],
     yes: bool,
 ) -> Result<(), String> {
     let copy = copy_at(dir, scope);
@@ -88,6 +96,7 @@ fn update_one(
             home,
             dir,
             git_ref,
+            signers,
             compiler,
             &TermProgress::new(),
         ))
@@ -95,13 +104,18 @@ fn update_one(
             update::UpdateError::NoRecord => no_record(home, dir, &copy),
             e => e.to_string(),
         })?;
+    apply(plan, &copy, yes)
+}
+
+/// Shows `plan`, asks what it says must be asked, and applies it.
+fn apply(plan: update::Plan, copy: &str, yes: bool) -> Result<(), String> {
     let name = plan.old.name.clone();
     let (new, staged) = (&plan.staged.manifest, &plan.staged);
     if plan.up_to_date() {
         say!("{name} is up to date ({}; {copy}).", headline(staged));
         return Ok(());
     }
-    say_plan(&plan, &copy);
+    say_plan(&plan, copy);
     let asks = plan.asks();
     if let Some(project) = &asks.trust {
         say!(
@@ -138,6 +152,13 @@ fn say_plan(plan: &update::Plan, copy: &str) {
         say!("{name}: an update is available for the {copy}:");
     }
     say!("  source   {}", headline(staged));
+    if let Some(s) = &staged.record.signature {
+        say!(
+            "  signed   by key {}: {}",
+            s.key,
+            crate::records::signers::vouches(s)
+        );
+    }
     let (was, now) = (&plan.record, &staged.record);
     if was.git_ref != now.git_ref {
         let shown = |r: &Option<String>| r.clone().unwrap_or_else(|| "(default branch)".into());

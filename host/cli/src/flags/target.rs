@@ -122,6 +122,7 @@ impl Target {
                     root: home.extensions_dir(),
                     home: home.clone(),
                     compiler: compiler.clone(),
+                    signers: Vec::new(),
                 };
                 let staged = runtime
                     .block_on(install::stage(&req, progress))

@@ -3,11 +3,12 @@
 //! shell show before they ask), grants ([`grant`]: `grant` and `revoke`, also run by the
 //! shell through its prompt; which copy a confined extension is), and a confinement's
 //! rows ([`confinement`]: `info`, `check`), and how a guard fails ([`guard`]: `guard`,
-//! `info`). The library decides and records; this shows, asks and passes the answer on.
+//! `info`), signatures ([`signers`]: `install`, `update`, `info`, `verify`). The library decides and records; this shows, asks and passes the answer on.
 
 pub(crate) mod confinement;
 pub(crate) mod grant;
 pub(crate) mod guard;
+pub(crate) mod signers;
 pub(crate) mod trust;
 
 use std::path::Path;

@@ -125,6 +125,9 @@ pub enum InstallError {
     },
     /// The build ended well but did not make what the manifest runs (or made a link).
     BuiltNothing(String),
+    /// A signature was required and is missing, unusable, by another key, or of
+    /// something else.
+    Signature(super::signature::SignatureError),
 }
 
 impl InstallError {
@@ -297,6 +300,7 @@ impl fmt::Display for InstallError {
             NotAName(name) => write!(f, "{name:?} is not an extension name"),
             NotCompiled(e) => write!(f, "cannot compile it, so it was not installed: {e}"),
             NotForgotten(e) => e.fmt(f),
+            Signature(e) => write!(f, "{e}; nothing was installed"),
         }
     }
 }
@@ -317,6 +321,7 @@ impl std::error::Error for InstallError {
             NoCommit { cause, .. } | NotRecorded { cause, .. } => Some(cause.as_ref()),
             Damaged { cause, .. } => Some(cause),
             NotForgotten(e) => Some(e),
+            Signature(e) => Some(e),
             _ => None,
         }
     }
@@ -337,5 +342,11 @@ impl From<crate::records::provenance::ProvenanceError> for InstallError {
             },
             ProvenanceError::Damaged { path, cause } => InstallError::Damaged { path, cause },
         }
+    }
+}
+
+impl From<super::signature::SignatureError> for InstallError {
+    fn from(e: super::signature::SignatureError) -> Self {
+        InstallError::Signature(e)
     }
 }

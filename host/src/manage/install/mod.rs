@@ -12,6 +12,7 @@ pub mod build;
 mod error;
 mod fetch;
 mod list;
+pub mod signature;
 pub mod update;
 
 use crate::records::provenance;
@@ -88,6 +89,9 @@ pub struct Request {
     pub home: ZotHome,
     /// How a probed component is compiled.
     pub compiler: crate::component::compile::Compiler,
+    /// `--require-signature`: keys any of which must have signed it (with those the
+    /// settings name for the source: [`signature::required`]).
+    pub signers: Vec<signature::Signer>,
 }
 
 impl Request {
@@ -115,6 +119,15 @@ impl Request {
             root,
             home,
             compiler,
+            // The key its installed version was signed with, if it was.
+            signers: record
+                .signature
+                .iter()
+                .map(|s| signature::Signer {
+                    key: s.key.clone(),
+                    from: signature::SignerFrom::Recorded,
+                })
+                .collect(),
         }
     }
 }
@@ -204,9 +217,10 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
     // The name the extension gives itself, when `--name` renames it.
     let mut own_name = None;
     // With `--path`, the whole source the folder is in: a build runs there.
-    let (kind, source, commit, whole) = match source {
+    let (kind, source, commit, whole, signed) = match source {
         InstallSource::Dir(dir) => {
             let src = source_dir(dir)?;
+            let keys = signature::required(&req.home, &src.display().to_string(), &req.signers)?;
             let (from, real) = fetch::open_sub(&src, sub.as_deref(), req.path.as_deref())?;
             let from_path = src.join(&real);
             if req
@@ -217,22 +231,31 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
                 return Err(InstallError::SourceContainsRoot(from_path));
             }
             fetch::copy_dir(&from, &tree)?;
+            let signed = signed_tree(&tree, &keys)?;
             let whole = sub.as_ref().map(|_| build::Whole::Copied {
                 top: src.clone(),
                 sub: real,
             });
-            (SourceKind::Dir, src.display().to_string(), None, whole)
+            (
+                SourceKind::Dir,
+                src.display().to_string(),
+                None,
+                whole,
+                signed,
+            )
         }
         InstallSource::Git(url) => {
+            let keys = signature::required(&req.home, url, &req.signers)?;
             let checkout = staging.path.join("checkout");
             let commit = fetch::clone(url, req.git_ref.as_deref(), &checkout, progress)?;
             let (from, real) = fetch::open_sub(&checkout, sub.as_deref(), req.path.as_deref())?;
             fetch::copy_dir(&from, &tree)?;
+            let signed = signed_tree(&tree, &keys)?;
             let whole = sub.as_ref().map(|_| build::Whole::Cloned {
                 top: checkout.clone(),
                 sub: real,
             });
-            (SourceKind::Git, url.clone(), Some(commit), whole)
+            (SourceKind::Git, url.clone(), Some(commit), whole, signed)
         }
         InstallSource::Wasm(file) => {
             if req.path.is_some() {
@@ -241,8 +264,16 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
             let file = file
                 .canonicalize()
                 .map_err(InstallError::io("read", file))?;
-            own_name = Some(stage_component(&file, &tree, req, progress).await?);
-            (SourceKind::Wasm, file.display().to_string(), None, None)
+            let keys = signature::required(&req.home, &file.display().to_string(), &req.signers)?;
+            let (name, signed) = stage_component(&file, &tree, req, &keys, progress).await?;
+            own_name = Some(name);
+            (
+                SourceKind::Wasm,
+                file.display().to_string(),
+                None,
+                None,
+                signed,
+            )
         }
     };
     if let Some(name) = &req.name {
@@ -290,6 +321,7 @@ pub async fn stage(req: &Request, progress: &dyn Progress) -> Result<Staged, Ins
         targets: provenance::link_targets(&tree, &files)?,
         files,
         build: None,
+        signature: signed,
     };
     // The clone is kept only for a build in it.
     let whole = whole.filter(|_| plan.is_some());
@@ -541,16 +573,52 @@ pub fn read_component_file(file: &Path) -> Result<Vec<u8>, InstallError> {
     Ok(bytes)
 }
 
-/// Stages a bare component: runs it with nothing granted to read its `hello`, then
-/// writes it as `<name>.wasm` beside a manifest naming it and asking what its embedded
-/// manifest asks (nothing without one). Returns the name its hello gave.
+/// The signature of the component file `file`, when one is required of it (by `given`,
+/// or by the settings for its path): checked before anything is asked, shown or
+/// staged. Staging checks the bytes it installs again.
+pub fn signed_component(
+    home: &ZotHome,
+    file: &Path,
+    given: &[signature::Signer],
+) -> Result<Option<provenance::Signed>, InstallError> {
+    let real = file
+        .canonicalize()
+        .map_err(InstallError::io("read", file))?;
+    let keys = signature::required(home, &real.display().to_string(), given)?;
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let bytes = read_component_file(&real)?;
+    Ok(Some(signature::check_file(&bytes, &real, &keys)?))
+}
+
+/// Stages a bare component: checks its signature when `keys` require one, runs it with
+/// nothing granted to read its `hello`, then writes it as `<name>.wasm` beside a
+/// manifest naming it and asking what its embedded manifest asks (nothing without one).
+/// Returns the name its hello gave, and the signature checked.
 async fn stage_component(
     file: &Path,
     tree: &Path,
     req: &Request,
+    keys: &[signature::Signer],
     progress: &dyn Progress,
-) -> Result<String, InstallError> {
+) -> Result<(String, Option<provenance::Signed>), InstallError> {
     let bytes = read_component_file(file)?;
+    let err = InstallError::StageComponent;
+    let signed = match keys {
+        [] => None,
+        keys => Some(signature::check_file(&bytes, file, keys)?),
+    };
+    // Signed, what is run to read its hello is the bytes checked, copied where the
+    // file's owner cannot change them.
+    let probed = match signed {
+        Some(_) => {
+            let copy = tree.with_file_name("probed.wasm");
+            fs::write(&copy, &bytes).map_err(err)?;
+            copy
+        }
+        None => file.to_path_buf(),
+    };
     let embedded = manifest::Embedded::of(&bytes)
         .map_err(InstallError::BadEmbedded)?
         .unwrap_or_default();
@@ -560,14 +628,14 @@ async fn stage_component(
     ));
     let log = crate::log::ExtLog::open(&req.home.logs_dir().join("install.log"));
     let hello =
-        crate::transport::wasm::probe_hello(file, &req.home.cache_dir(), &req.compiler, log).await;
+        crate::transport::wasm::probe_hello(&probed, &req.home.cache_dir(), &req.compiler, log)
+            .await;
     progress.end();
     let (own_name, version) = hello.map_err(InstallError::Refused)?;
     let name = req.name.clone().unwrap_or_else(|| own_name.clone());
     if let Err(reason) = manifest::validate_name(&name) {
         return Err(InstallError::BadHelloName { name, reason });
     }
-    let err = InstallError::StageComponent;
     fs::create_dir(tree).map_err(err)?;
     let wasm = format!("{name}.wasm");
     fs::write(tree.join(&wasm), &bytes).map_err(err)?;
@@ -585,7 +653,18 @@ async fn stage_component(
     let mut text = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
     text.push(b'\n');
     fs::write(tree.join(MANIFEST_FILE), text).map_err(err)?;
-    Ok(own_name)
+    Ok((own_name, signed))
+}
+
+/// The signature of the fetched `tree`, checked when `keys` require one.
+fn signed_tree(
+    tree: &Path,
+    keys: &[signature::Signer],
+) -> Result<Option<provenance::Signed>, InstallError> {
+    match keys {
+        [] => Ok(None),
+        keys => Ok(Some(signature::check_tree(tree, keys)?)),
+    }
 }
 
 /// Staging folders are `.tmp-install-<pid>-<n>`.

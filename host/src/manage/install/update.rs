@@ -6,6 +6,7 @@
 //! the new files and never widened, a project's trust given again — once the caller has
 //! the user's yes to [`Plan::asks`].
 
+use super::signature::Signer;
 use super::{stage, InstallError, Installed, Progress, Request, Staged};
 use crate::component::compile::Compiler;
 use crate::identity::Identity;
@@ -118,10 +119,14 @@ impl From<ConsentError> for UpdateError {
 
 /// Fetches the source of the install in `dir` again (at `git_ref` when given) and
 /// compares: the plan, nothing changed yet.
+///
+/// An install whose record names a signature is updated only to a version signed by
+/// that key, or by one of `signers` (`--require-signature`, to move to another key).
 pub async fn plan(
     home: &ZotHome,
     dir: &Path,
     git_ref: Option<&str>,
+    signers: &[Signer],
     compiler: Compiler,
     progress: &dyn Progress,
 ) -> Result<Plan, UpdateError> {
@@ -133,6 +138,7 @@ pub async fn plan(
     if let Some(r) = git_ref {
         req.git_ref = Some(r.to_string());
     }
+    req.signers.extend_from_slice(signers);
     let mut staged = stage(&req, progress).await?;
     // Rebuilt as it was built at install, the recipe the user consented to then; a
     // source that now needs a build it did not is installed again, to review that.

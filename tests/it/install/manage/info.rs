@@ -36,6 +36,7 @@ transport    wasm
 enabled      yes
 source       {src} (directory)
 installed at {time}
+signature    none required when it was installed
 files        2 recorded (`zot ext verify asker` checks them)
 component    hello.wasm, sha256 {sha} (as installed)
 asks         read and write its own data directory (seen as /data)

@@ -2,6 +2,7 @@
 //! private `ZOT_HOME` and working directory per test.
 
 mod info;
+mod signed;
 mod sources;
 
 use crate::common::{assert_ok, git, stderr, stdout};
