@@ -217,6 +217,25 @@ fn a_signed_source_tree_installs_and_updates_only_as_signed() {
         "{}",
         stdout(&info)
     );
+
+    // Installed under another name, its manifest is the install's own: `verify` says so
+    // and the signature still holds.
+    let out = env.install_signed(&url, &a, &["--ref", "v4", "--name", "renamed"]);
+    assert_ok(&out);
+    let verify = env.zot(&["verify", "renamed"]);
+    assert_ok(&verify);
+    assert!(
+        stdout(&verify).contains("extension.json was changed by the install itself"),
+        "{}",
+        stdout(&verify)
+    );
+    // A record whose signed statement was edited no longer verifies.
+    let record = env.home().join("provenance/renamed.json");
+    let text = fs::read_to_string(&record).unwrap();
+    let mut value: Value = serde_json::from_str(&text).unwrap();
+    value["signature"]["files"]["run.sh"] = Value::from("0".repeat(64));
+    fs::write(&record, value.to_string()).unwrap();
+    assert_fails_with(&env.zot(&["verify", "renamed"]), "but not of what is there");
 }
 
 /// A signer the settings name for a prefix of sources applies to every install from
