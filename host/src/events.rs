@@ -72,6 +72,17 @@ pub enum HostEvent {
         /// for, not a crash.
         stopped: bool,
     },
+    /// The extension, gone by itself (`extension_exited` said why), was started again
+    /// after `delay_ms`: restart `attempt` since it last ran stably. Its registrations
+    /// come again as it registers them.
+    ExtensionRestarted {
+        extension: String,
+        attempt: u32,
+        delay_ms: u64,
+        /// Why it had exited (`extension_exited`'s `reason`): a component stopped for a
+        /// limit says so here too.
+        after: String,
+    },
     /// The extension's registrations changed (registered, shadowed, or removed).
     RegistryChanged { extension: String },
     /// The application did not read in time: this many notifications from extensions

@@ -94,7 +94,7 @@ pub use events::HostEvent;
 pub use extension::{CallError, ReadyBy, Status, EVENT_QUEUE};
 pub use host::{
     CallOptions, ExtState, ExtensionInfo, Host, HostConfig, InterceptStep, LoadError, LoadReport,
-    LoadWarning, UntrustedReport, Verdict,
+    LoadWarning, RestartInfo, RestartPolicy, UntrustedReport, Verdict,
 };
 pub use manifest::TransportKind;
 pub use paths::ZotHome;

@@ -11,8 +11,9 @@ use zot_host::launcher::Scripted;
 use zot_host::transport::memory::Peer;
 use zot_host::{
     terminal_text, CallError, CallOptions, ExtState, ExtensionInfo, Host, HostConfig, HostEvent,
-    InterceptStep, LoadError, LoadReport, LoadWarning, Permission, ReadyBy, RunGrant, SandboxView,
-    Source, Status, Timeouts, TransportKind, Untrusted, UntrustedReport, Verdict, ZotHome,
+    InterceptStep, LoadError, LoadReport, LoadWarning, Permission, ReadyBy, RestartInfo,
+    RestartPolicy, RunGrant, SandboxView, Source, Status, Timeouts, TransportKind, Untrusted,
+    UntrustedReport, Verdict, ZotHome,
 };
 use zot_protocol::{Event, PanelKey};
 
@@ -418,5 +419,61 @@ async fn an_embedder_reads_every_report_through_the_root_exports() {
 
     // What an extension says is shown to a person only made safe.
     assert_eq!(terminal_text::one_line("red\x1b[31m"), "red\\x1b[31m");
+    host.shutdown().await;
+}
+
+/// An embedder's restart policy: a crashed extension is started again after the wait it
+/// chose, told as `extension_restarted`, and `extensions()` counts it (`RestartInfo`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedder_chooses_how_a_crashed_extension_is_started_again() {
+    let scratch = TempDir::new("library-restart");
+    let exts = scratch.path().join("exts");
+    let crashy = write_manifest(&exts.join("crashy"), &py_manifest("crashy", &[]));
+    let mut config = HostConfig::new(
+        ZotHome::new(scratch.path().join("home")),
+        scratch.path().to_path_buf(),
+    );
+    config.explicit = vec![crashy];
+    config.installed = false;
+    config.timeouts.ready = READY_WAIT;
+    let mut policy = RestartPolicy::default();
+    policy.initial = Duration::from_millis(100);
+    policy.max_restarts = 1;
+    config.restart = policy;
+    let (host, mut notes) = Host::new(config);
+    assert_eq!(host.load().await.ready, ["crashy"]);
+    let crashed = host.call_tool("crash", json!({}), None).await;
+    assert!(
+        matches!(crashed, Err(CallError::Exited { .. })),
+        "{crashed:?}"
+    );
+    let delay_ms = soon("extension_restarted", async {
+        loop {
+            match notes.recv().await {
+                Some(HostEvent::ExtensionRestarted { delay_ms, .. }) => break delay_ms,
+                Some(_) => continue,
+                None => panic!("no more events"),
+            }
+        }
+    })
+    .await;
+    assert!((50..=100).contains(&delay_ms), "{delay_ms}");
+    let restarts = |host: &Host| host.extensions()[0].restarts.clone().unwrap_or_default();
+    soon("ready again", async {
+        while host.extensions()[0].state != ExtState::Ready {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    // One restart allowed: the second crash is final.
+    let _ = host.call_tool("crash", json!({}), None).await;
+    soon("given up", async {
+        while !restarts(&host).given_up {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let info: RestartInfo = host.extensions()[0].restarts.clone().unwrap();
+    assert_eq!((info.count, info.given_up), (1, true), "{info:?}");
     host.shutdown().await;
 }

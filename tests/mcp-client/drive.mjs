@@ -25,6 +25,7 @@
 //   call_then_list_changed {name, args, gone}
 //                                tools/call, then waits for tools/list_changed after it
 //                                and for tools/list to lack tool `gone`
+//   wait_tool {name}             waits for tools/list_changed until tools/list has `name`
 //   prompts                      prompts/list
 //   prompt {name, args}          prompts/get with {"args": args}
 //   close                        closes stdin; the server's exit {code, signal} (stdio)
@@ -150,6 +151,16 @@ async function run(step) {
         if (!tools.includes(step.gone)) return { ...result, tools };
         if (Date.now() > deadline) throw new Error(`${step.gone} still listed: ${tools}`);
         await until("tools/list_changed", () => listChanged > before + 1);
+      }
+    }
+    case "wait_tool": {
+      const deadline = Date.now() + WAIT_MS;
+      for (;;) {
+        const before = listChanged;
+        const tools = (await client.listTools()).tools.map((t) => t.name);
+        if (tools.includes(step.name)) return { tools };
+        if (Date.now() > deadline) throw new Error(`${step.name} not listed: ${tools}`);
+        await until("tools/list_changed", () => listChanged > before);
       }
     }
     case "prompts":

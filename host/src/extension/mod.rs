@@ -395,6 +395,12 @@ impl Extension {
         self.phase()
     }
 
+    /// Waits until it is gone.
+    pub(crate) async fn gone(&self) {
+        let mut rx = self.inner.phase.subscribe();
+        let _ = rx.wait_for(|p| *p == Phase::Exited).await;
+    }
+
     /// Waits until it is gone, at most `limit`; true if it is.
     async fn wait_exited(&self, limit: Duration) -> bool {
         let mut rx = self.inner.phase.subscribe();

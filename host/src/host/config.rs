@@ -49,6 +49,9 @@ pub struct HostConfig {
     /// [`CallError::Arguments`](crate::CallError::Arguments). On by default; off for an
     /// agent that checks them itself (`zot host --no-validate`, `zot mcp --no-validate`).
     pub validate_arguments: bool,
+    /// When an extension that exited by itself is started again (on by default; each
+    /// extension's choice in `settings.json`, `restart`, overrides `enabled`).
+    pub restart: super::RestartPolicy,
 }
 
 impl HostConfig {
@@ -73,6 +76,7 @@ impl HostConfig {
             timeouts: Timeouts::default(),
             compiler: crate::component::compile::Compiler::default(),
             validate_arguments: true,
+            restart: super::RestartPolicy::default(),
         }
     }
 

@@ -323,6 +323,9 @@ impl Hub for Inner {
     fn exited(&self, ext: &Extension) {
         let changed = self.registry.lock().unwrap().remove(ext);
         self.changed(changed);
+        if let Some(me) = self.me.upgrade() {
+            me.exited_by_itself(ext);
+        }
     }
 
     fn call_tool(

@@ -3,8 +3,9 @@
 //! stopping them all.
 
 use super::report::{shadowed_warnings, LoadError, LoadReport, LoadWarning, UntrustedReport};
-use super::state::{Entry, EntryState, Inner};
-use crate::discovery::{discover, Discovery, Found, SearchPath, Source};
+use super::restart::{jitter, Decision, RestartPolicy};
+use super::state::{Entry, EntryState, Inner, Pending};
+use crate::discovery::{discover, Discovery, Found, SearchPath};
 use crate::events::HostEvent;
 use crate::extension::{Extension, Hub, Phase};
 use crate::identity::Identity;
@@ -12,10 +13,10 @@ use crate::launcher::{self, Launched, StartError};
 use crate::log::ExtLog;
 use crate::manifest::{Manifest, TransportKind};
 use crate::records::guard::Failure;
-use crate::records::trust::{Fingerprint, Untrusted};
+use crate::records::trust::Untrusted;
 use crate::sandbox::view::SandboxView;
 use serde_json::Map;
-use std::path::PathBuf;
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,22 +31,23 @@ const UNTRUSTED_NAMED: usize = 10;
 /// exited while starting (its pipe is read after the exit is seen).
 const STDERR_DRAIN: Duration = Duration::from_millis(200);
 
-/// An extension to start: the one at `rank` in load order.
-struct Pending {
-    rank: usize,
-    source: Source,
-    dir: PathBuf,
-    identity: Identity,
-    manifest: Manifest,
-    admitted: Option<Arc<Fingerprint>>,
-}
-
 /// An extension that started.
 struct Started {
     ext: Extension,
     transport: TransportKind,
     sandbox: Option<SandboxView>,
     tool_timeout: Option<Duration>,
+}
+
+impl Entry {
+    /// Records that `started` runs for it, from now.
+    fn run(&mut self, started: Started) {
+        self.transport = started.transport;
+        self.sandbox = started.sandbox;
+        self.tool_timeout = started.tool_timeout;
+        self.state = EntryState::Running(started.ext);
+        self.started_at = Some(Instant::now());
+    }
 }
 
 impl Inner {
@@ -115,9 +117,14 @@ impl Inner {
 
     /// An entry for each of `found`, in load order, and the enabled ones to start; a
     /// manifest's typos are logged and reported as warnings.
-    fn entries_of(&self, found: Vec<Found>, report: &mut LoadReport) -> (Vec<Entry>, Vec<Pending>) {
+    fn entries_of(
+        &self,
+        found: Vec<Found>,
+        report: &mut LoadReport,
+    ) -> (Vec<Entry>, Vec<Arc<Pending>>) {
         let mut entries = Vec::new();
         let mut pending = Vec::new();
+        let restart = self.restart_choices(report);
         for (rank, f) in found.into_iter().enumerate() {
             let name = f.name();
             let log = self.config.home.log_path(&name);
@@ -132,16 +139,16 @@ impl Inner {
                 .manifest
                 .as_ref()
                 .map_or(TransportKind::Stdio, Manifest::transport);
-            let (version, state) = match f.manifest {
+            let (version, state, start) = match f.manifest {
                 Err(e) => {
                     let message = e.to_string();
                     ExtLog::open(&log).warn(&message);
-                    (String::new(), EntryState::Error(message))
+                    (String::new(), EntryState::Error(message), None)
                 }
-                Ok(m) if !m.enabled => (m.version, EntryState::Disabled),
+                Ok(m) if !m.enabled => (m.version, EntryState::Disabled, None),
                 Ok(m) => {
                     let version = m.version.clone();
-                    pending.push(Pending {
+                    let start = Arc::new(Pending {
                         rank,
                         source: f.source,
                         dir: f.dir.clone(),
@@ -149,10 +156,15 @@ impl Inner {
                         manifest: m,
                         admitted: f.admitted.clone(),
                     });
-                    (version, EntryState::Starting)
+                    pending.push(start.clone());
+                    (version, EntryState::Starting, Some(start))
                 }
             };
             let guard = self.guard_of(&f.identity, &log);
+            let restart_on = restart
+                .get(&name)
+                .copied()
+                .unwrap_or(self.config.restart.enabled);
             entries.push(Entry {
                 name,
                 version,
@@ -165,9 +177,31 @@ impl Inner {
                 tool_timeout: None,
                 guard,
                 state,
+                start,
+                restart_on,
+                restarts: Default::default(),
+                started_at: None,
             });
         }
         (entries, pending)
+    }
+
+    /// The user's choice, by extension name, of whether it is started again after it
+    /// exits by itself (`settings.json`, `restart`); settings that cannot be read leave
+    /// the policy's default, and the report says so.
+    fn restart_choices(&self, report: &mut LoadReport) -> BTreeMap<String, bool> {
+        match crate::records::settings::Settings::load(&self.config.home) {
+            Ok(settings) => settings.restart,
+            Err(e) => {
+                report.warnings.push(LoadWarning {
+                    extension: String::new(),
+                    warning: format!(
+                        "the settings cannot be read ({e}): restarts follow the default"
+                    ),
+                });
+                BTreeMap::new()
+            }
+        }
     }
 
     /// The entry of a project extension the user has not trusted, reported. It has no
@@ -199,6 +233,10 @@ impl Inner {
             sandbox: None,
             tool_timeout: None,
             state: EntryState::Untrusted(untrusted),
+            start: None,
+            restart_on: false,
+            restarts: Default::default(),
+            started_at: None,
         }
     }
 
@@ -240,7 +278,11 @@ impl Inner {
     /// Starts all of `pending` in parallel, each in a task of its own that records its
     /// outcome in its entry, even after this load returned: a slow compile delays
     /// nothing. Returns those tasks.
-    fn start_all(self: &Arc<Self>, generation: u64, pending: Vec<Pending>) -> Vec<JoinHandle<()>> {
+    fn start_all(
+        self: &Arc<Self>,
+        generation: u64,
+        pending: Vec<Arc<Pending>>,
+    ) -> Vec<JoinHandle<()>> {
         let mut outcomes = Vec::new();
         for p in pending {
             let rank = p.rank;
@@ -351,12 +393,7 @@ impl Inner {
             return;
         };
         match result {
-            Ok(started) => {
-                entry.transport = started.transport;
-                entry.sandbox = started.sandbox;
-                entry.tool_timeout = started.tool_timeout;
-                entry.state = EntryState::Running(started.ext);
-            }
+            Ok(started) => entry.run(started),
             Err(e) => {
                 let reason = e.to_string();
                 entry.state = EntryState::Error(reason.clone());
@@ -427,6 +464,132 @@ impl Inner {
             sandbox,
             tool_timeout: m.limits.tool_timeout_ms.map(Duration::from_millis),
         })
+    }
+
+    /// After `ext` exited: unless the host stopped it, starts it again when and if its
+    /// entry's restarts say (in a task a stop aborts), and tells the application
+    /// (`extension_restarted`, after its `extension_exited`).
+    pub(super) fn exited_by_itself(self: &Arc<Self>, ext: &Extension) {
+        let generation = self.generation.load(Ordering::SeqCst);
+        let task = tokio::spawn(Self::restart(Arc::downgrade(self), ext.clone(), generation));
+        let mut starting = self.starting.lock().unwrap();
+        starting.retain(|t| !t.is_finished());
+        starting.push(task.abort_handle());
+    }
+
+    async fn restart(me: std::sync::Weak<Self>, ext: Extension, generation: u64) {
+        // `extension_exited` is queued before the phase turns `Exited`: waiting for it
+        // keeps the events in order.
+        ext.gone().await;
+        let status = ext.status();
+        let Some(exit) = status.exit.filter(|_| !status.stopped) else {
+            return;
+        };
+        let after = exit.to_string();
+        let Some(inner) = me.upgrade() else { return };
+        let Some((rank, pending, decision)) = inner.decide_restart(&ext, &after) else {
+            return;
+        };
+        let (delay, attempt) = match decision {
+            Decision::Off => return,
+            Decision::GiveUp => {
+                let p = &inner.config.restart;
+                ext.log().warn(&format!(
+                    "exited {} times within {} s: not started again until the host reloads",
+                    p.max_restarts + 1,
+                    p.window.as_secs()
+                ));
+                return;
+            }
+            Decision::Restart { delay, attempt } => (delay, attempt),
+        };
+        ext.log().warn(&format!(
+            "starting it again in {} ms (restart {attempt}) after: {after}",
+            delay.as_millis()
+        ));
+        drop(inner);
+        tokio::time::sleep(delay).await;
+        let Some(inner) = me.upgrade() else { return };
+        if inner.generation.load(Ordering::SeqCst) != generation || !inner.set_starting(rank, &ext)
+        {
+            return;
+        }
+        let result = inner.clone().start(&pending).await;
+        let mut entries = inner.entries.lock().unwrap();
+        let entry = entries.get_mut(rank).filter(|e| {
+            inner.generation.load(Ordering::SeqCst) == generation
+                && matches!(e.state, EntryState::Starting)
+        });
+        let Some(entry) = entry else {
+            drop(entries);
+            if let Ok(started) = result {
+                let t = inner.config.timeouts.clone();
+                tokio::spawn(async move { started.ext.shutdown(t.shutdown, t.terminate).await });
+            }
+            return;
+        };
+        let event = match result {
+            Ok(started) => {
+                entry.run(started);
+                entry.restarts.info.count += 1;
+                HostEvent::ExtensionRestarted {
+                    extension: entry.name.clone(),
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    after,
+                }
+            }
+            Err(e) => {
+                let reason = format!("not started again: {e}");
+                entry.state = EntryState::Error(reason.clone());
+                HostEvent::ExtensionExited {
+                    extension: entry.name.clone(),
+                    reason,
+                    code: None,
+                    signal: None,
+                    stopped: false,
+                }
+            }
+        };
+        drop(entries);
+        inner.notes.push_own(event);
+    }
+
+    /// The restart decision for the entry running `ext`, which exited for `after`: its
+    /// rank, what starts it, and the decision; `None` when the entry runs something
+    /// else now (a reload) or cannot be started again.
+    fn decide_restart(
+        &self,
+        ext: &Extension,
+        after: &str,
+    ) -> Option<(usize, Arc<Pending>, Decision)> {
+        let mut entries = self.entries.lock().unwrap();
+        let (rank, entry) = entries
+            .iter_mut()
+            .enumerate()
+            .find(|(_, e)| matches!(&e.state, EntryState::Running(x) if x.is(ext)))?;
+        let pending = entry.start.clone()?;
+        let policy = RestartPolicy {
+            enabled: entry.restart_on,
+            ..self.config.restart.clone()
+        };
+        let now = Instant::now();
+        let started = entry.started_at.unwrap_or(now);
+        let decision = entry.restarts.after_exit(&policy, started, now, jitter());
+        entry.restarts.info.last_exit = Some(after.to_string());
+        Some((rank, pending, decision))
+    }
+
+    /// Marks the entry at `rank` starting again, if it still runs `ext` (exited).
+    fn set_starting(&self, rank: usize, ext: &Extension) -> bool {
+        let mut entries = self.entries.lock().unwrap();
+        match entries.get_mut(rank) {
+            Some(e) if matches!(&e.state, EntryState::Running(x) if x.is(ext)) => {
+                e.state = EntryState::Starting;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Stops every running extension in parallel, and every start in flight; returns

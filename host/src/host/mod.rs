@@ -3,7 +3,8 @@
 //!
 //! This file is the embedder's API, [`Host`]; the rest by concern: `config.rs` (what the
 //! embedder configures), `report.rs` (what it reads back), `state.rs` (the shared state
-//! behind every clone), `lifecycle.rs` (load, reload, shutdown) and `dispatch.rs` (calls,
+//! behind every clone), `lifecycle.rs` (load, reload, shutdown, a restart after an exit),
+//! `restart.rs` (when an exit is followed by a restart) and `dispatch.rs` (calls,
 //! commands, events, the interception chain, panel input, and the `Hub` the extensions
 //! report to).
 
@@ -11,6 +12,7 @@ mod config;
 mod dispatch;
 mod lifecycle;
 mod report;
+mod restart;
 mod state;
 
 pub use config::HostConfig;
@@ -18,6 +20,7 @@ pub use report::{
     ExtState, ExtensionInfo, InterceptStep, LoadError, LoadReport, LoadWarning, UntrustedReport,
     Verdict,
 };
+pub use restart::{RestartInfo, RestartPolicy};
 
 use crate::events::{EventQueue, HostEvent};
 use crate::extension::{CallError, Status};

@@ -43,6 +43,10 @@ pub struct ExtensionInfo {
     /// State `untrusted` only: why, and the command that trusts it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub untrusted: Option<Untrusted>,
+    /// Once it exited by itself: how often it was started again, why it last exited,
+    /// and whether restarts gave up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarts: Option<super::RestartInfo>,
 }
 
 impl ExtensionInfo {
@@ -92,6 +96,8 @@ impl ExtensionInfo {
             intercept: status.intercept.into_iter().collect(),
             error,
             untrusted,
+            restarts: Some(e.restarts.info.clone())
+                .filter(|r| r.count > 0 || r.given_up || r.last_exit.is_some()),
         }
     }
 }

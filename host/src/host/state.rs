@@ -7,8 +7,8 @@ use crate::events::EventQueue;
 use crate::extension::{Extension, Phase};
 use crate::identity::Identity;
 use crate::launcher::Launcher;
-use crate::manifest::TransportKind;
-use crate::records::trust::Untrusted;
+use crate::manifest::{Manifest, TransportKind};
+use crate::records::trust::{Fingerprint, Untrusted};
 use crate::registry::Registry;
 use crate::sandbox::view::SandboxView;
 use std::path::PathBuf;
@@ -35,6 +35,16 @@ pub(super) struct Inner {
     pub(super) me: Weak<Inner>,
 }
 
+/// An extension to start: the one at `rank` in load order.
+pub(super) struct Pending {
+    pub(super) rank: usize,
+    pub(super) source: Source,
+    pub(super) dir: PathBuf,
+    pub(super) identity: Identity,
+    pub(super) manifest: Manifest,
+    pub(super) admitted: Option<Arc<Fingerprint>>,
+}
+
 /// An extension the host knows: found by discovery, started or not.
 pub(super) struct Entry {
     pub(super) name: String,
@@ -49,6 +59,14 @@ pub(super) struct Entry {
     /// Whether a `tool_call` it cannot answer is blocked (the user's choice).
     pub(super) guard: crate::records::guard::Failure,
     pub(super) state: EntryState,
+    /// What its start needs: kept to start it again after it exits by itself.
+    pub(super) start: Option<Arc<Pending>>,
+    /// Whether it is started again after it exits by itself: the policy's, or the
+    /// user's choice for it.
+    pub(super) restart_on: bool,
+    pub(super) restarts: super::restart::Restarts,
+    /// When its current run started.
+    pub(super) started_at: Option<tokio::time::Instant>,
 }
 
 /// Where an [`Entry`] is.

@@ -2,6 +2,7 @@
 //! reload and shutdown, with scripted extensions instead of processes.
 
 use super::*;
+use crate::extension::Phase;
 use crate::launcher::{self, LaunchFuture};
 use crate::paths::ZotHome;
 use crate::transport::memory::Peer;
@@ -10,6 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::time::Instant;
 
 /// What a scripted extension registers, and how it answers interceptions.
 #[derive(Clone, Default)]
@@ -22,6 +24,17 @@ struct Script {
     ignores_shutdown: bool,
     /// How long its launch takes (a component compiling).
     launch_takes: Duration,
+    /// Exits (status 1) on its own at this point of every run.
+    exits: Option<ExitsAt>,
+}
+
+/// Where a crashing script exits by itself.
+#[derive(Clone, Copy, PartialEq)]
+enum ExitsAt {
+    /// Right after its hello: it never gets ready.
+    Hello,
+    /// Right after `ready`.
+    Ready,
 }
 
 /// Starts every extension as its [`Script`] on an in-memory pair
@@ -58,6 +71,9 @@ async fn play(
         json!({"type": "hello", "name": name, "version": "1"}),
     ))
     .await;
+    if script.exits == Some(ExitsAt::Hello) {
+        return peer.exit(1);
+    }
     for tool in &script.tools {
         peer.print(&print(json!({"type": "register_tool", "name": tool,
                                  "description": "d", "schema": {"type": "object"}})))
@@ -67,6 +83,9 @@ async fn play(
                              "intercept": script.intercept})))
         .await;
     peer.print(r#"{"type":"ready"}"#).await;
+    if script.exits == Some(ExitsAt::Ready) {
+        return peer.exit(1);
+    }
     while let Some(frame) = peer.recv().await {
         let _ = seen.send((name.clone(), frame.clone()));
         let id = frame["id"].clone();
@@ -118,6 +137,15 @@ async fn loaded(extensions: &[(&str, Script)]) -> Fixture {
 /// A host over scripted extensions, given in load order, with a ready wait of `ready`;
 /// loaded, and the load's report.
 async fn load_with(extensions: &[(&str, Script)], ready: Duration) -> (Fixture, LoadReport) {
+    load_configured(extensions, ready, |_| {}).await
+}
+
+/// [`load_with`], the configuration changed by `edit` first (`home` made, empty).
+async fn load_configured(
+    extensions: &[(&str, Script)],
+    ready: Duration,
+    edit: impl FnOnce(&mut HostConfig),
+) -> (Fixture, LoadReport) {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let root = std::env::temp_dir().join(format!("zot-host-core-{}-{n}", std::process::id()));
@@ -133,6 +161,8 @@ async fn load_with(extensions: &[(&str, Script)], ready: Duration) -> (Fixture, 
         std::fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
         config.explicit.push(dir);
     }
+    std::fs::create_dir_all(config.home.root()).unwrap();
+    edit(&mut config);
     let (seen_tx, seen) = unbounded_channel();
     let scripts: HashMap<String, Script> = extensions
         .iter()
@@ -388,4 +418,213 @@ async fn a_slow_start_does_not_hold_the_load_and_a_stop_ends_it() {
     tokio::time::sleep(Duration::from_millis(1800)).await;
     assert_eq!(state(&f.host), ExtState::Error);
     assert!(f.host.tools().is_empty());
+}
+
+/// A restart policy with round numbers: 1 s doubling to 4 s, 3 restarts in 5 minutes,
+/// forgotten after 60 s of running.
+fn restart_policy(config: &mut HostConfig) {
+    config.restart = RestartPolicy {
+        initial: Duration::from_secs(1),
+        max_delay: Duration::from_secs(4),
+        max_restarts: 3,
+        ..RestartPolicy::default()
+    };
+}
+
+/// The next `extension_exited` or `extension_restarted`, with when it came.
+async fn next_life_event(notes: &mut mpsc::Receiver<HostEvent>) -> (HostEvent, Instant) {
+    loop {
+        let note = tokio::time::timeout(Duration::from_secs(600), notes.recv())
+            .await
+            .expect("an event within 10 minutes")
+            .expect("the host is there");
+        if let HostEvent::ExtensionExited { .. } | HostEvent::ExtensionRestarted { .. } = note {
+            return (note, Instant::now());
+        }
+    }
+}
+
+/// Whether the wait measured on the paused clock is the one told: told in whole ms,
+/// timers fire on the next whole ms.
+fn waited_as_told(waited: Duration, told: Duration) -> bool {
+    waited >= told && waited <= told + Duration::from_millis(2)
+}
+
+/// Waits for `extension_restarted` after `extension_exited`: the restart's number and
+/// wait as told, and the wait as measured on the (paused) clock.
+async fn exited_then_restarted(
+    notes: &mut mpsc::Receiver<HostEvent>,
+    reason: &str,
+) -> (u32, Duration, Duration) {
+    let (exited, at) = next_life_event(notes).await;
+    assert!(
+        matches!(&exited, HostEvent::ExtensionExited { reason: r, stopped: false, .. } if r == reason),
+        "{exited:?}"
+    );
+    let (restarted, then) = next_life_event(notes).await;
+    let HostEvent::ExtensionRestarted {
+        attempt,
+        delay_ms,
+        after,
+        ..
+    } = restarted
+    else {
+        panic!("{restarted:?}")
+    };
+    assert_eq!(after, reason);
+    (attempt, Duration::from_millis(delay_ms), then - at)
+}
+
+/// An extension that exits mid-call: the call fails at once; it is started again after
+/// a wait that doubles (half fixed, half by chance, as measured on a paused clock), its
+/// tools come back; after the third restart in the window the next exit is final, and
+/// `list` says so.
+#[tokio::test(start_paused = true)]
+async fn an_extension_that_exits_mid_call_is_started_again_with_backoff_then_given_up() {
+    let (mut f, report) = load_configured(
+        &[("a", tools(&["t", "crash"]))],
+        Duration::from_secs(3),
+        restart_policy,
+    )
+    .await;
+    assert_eq!(report.ready, ["a"]);
+    for (n, (least, most)) in [(1, (500, 1000)), (2, (1000, 2000)), (3, (2000, 4000))] {
+        assert!(matches!(
+            call(&f.host, "crash").await,
+            Err(CallError::Exited { .. })
+        ));
+        let (attempt, told, waited) =
+            exited_then_restarted(&mut f.notes, "exited with status 3").await;
+        assert_eq!(attempt, n);
+        let range = Duration::from_millis(least)..=Duration::from_millis(most);
+        assert!(range.contains(&told), "restart {n}: told {told:?}");
+        assert!(
+            waited_as_told(waited, told),
+            "restart {n}: {waited:?}, told {told:?}"
+        );
+        // Back: its tools answer once it is ready again.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let a = f.host.inner.running("a").expect("running again");
+        assert_eq!(a.wait_ready(deadline).await, Phase::Ready);
+        assert_eq!(call(&f.host, "t").await.unwrap().1, "a:t");
+    }
+    let listed = &f.host.extensions()[0];
+    let restarts = listed.restarts.clone().unwrap();
+    assert_eq!((restarts.count, restarts.given_up), (3, false));
+    assert_eq!(restarts.last_exit.as_deref(), Some("exited with status 3"));
+
+    // The fourth exit within five minutes is final.
+    assert!(call(&f.host, "crash").await.is_err());
+    let (exited, _) = next_life_event(&mut f.notes).await;
+    assert!(matches!(exited, HostEvent::ExtensionExited { .. }));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(f.notes.try_recv().is_err(), "no restart");
+    let listed = &f.host.extensions()[0];
+    assert_eq!(listed.state, ExtState::Exited);
+    assert_eq!(listed.restarts.as_ref().map(|r| r.given_up), Some(true));
+    assert_eq!(f.launcher.launches.lock().unwrap().len(), 4);
+    f.host.shutdown().await;
+}
+
+/// Crash loops at start (right after hello, never ready) and right after ready: each is
+/// started again with a growing wait, then given up; the load reports the first exit.
+#[tokio::test(start_paused = true)]
+async fn crash_loops_at_start_and_after_ready_are_given_up() {
+    for exits in [ExitsAt::Hello, ExitsAt::Ready] {
+        let script = Script {
+            tools: vec!["t"],
+            exits: Some(exits),
+            ..Script::default()
+        };
+        let (mut f, _) =
+            load_configured(&[("loop", script)], Duration::from_secs(3), restart_policy).await;
+        let mut told = Vec::new();
+        for _ in 0..3 {
+            let (attempt, delay, waited) =
+                exited_then_restarted(&mut f.notes, "exited with status 1").await;
+            assert!(waited_as_told(waited, delay), "{waited:?}, told {delay:?}");
+            told.push((attempt, delay));
+        }
+        assert_eq!(told.iter().map(|t| t.0).collect::<Vec<_>>(), [1, 2, 3]);
+        assert!(told[0].1 < told[2].1, "{told:?}");
+        let (exited, _) = next_life_event(&mut f.notes).await;
+        assert!(matches!(exited, HostEvent::ExtensionExited { .. }));
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        let listed = &f.host.extensions()[0];
+        assert_eq!(listed.restarts.as_ref().map(|r| r.given_up), Some(true));
+        assert_eq!(f.launcher.launches.lock().unwrap().len(), 4);
+        f.host.shutdown().await;
+    }
+}
+
+/// A run longer than `stable` forgets the earlier restarts: the wait is the first one
+/// again.
+#[tokio::test(start_paused = true)]
+async fn a_stable_run_resets_the_backoff() {
+    let (mut f, _) = load_configured(
+        &[("a", tools(&["t", "crash"]))],
+        Duration::from_secs(3),
+        restart_policy,
+    )
+    .await;
+    for n in [1, 2] {
+        let _ = call(&f.host, "crash").await;
+        let (attempt, _, _) = exited_then_restarted(&mut f.notes, "exited with status 3").await;
+        assert_eq!(attempt, n);
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    f.host
+        .inner
+        .running("a")
+        .unwrap()
+        .wait_ready(deadline)
+        .await;
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let _ = call(&f.host, "crash").await;
+    let (attempt, told, _) = exited_then_restarted(&mut f.notes, "exited with status 3").await;
+    assert_eq!(attempt, 1);
+    assert!(told <= Duration::from_secs(1), "{told:?}");
+    f.host.shutdown().await;
+}
+
+/// Restarts off (the user's choice for it in `settings.json`, or the embedder's
+/// policy), and an extension the host stopped (a reload): never started again.
+#[tokio::test(start_paused = true)]
+async fn no_restart_when_off_or_when_the_host_stopped_it() {
+    let off_for_a = |config: &mut HostConfig| {
+        std::fs::write(config.home.settings_path(), r#"{"restart": {"a": false}}"#).unwrap();
+    };
+    let off = |config: &mut HostConfig| config.restart = RestartPolicy::off();
+    let on_for_a = |config: &mut HostConfig| {
+        config.restart = RestartPolicy::off();
+        std::fs::write(config.home.settings_path(), r#"{"restart": {"a": true}}"#).unwrap();
+    };
+    for (edit, restarted) in [
+        (&off_for_a as &dyn Fn(&mut HostConfig), false),
+        (&off, false),
+        (&on_for_a, true),
+    ] {
+        let (mut f, _) = load_configured(
+            &[("a", tools(&["t", "crash"]))],
+            Duration::from_secs(3),
+            edit,
+        )
+        .await;
+        let _ = call(&f.host, "crash").await;
+        let (exited, _) = next_life_event(&mut f.notes).await;
+        assert!(matches!(exited, HostEvent::ExtensionExited { .. }));
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        let again = std::iter::from_fn(|| f.notes.try_recv().ok())
+            .any(|n| matches!(n, HostEvent::ExtensionRestarted { .. }));
+        assert_eq!(again, restarted);
+        f.host.shutdown().await;
+    }
+
+    let mut f = loaded(&[("a", tools(&["t"]))]).await;
+    f.host.reload().await;
+    f.host.shutdown().await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let again = std::iter::from_fn(|| f.notes.try_recv().ok())
+        .any(|n| matches!(n, HostEvent::ExtensionRestarted { .. }));
+    assert!(!again, "a stop is no crash");
 }

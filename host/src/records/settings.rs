@@ -23,6 +23,10 @@ pub struct Settings {
     /// any of which an install from it must be signed by (`zot ext signer`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub signers: std::collections::BTreeMap<String, Vec<String>>,
+    /// Whether an extension (by name) that exits by itself is started again, over the
+    /// host's default (on).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub restart: std::collections::BTreeMap<String, bool>,
 }
 
 /// Why the settings cannot be used.

@@ -154,7 +154,8 @@ fn a_confined_extension_past_its_disk_quota_is_stopped() {
         if entry["state"] != "ready" || started.elapsed() > Duration::from_secs(20) {
             break entry;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        // Well within the 250 ms before an exited extension is started again.
+        std::thread::sleep(Duration::from_millis(20));
     };
     println!("after {:?}: {entry}", started.elapsed());
     assert_eq!(entry["state"], "exited", "{entry}");

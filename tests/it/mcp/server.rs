@@ -425,15 +425,42 @@ fn an_exit_changes_the_tool_list() {
     let mut p = Project::new("mcp-exit");
     p.ext("py", &py("py", &["--tools", "echo,crash"]));
     p.ext("other", &py("other", &["--tools", "echo_other"]));
+    // Restarts off: the list as the exit left it is what is looked at.
     let run = p.drive(
         json!([{"op": "call_then_list_changed", "name": "crash", "gone": "crash"}]),
-        &[],
+        &["--no-restart"],
     );
     let s = &run["steps"][0];
     assert_eq!(s["result"]["isError"], true, "{run:#}");
     let said = first(&s["result"]);
     assert!(said.contains("exited"), "{said}");
     assert_eq!(s["tools"], json!(["echo_other"]), "{run:#}");
+}
+
+/// A crashed extension is started again: the client is told in a log message, and its
+/// tools come back through `tools/list_changed` and answer.
+#[test]
+fn a_crashed_extension_comes_back_and_the_client_is_told() {
+    let mut p = Project::new("mcp-restart");
+    p.ext("py", &py("py", &["--tools", "echo,crash"]));
+    let run = p.drive(
+        json!([
+            {"op": "call", "name": "crash"},
+            {"op": "wait_log", "prefix": "extension py started again (restart 1"},
+            {"op": "wait_tool", "name": "crash"},
+            {"op": "call", "name": "echo", "args": {"back": true}},
+        ]),
+        &[],
+    );
+    let steps = &run["steps"];
+    assert_eq!(steps[0]["isError"], true, "{run:#}");
+    let said = steps[1]["data"].as_str().unwrap_or_default();
+    assert!(
+        said.ends_with("after: exited with status 3; its tools come back as it registers them"),
+        "{run:#}"
+    );
+    assert_eq!(steps[2]["tools"], json!(["crash", "echo"]), "{run:#}");
+    assert_eq!(steps[3]["isError"], false, "{run:#}");
 }
 
 #[test]

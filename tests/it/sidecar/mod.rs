@@ -5,3 +5,4 @@ mod contract;
 mod faults;
 mod memory;
 mod protocol_compat;
+mod restarts;

@@ -545,6 +545,24 @@ async fn notify(note: &HostEvent, session: &Session) -> Result<(), rmcp::service
             peer.notify_tool_list_changed().await?;
             peer.notify_prompt_list_changed().await
         }
+        HostEvent::ExtensionRestarted {
+            extension,
+            attempt,
+            delay_ms,
+            after,
+        } => {
+            let level = LoggingLevel::Warning;
+            if level_rank(&level) < session.log_level.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let text = format!(
+                "extension {extension} started again (restart {attempt}, after {delay_ms} ms) \
+                 after: {after}; its tools come back as it registers them"
+            );
+            let message =
+                LoggingMessageNotificationParam::new(level, json!(text)).with_logger("zot");
+            peer.notify_logging_message(message).await
+        }
         HostEvent::NotificationsDropped { count } => {
             let text = format!("{count} notifications from extensions were dropped");
             let message = LoggingMessageNotificationParam::new(LoggingLevel::Warning, json!(text))

@@ -61,6 +61,10 @@ pub(crate) struct HostArgs {
     /// checks them itself.
     #[arg(long)]
     no_validate: bool,
+    /// Leave an extension that exits by itself stopped: by default it is started again
+    /// (after 0.5 s, doubling to 30 s; given up after 5 restarts in 5 minutes).
+    #[arg(long)]
+    no_restart: bool,
 }
 
 impl HostArgs {
@@ -89,6 +93,9 @@ impl HostArgs {
         config.timeouts.intercept = ms(self.intercept_timeout_ms);
         config.timeouts.ready = ms(self.ready_timeout_ms);
         config.validate_arguments = !self.no_validate;
+        if self.no_restart {
+            config.restart = zot_host::RestartPolicy::off();
+        }
         Ok(config)
     }
 }

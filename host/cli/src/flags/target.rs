@@ -168,6 +168,8 @@ impl Prepared {
         config.installed = false;
         config.timeouts.ready = wait;
         config.compiler = compiler;
+        // One run looked at: an exit is what it found, never hidden by a restart.
+        config.restart = zot_host::RestartPolicy::off();
         Ok(config)
     }
 }

@@ -343,6 +343,18 @@ pub(crate) fn event(e: &HostEvent) -> (Level, Vec<String>) {
             Level::Error,
             vec![format!("[{extension}] exited: {}", clean(reason))],
         ),
+        HostEvent::ExtensionRestarted {
+            extension,
+            attempt,
+            delay_ms,
+            after,
+        } => (
+            Level::Warn,
+            vec![format!(
+                "[{extension}] started again (restart {attempt}, after {delay_ms} ms) after: {}",
+                clean(after)
+            )],
+        ),
         HostEvent::RegistryChanged { extension } => (
             Level::Dim,
             vec![format!("[{extension}] registrations changed")],

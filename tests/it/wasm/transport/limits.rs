@@ -76,7 +76,23 @@ fn spinning_tool_call_is_stopped(kind: Kind, via_manifest: bool) {
         let d = host.call_tool("echo_rs", json!({"after": i}));
         assert_eq!(d["is_error"], false, "{d}");
     }
-    host.fails("call_tool", json!({"name": "echo", "args": {}}));
+    // Stopped for a limit, it is started again saying so; its tools answer again.
+    let again = host.wait_event("extension_restarted", EVENT_TIMEOUT, |v| {
+        v["type"] == "extension_restarted" && v["extension"] == name.as_str()
+    });
+    assert_eq!(again["after"], "deadline exceeded", "{again}");
+    let log = host.log(&name);
+    assert!(
+        log.contains("starting it again in ") && log.contains(" after: deadline exceeded"),
+        "log:\n{log}"
+    );
+    let back = Instant::now();
+    while host.entry(&name)["state"] != "ready" {
+        assert!(back.elapsed() < EVENT_TIMEOUT, "{}", host.entry(&name));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let d = host.call_tool("echo", json!({"back": true}));
+    assert_eq!(d["extension"], name.as_str(), "{d}");
     host.shutdown();
 }
 
@@ -233,6 +249,9 @@ fn spinning_at_start_is_stopped_and_host_ready_still_comes() {
         "steady",
         &rs_manifest("steady", &["--tools", "echo_rs", "--commands", ""]),
     );
+    // The state each stop leaves is looked at after both stopped: none is started again
+    // meanwhile (a restart after a limit is `spinning_tool_call_is_stopped`'s).
+    b.arg("--no-restart");
     let host = b.start();
     let ready = host.ready_within(Duration::from_secs(15));
     let ready_after = host.started.elapsed();
