@@ -378,6 +378,37 @@ fn a_compile_bomb_is_stopped_at_its_limits_and_the_host_goes_on() {
     host.shutdown();
 }
 
+/// A compile of a large generated component (seconds in a debug build) shows its
+/// progress on a terminal, for `check` and `install`: the step named, with its elapsed
+/// time as it goes, then how long it took.
+#[test]
+fn a_long_compile_shows_its_progress_on_a_terminal() {
+    use expectrl::{Eof, Expect, Regex};
+    let scratch = TempDir::new("progress");
+    let home = scratch.path().join("home");
+    let ext = lay_out(scratch.path(), "big", &cost_bomb(12_000, 1_500));
+    for args in [&["check"][..], &["install", "--yes"]] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zot"));
+        cmd.arg("ext").args(&args[..1]).arg(&ext).args(&args[1..]);
+        cmd.env("ZOT_HOME", &home)
+            .env("ZOT_COMPILE_CPU_SECS", "600");
+        // Each run compiles: the cache of the one before is gone.
+        let _ = std::fs::remove_dir_all(home.join("cache"));
+        let mut p = Pty::spawn(cmd, home.clone());
+        p.set_expect_timeout(Some(Duration::from_secs(300)));
+        p.expect(Regex(r"compiling \S*big\.wasm \d+\.\ds")).unwrap();
+        let done = p
+            .expect(Regex(r"compiling \S*big\.wasm: (\d+\.\d)s"))
+            .unwrap();
+        let took = String::from_utf8_lossy(done.get(1).unwrap()).to_string();
+        println!(
+            "{}: compiled in {took} s, the progress shown meanwhile",
+            args[0]
+        );
+        p.expect(Eof).unwrap();
+    }
+}
+
 /// The same bomb under a lowered memory limit, then a lowered wall limit (its CPU limit
 /// far above): the compile child is stopped at each, naming it. (Its compile needs more
 /// than 128 MiB of address space, and more than a second.)

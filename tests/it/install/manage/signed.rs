@@ -269,3 +269,45 @@ fn a_signer_named_for_a_prefix_is_required_of_every_install_under_it() {
     let list = env.zot(&["signer", "list", "--json"]);
     assert_eq!(stdout(&list).trim(), "{}");
 }
+
+/// `zot ext sign --statement` prints what a tree's signature signs (every file but the
+/// signature, by path, as JSON), the same bytes `minisign` is run on; without `minisign`
+/// on `PATH`, `sign` says how to sign otherwise and writes nothing.
+#[test]
+fn sign_prints_the_statement_and_says_what_to_do_without_minisign() {
+    let env = Env::new("sign-statement");
+    let src = env.source("tool", &manifest("tool"));
+    fs::write(src.join("extension.minisig"), "not part of it").unwrap();
+    let out = env.zot(&["sign", src.to_str().unwrap(), "--statement"]);
+    assert_ok(&out);
+    let statement: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(statement["format"], "zot-tree-statement-v1", "{statement}");
+    let files: Vec<&String> = statement["files"].as_object().unwrap().keys().collect();
+    assert_eq!(files, ["extension.json", "run.sh"], "{statement}");
+    assert_eq!(
+        statement["files"]["run.sh"],
+        sha256_hex(b"#!/bin/sh\n"),
+        "{statement}"
+    );
+
+    fs::remove_file(src.join("extension.minisig")).unwrap();
+    let mut cmd = env.command(&["sign", src.to_str().unwrap()]);
+    cmd.env("PATH", env.root().join("empty-path"));
+    let out = cmd.output().unwrap();
+    assert_fails_with(&out, "minisign is not installed");
+    assert!(stderr(&out).contains("--statement"), "{}", stderr(&out));
+    assert!(!src.join("extension.minisig").exists());
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let out = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(bytes)?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    stdout(&out).split_whitespace().next().unwrap().to_string()
+}
