@@ -48,6 +48,18 @@ impl Entry {
         self.state = EntryState::Running(started.ext);
         self.started_at = Some(Instant::now());
     }
+
+    /// Records that it could not be started, for `reason`: the event that tells it.
+    fn not_started(&mut self, reason: String) -> HostEvent {
+        self.state = EntryState::Error(reason.clone());
+        HostEvent::ExtensionExited {
+            extension: self.name.clone(),
+            reason,
+            code: None,
+            signal: None,
+            stopped: false,
+        }
+    }
 }
 
 impl Inner {
@@ -386,30 +398,28 @@ impl Inner {
             .filter(|e| !stale && matches!(e.state, EntryState::Starting));
         let Some(entry) = entry else {
             drop(entries);
-            if let Ok(started) = result {
-                let t = self.config.timeouts.clone();
-                tokio::spawn(async move { started.ext.shutdown(t.shutdown, t.terminate).await });
-            }
+            self.stop_unwanted(result);
             return;
         };
         match result {
             Ok(started) => entry.run(started),
             Err(e) => {
-                let reason = e.to_string();
-                entry.state = EntryState::Error(reason.clone());
+                let event = entry.not_started(e.to_string());
                 if self.reported.load(Ordering::SeqCst) != generation {
                     return; // In the load's report.
                 }
-                let event = HostEvent::ExtensionExited {
-                    extension: entry.name.clone(),
-                    reason,
-                    code: None,
-                    signal: None,
-                    stopped: false,
-                };
                 drop(entries);
                 self.notes.push_own(event);
             }
+        }
+    }
+
+    /// Stops what a start made after it was no longer wanted (a stop or a reload came
+    /// meanwhile).
+    fn stop_unwanted(&self, result: Result<Started, StartError>) {
+        if let Ok(started) = result {
+            let t = self.config.timeouts.clone();
+            tokio::spawn(async move { started.ext.shutdown(t.shutdown, t.terminate).await });
         }
     }
 
@@ -522,10 +532,7 @@ impl Inner {
         });
         let Some(entry) = entry else {
             drop(entries);
-            if let Ok(started) = result {
-                let t = inner.config.timeouts.clone();
-                tokio::spawn(async move { started.ext.shutdown(t.shutdown, t.terminate).await });
-            }
+            inner.stop_unwanted(result);
             return;
         };
         let event = match result {
@@ -539,17 +546,7 @@ impl Inner {
                     after,
                 }
             }
-            Err(e) => {
-                let reason = format!("not started again: {e}");
-                entry.state = EntryState::Error(reason.clone());
-                HostEvent::ExtensionExited {
-                    extension: entry.name.clone(),
-                    reason,
-                    code: None,
-                    signal: None,
-                    stopped: false,
-                }
-            }
+            Err(e) => entry.not_started(format!("not started again: {e}")),
         };
         drop(entries);
         inner.notes.push_own(event);
