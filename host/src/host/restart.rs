@@ -29,12 +29,12 @@ pub struct RestartPolicy {
 }
 
 impl Default for RestartPolicy {
-    /// On: 500 ms, doubling to at most 30 s; forgotten after 60 s of running; at most 5
-    /// restarts in 5 minutes.
+    /// On: 1 s (of which half by chance), doubling to at most 30 s; forgotten after 60 s
+    /// of running; at most 5 restarts in 5 minutes.
     fn default() -> Self {
         RestartPolicy {
             enabled: true,
-            initial: Duration::from_millis(500),
+            initial: Duration::from_secs(1),
             max_delay: Duration::from_secs(30),
             stable: Duration::from_secs(60),
             max_restarts: 5,
@@ -173,13 +173,13 @@ mod tests {
         }
         assert_eq!(
             waits,
-            [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
+            [1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000, 30000]
         );
         let mut r = Restarts::default();
         let Decision::Restart { delay, attempt } = r.after_exit(&p, t0, t0, 0.0) else {
             panic!()
         };
-        assert_eq!((delay, attempt), (Duration::from_millis(250), 1));
+        assert_eq!((delay, attempt), (Duration::from_millis(500), 1));
         assert!(jitter() >= 0.0 && jitter() < 1.0);
         assert_ne!(jitter(), jitter(), "two calls differ");
     }
@@ -213,7 +213,7 @@ mod tests {
         assert_eq!(
             r.after_exit(&p, started, now, 1.0),
             Decision::Restart {
-                delay: Duration::from_millis(500),
+                delay: Duration::from_secs(1),
                 attempt: 1
             }
         );

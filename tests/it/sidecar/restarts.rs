@@ -24,7 +24,7 @@ fn ready_again(host: &Host, name: &str) {
 }
 
 /// A crash mid-call fails the call at once; the client is told it exited, then that it
-/// was started again (after a wait of 250–500 ms, the first restart); its tools answer
+/// was started again (after a wait of 0.5–1 s, the first restart); its tools answer
 /// again and `list` counts the restart. A second crash waits longer.
 #[test]
 fn a_crashed_extension_is_started_again_and_the_client_is_told() {
@@ -65,8 +65,8 @@ fn a_crashed_extension_is_started_again_and_the_client_is_told() {
         let d = host.call_tool("echo", json!({"back": n}));
         assert_eq!(d["extension"], "crashy", "{d}");
     }
-    assert!((250..=500).contains(&waits[0]), "{waits:?}");
-    assert!((500..=1000).contains(&waits[1]), "{waits:?}");
+    assert!((500..=1000).contains(&waits[0]), "{waits:?}");
+    assert!((1000..=2000).contains(&waits[1]), "{waits:?}");
     let e = host.entry("crashy");
     assert_eq!(e["restarts"]["count"], 2, "{e}");
     assert_eq!(e["restarts"]["last_exit"], "exited with status 3", "{e}");

@@ -676,7 +676,7 @@ fn a_fields_flood_is_stopped_at_the_field_size_and_resource_limits() {
                 t.elapsed(),
                 peak / 1024
             );
-            // Looked at before it is started again (at least 250 ms after its exit).
+            // Looked at before it is started again (at least 500 ms after its exit).
             assert_eq!(host.entry(&name)["state"], "exited");
             assert!(said.is_err(), "{said:?}");
             assert_eq!(reason, cap);

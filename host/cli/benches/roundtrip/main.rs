@@ -6,12 +6,15 @@
 //! * the interception chain with 0, 1 and 3 interceptors (`intercept.rs`);
 //! * an event flood to ten subscribers and one that never reads (`fanout.rs`);
 //! * start-up (`startup.rs`): a reactor component cold, from the disk cache and already
-//!   loaded; 1 to 100 extensions; the memory of idle components.
+//!   loaded; 1 to 100 extensions; the memory of idle components;
+//! * a big component's first compile and cached load against wasmtime's own
+//!   (`big_module.rs`).
 //!
 //! Latency rows run interleaved (`interleave.rs`) and print p50/p99 in µs with ratios.
-//! `cargo bench -p zot-cli --bench roundtrip [-- N] [--rounds R]`: N calls per row
-//! (default 2000) in R rounds (default 5).
+//! `cargo bench -p zot-cli --bench roundtrip [-- N] [--rounds R] [--only big]`: N calls
+//! per row (default 2000) in R rounds (default 5); `--only big`: the big component alone.
 
+mod big_module;
 mod event_loop;
 mod fanout;
 mod intercept;
@@ -72,10 +75,13 @@ fn main() -> ExitCode {
     if let Some(code) = roles::if_asked() {
         return code;
     }
-    let (mut n, mut rounds) = (2000, 5);
+    let (mut n, mut rounds, mut only_big) = (2000, 5, false);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        if arg == "--rounds" {
+        if arg == "--only" {
+            only_big = args.next().as_deref() == Some("big");
+            assert!(only_big, "--only big");
+        } else if arg == "--rounds" {
             rounds = args
                 .next()
                 .and_then(|r| r.parse().ok())
@@ -90,13 +96,16 @@ fn main() -> ExitCode {
         dir: std::env::temp_dir().join(format!("zot-bench-{}", std::process::id())),
         rt: tokio::runtime::Runtime::new().unwrap(),
     };
-    latency::tool_calls(&b);
-    latency::todo(&b);
-    intercept::overhead(&b);
-    fanout::flood(&b);
-    startup::reactor(&b);
-    startup::many(&b);
-    startup::idle_memory(&b);
+    if !only_big {
+        latency::tool_calls(&b);
+        latency::todo(&b);
+        intercept::overhead(&b);
+        fanout::flood(&b);
+        startup::reactor(&b);
+        startup::many(&b);
+        startup::idle_memory(&b);
+    }
+    big_module::compile_and_load(&b);
     let _ = std::fs::remove_dir_all(&b.dir);
     ExitCode::SUCCESS
 }

@@ -62,7 +62,7 @@ pub(crate) struct HostArgs {
     #[arg(long)]
     no_validate: bool,
     /// Leave an extension that exits by itself stopped: by default it is started again
-    /// (after 0.5 s, doubling to 30 s; given up after 5 restarts in 5 minutes).
+    /// (after 1 s, doubling to 30 s; given up after 5 restarts in 5 minutes).
     #[arg(long)]
     no_restart: bool,
 }
