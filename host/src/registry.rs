@@ -3,8 +3,9 @@
 //! never depends on timing. Losing claims are kept: if the owner exits, the next takes over.
 
 use crate::extension::Extension;
-use serde_json::Value;
+use crate::schema::Validator;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 use zot_protocol::{RegisterCommand, RegisterTool};
 
 /// One extension's claim on a name.
@@ -142,10 +143,17 @@ impl<T> Names<T> {
     }
 }
 
+/// A tool's registration, and its schema compiled at its first call (once per
+/// registration, not per call).
+struct Tool {
+    reg: RegisterTool,
+    validator: OnceLock<Arc<Validator>>,
+}
+
 /// All command and tool names.
 pub(crate) struct Registry {
     commands: Names<RegisterCommand>,
-    tools: Names<RegisterTool>,
+    tools: Names<Tool>,
 }
 
 /// What one extension has in the registry.
@@ -174,7 +182,11 @@ impl Registry {
     }
 
     pub(crate) fn claim_tool(&mut self, ext: &Extension, reg: RegisterTool) -> Vec<Extension> {
-        self.tools.claim(ext, reg.name.clone(), reg)
+        let tool = Tool {
+            validator: OnceLock::new(),
+            reg,
+        };
+        self.tools.claim(ext, tool.reg.name.clone(), tool)
     }
 
     /// Drops `ext`'s claims; returns the extensions whose registrations changed: `ext`
@@ -207,9 +219,13 @@ impl Registry {
         self.commands.departed.get(name).map(String::as_str)
     }
 
-    /// The schema of the active tool `name`.
-    pub(crate) fn tool_schema(&self, name: &str) -> Option<Value> {
-        self.tools.owner(name).map(|c| c.spec.schema.clone())
+    /// The active tool `name`'s schema, compiled (at its first call).
+    pub(crate) fn tool_validator(&self, name: &str) -> Option<Arc<Validator>> {
+        let tool = &self.tools.owner(name)?.spec;
+        let validator = tool
+            .validator
+            .get_or_init(|| Arc::new(Validator::new(&tool.reg.schema)));
+        Some(validator.clone())
     }
 
     pub(crate) fn is_builtin_tool(&self, name: &str) -> bool {
@@ -231,7 +247,7 @@ impl Registry {
     pub(crate) fn tools(&self) -> Vec<(String, RegisterTool)> {
         self.tools
             .owned()
-            .map(|(e, t)| (e.name().to_string(), t.clone()))
+            .map(|(e, t)| (e.name().to_string(), t.reg.clone()))
             .collect()
     }
 

@@ -51,32 +51,63 @@ impl std::fmt::Display for Problem {
 
 /// Checks `args` against `schema`.
 pub fn validate(schema: &Value, args: &Value) -> Checked {
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler.use_loader(Box::new(NothingOutside));
-    let unusable =
-        |e: boon::CompileError| Checked::Unchecked(format!("its schema cannot be used: {e}"));
-    if let Err(e) = compiler.add_resource(SCHEMA_URL, schema.clone()) {
-        return unusable(e);
+    Validator::new(schema).check(args)
+}
+
+/// A tool's schema compiled once, to check many calls' arguments: compiling (the draft's
+/// metaschema checked, every keyword read) costs many times what checking does.
+pub struct Validator {
+    /// The compiled schema, or why it cannot be used.
+    compiled: Result<(boon::Schemas, boon::SchemaIndex), String>,
+}
+
+impl Validator {
+    /// `schema` compiled; one that cannot be makes every check [`Checked::Unchecked`].
+    pub fn new(schema: &Value) -> Validator {
+        let mut schemas = boon::Schemas::new();
+        let mut compiler = boon::Compiler::new();
+        compiler.use_loader(Box::new(NothingOutside));
+        let unusable = |e: boon::CompileError| format!("its schema cannot be used: {e}");
+        let compiled = match compiler.add_resource(SCHEMA_URL, schema.clone()) {
+            Err(e) => Err(unusable(e)),
+            Ok(()) => match compiler.compile(SCHEMA_URL, &mut schemas) {
+                Ok(index) => Ok((schemas, index)),
+                Err(e) => Err(unusable(e)),
+            },
+        };
+        Validator { compiled }
     }
-    let index = match compiler.compile(SCHEMA_URL, &mut schemas) {
-        Ok(index) => index,
-        Err(e) => return unusable(e),
-    };
-    let Err(error) = schemas.validate(args, index) else {
-        return Checked::Valid;
-    };
-    let mut problems = Vec::new();
-    leaves(&error, args, &mut problems);
-    if problems.len() > MAX_PROBLEMS {
-        let more = problems.len() - MAX_PROBLEMS;
-        problems.truncate(MAX_PROBLEMS);
-        problems.push(Problem {
-            field: None,
-            message: format!("… and {more} more"),
-        });
+
+    /// Checks `args`.
+    pub fn check(&self, args: &Value) -> Checked {
+        let (schemas, index) = match &self.compiled {
+            Ok(compiled) => compiled,
+            Err(why) => return Checked::Unchecked(why.clone()),
+        };
+        let Err(error) = schemas.validate(args, *index) else {
+            return Checked::Valid;
+        };
+        let mut problems = Vec::new();
+        leaves(&error, args, &mut problems);
+        if problems.len() > MAX_PROBLEMS {
+            let more = problems.len() - MAX_PROBLEMS;
+            problems.truncate(MAX_PROBLEMS);
+            problems.push(Problem {
+                field: None,
+                message: format!("… and {more} more"),
+            });
+        }
+        Checked::Invalid(problems)
     }
-    Checked::Invalid(problems)
+}
+
+impl std::fmt::Debug for Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.compiled {
+            Ok(_) => f.write_str("Validator(compiled)"),
+            Err(why) => write!(f, "Validator({why})"),
+        }
+    }
 }
 
 /// Refuses every document the schema refers to outside itself (the draft metaschemas are

@@ -301,6 +301,26 @@ async fn an_agent_plays_an_extension_in_memory() {
         "nothing else, and closed with the call"
     );
 
+    // The tool registered again with another schema: calls are checked against the new
+    // one (a tool's schema is compiled once per registration, not once for good).
+    peer.print(
+        r#"{"type":"register_tool","name":"shout","description":"Shouts.","schema":{"type":"object","required":["text","loud"],"properties":{"text":{"type":"string"},"loud":{"type":"boolean"}}}}"#,
+    )
+    .await;
+    let re_registered = async {
+        while host.check_arguments("shout", &json!({"text": "hi"}))
+            == Some(zot_host::schema::Checked::Valid)
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    soon("the new schema", re_registered).await;
+    let refused = host.call_tool("shout", json!({"text": "hi"}), None).await;
+    let Err(CallError::Arguments { problems, .. }) = refused else {
+        panic!("{refused:?}");
+    };
+    assert!(problems[0].message.contains("\"loud\""), "{problems:?}");
+
     // The peer exits: the host reports it, and its tool is gone.
     peer.exit(7);
     loop {
@@ -476,4 +496,64 @@ async fn an_embedder_chooses_how_a_crashed_extension_is_started_again() {
     let info: RestartInfo = host.extensions()[0].restarts.clone().unwrap();
     assert_eq!((info.count, info.given_up), (1, true), "{info:?}");
     host.shutdown().await;
+}
+
+/// Synchronous code calls through `Handle::block_on` from a thread of its own (the
+/// library watches for the reply briefly before parking, there): a quick answer, one
+/// that comes after the watch (a 30 ms sleep), an extension's error and an exit mid-call
+/// all come back as they do to a task, and the exit at once, not at the call's timeout.
+#[test]
+fn a_synchronous_caller_gets_every_answer_from_block_on() {
+    let scratch = TempDir::new("library-blocking");
+    let ext = write_manifest(&scratch.path().join("exts/sync"), &py_manifest("sync", &[]));
+    let mut config = HostConfig::new(
+        ZotHome::new(scratch.path().join("home")),
+        scratch.path().to_path_buf(),
+    );
+    config.explicit = vec![ext];
+    config.installed = false;
+    config.timeouts.ready = READY_WAIT;
+    config.restart.enabled = false;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let host = rt.block_on(async {
+        let (host, mut notes) = Host::new(config);
+        tokio::spawn(async move { while notes.recv().await.is_some() {} });
+        host
+    });
+    let handle = rt.handle().clone();
+    let caller = std::thread::spawn(move || {
+        assert_eq!(handle.block_on(host.load()).ready, ["sync"]);
+        let call = |tool: &str, args: Value| {
+            handle.block_on(host.call_tool(tool, args, Some(Duration::from_secs(60))))
+        };
+        for i in 0..200 {
+            let (owner, result) = call("echo", json!({"i": i})).unwrap();
+            let text = result.content[0]["text"].as_str().unwrap();
+            assert_eq!(
+                (owner.as_str(), text),
+                ("sync", format!("{{\"i\":{i}}}").as_str())
+            );
+        }
+        let (_, slept) = call("sleep", json!({"ms": 30})).unwrap();
+        assert_eq!(slept.content[0]["text"], "slept 30");
+        let (_, failed) = call("fail", json!({})).unwrap();
+        assert!(failed.is_error, "{failed:?}");
+        let started = std::time::Instant::now();
+        let crashed = call("crash", json!({}));
+        assert!(
+            matches!(crashed, Err(CallError::Exited { .. })),
+            "{crashed:?}"
+        );
+        handle.block_on(host.shutdown());
+        started.elapsed()
+    });
+    let took = caller.join().expect("the synchronous caller");
+    assert!(
+        took < Duration::from_secs(60),
+        "the exit waited for the timeout: {took:?}"
+    );
 }

@@ -48,6 +48,7 @@ mod one_way;
 mod pending;
 #[cfg(test)]
 mod tests;
+mod waiting;
 /// How many of its own `call_tool` requests one extension may have waiting; beyond it
 /// they are answered with an error at once.
 pub const CALLS_IN_FLIGHT: usize = 64;
@@ -628,7 +629,14 @@ impl Extension {
             .try_send(inner.outbound(&frame(id), Some(timeout)))
             .map_err(|e| self.send_error(e, &target()))?;
         guard.cancel_tool = kind == Kind::Tool;
-        match tokio::time::timeout(timeout, rx).await {
+        let mut rx = rx;
+        let replied = match waiting::watch(&mut rx) {
+            Some(reply) => Ok(reply),
+            None => tokio::time::timeout(timeout, rx)
+                .await
+                .map(|r| r.map_err(|_| ())),
+        };
+        match replied {
             Ok(Ok(reply)) => {
                 // `run` took it out of `pending` to answer it.
                 guard.answered = true;

@@ -52,7 +52,7 @@ impl Inner {
         check: bool,
         progress: Option<mpsc::Sender<ToolProgress>>,
     ) -> Result<(String, ToolResult), CallError> {
-        let (ext, schema, departed) = {
+        let (ext, validator, departed) = {
             let registry = self.registry.lock().unwrap();
             if registry.is_builtin_tool(name) {
                 return Err(CallError::NotFound(format!(
@@ -60,7 +60,8 @@ impl Inner {
                 )));
             }
             let departed = registry.departed_tool(name).map(String::from);
-            (registry.tool(name), registry.tool_schema(name), departed)
+            let validator = check.then(|| registry.tool_validator(name)).flatten();
+            (registry.tool(name), validator, departed)
         };
         let ext = ext.ok_or_else(|| {
             self.missing(
@@ -78,8 +79,8 @@ impl Inner {
                 )))
             }
         };
-        if let (true, Some(schema)) = (check, schema) {
-            match crate::schema::validate(&schema, &args) {
+        if let Some(validator) = validator {
+            match validator.check(&args) {
                 Checked::Valid => {}
                 Checked::Invalid(problems) => {
                     return Err(CallError::Arguments {
@@ -143,8 +144,8 @@ impl Inner {
     /// `args` checked against the schema of the active tool `name` (`None`: no such
     /// tool); see [`Host::check_arguments`](super::Host::check_arguments).
     pub(super) fn check_arguments(&self, name: &str, args: &Value) -> Option<Checked> {
-        let schema = self.registry.lock().unwrap().tool_schema(name)?;
-        Some(crate::schema::validate(&schema, args))
+        let validator = self.registry.lock().unwrap().tool_validator(name)?;
+        Some(validator.check(args))
     }
 
     /// Queues `event` for every subscriber; see [`Host::emit`](super::Host::emit).

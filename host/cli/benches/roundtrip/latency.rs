@@ -1,21 +1,69 @@
 //! Tool-call latency: one native echo extension (the `scenario` guest's `echo` tool,
-//! `--plain`) reached five ways, `zot mcp` again with the whole scenario (an interceptor
-//! and a subscriber), the same guest as three kinds of component, and the todo example.
+//! `--plain`) reached five ways (the library from a task and from `block_on`), `zot mcp`
+//! again with the whole scenario (an interceptor and a subscriber), the same guest as
+//! three kinds of component and through the published Go manager; unpinned and pinned to
+//! one CPU. Then the todo example.
 
+use crate::affinity;
 use crate::event_loop::EventLoopPiped;
+use crate::go_manager::GoManager;
 use crate::interleave::{self, Row};
-use crate::library::{InHost, Op};
+use crate::library::{Caller, InHost, OnCurrentThread, Op};
 use crate::lines::{contains, sidecar, Lines, Piped};
 use crate::measure::{table, target, Line};
-use crate::Bench;
+use crate::{Bench, Placement};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use tokio::runtime::Handle;
 use zot_host::manage::identity::Identity;
 use zot_host::ZotHome;
 use zot_test_guests::{COMMAND, COMMAND_NATIVE, COMMAND_P1, REACTOR};
 
+/// The tool-call table once per placement the bench was asked for (unpinned, then
+/// pinned to one CPU, by default), each with a runtime and processes of its own.
 pub fn tool_calls(b: &Bench) {
+    let all = affinity::allowed();
+    let driver = b.go.as_ref().map(|go| {
+        let driver = go.build(&b.dir);
+        println!(
+            "published Go manager: github.com/patriceckhart/zot {} (internal/agent/extensions), \
+             built with {}",
+            go.commit(),
+            go.go.display()
+        );
+        driver
+    });
+    if driver.is_none() {
+        println!(
+            "published Go manager: not measured (--go-zot DIR, a checkout of \
+             github.com/patriceckhart/zot, adds it)"
+        );
+    }
+    for &placement in &b.placements {
+        let cpus = match placement {
+            Placement::Unpinned if all.len() < 2 => {
+                println!("\nunpinned: not measured, this process may use one CPU only");
+                continue;
+            }
+            Placement::Unpinned => all.clone(),
+            Placement::Pinned => all[..1].to_vec(),
+        };
+        affinity::set(&cpus);
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let title = match placement {
+            Placement::Unpinned => format!("unpinned (CPUs {})", affinity::named(&cpus)),
+            Placement::Pinned => format!("pinned to CPU {}", affinity::named(&cpus)),
+        };
+        table_on(b, rt.handle(), &title, driver.as_deref());
+        drop(rt);
+        affinity::set(&all);
+    }
+}
+
+/// One tool-call table, every process and runtime thread started from this thread (and
+/// so on its CPUs), then its targets.
+fn table_on(b: &Bench, rt: &Handle, placement: &str, go: Option<&Path>) {
     // Plain: no subscription, no interceptor, so every row does the same work.
     let native = b.ext(
         "echo",
@@ -24,29 +72,25 @@ pub fn tool_calls(b: &Bench) {
     // The whole scenario: it intercepts `tool_call` and subscribes to its event, which
     // `zot mcp` asks and sends before each call, as an agent does.
     let agent = b.ext("agent", json!({"name": "agent", "exec": COMMAND_NATIVE}));
-    let in_host = |exts: &[_]| -> Box<dyn Row> {
-        Box::new(InHost::new(
-            b.rt.handle(),
-            &b.home(),
-            exts,
-            Op::Call {
-                tool: "echo",
-                args: |i| json!({"i": i}),
-                expect: "\"i\":",
-            },
-        ))
+    let library = |exts: &[_]| InHost::new(rt, &b.home(), exts, ECHO);
+    let component = |name: &str, wasm: &str| -> Box<dyn Row> {
+        Box::new(library(&[b.ext(name, json!({"name": name, "wasm": wasm}))]))
     };
-    let component =
-        |name: &str, wasm: &str| in_host(&[b.ext(name, json!({"name": name, "wasm": wasm}))]);
     let mut rows: Vec<Box<dyn Row>> = vec![
         Box::new(Piped::new(
             extension(Command::new(COMMAND_NATIVE).arg("--plain")),
             tool_call,
             tool_result,
         )),
-        in_host(std::slice::from_ref(&native)),
+        Box::new(library(std::slice::from_ref(&native))),
+        Box::new(library(std::slice::from_ref(&native)).called_from(Caller::BlockOn)),
+        Box::new(OnCurrentThread::new(
+            &b.home(),
+            std::slice::from_ref(&native),
+            ECHO,
+        )),
         Box::new(EventLoopPiped::new(
-            b.rt.handle(),
+            rt,
             COMMAND_NATIVE,
             &["--plain"],
             tool_call,
@@ -73,42 +117,94 @@ pub fn tool_calls(b: &Bench) {
         component("reactor", REACTOR),
         component("preview1", COMMAND_P1),
     ];
+    if let Some(driver) = go {
+        rows.push(Box::new(GoManager::new(
+            driver,
+            &native,
+            &b.dir.join("go-home"),
+        )));
+    }
     let plan = b.plan();
     let f = interleave::medians(&mut rows, plan);
+    drop(rows);
+    let mut lines = vec![
+        Line::new("pipe floor (baseline)", f[0]),
+        Line::new("zot-host library, from a task", f[1]).against(4),
+        Line::new("zot-host library, from block_on", f[2]).against(1),
+        Line::new("library, current-thread block_on", f[3]).against(1),
+        Line::new("pipe floor, tokio event loop", f[4]),
+        Line::new("two-hop floor (relay)", f[5]),
+        Line::new("zot host sidecar", f[6]).against(5),
+        Line::new("zot mcp", f[7]).against(6),
+        Line::new("zot mcp, 1 interceptor + event", f[8]).against(7),
+        Line::new("library: wasm command component", f[9]),
+        Line::new("library: wasm reactor component", f[10]),
+        Line::new("library: preview-1 module", f[11]),
+    ];
+    if go.is_some() {
+        lines.push(Line::new("published Go manager (zot, Go)", f[12]));
+    }
     table(
         &format!(
-            "tool-call round trip, the native echo extension unless named; median of {} \
-             interleaved rounds of {} calls",
+            "tool-call round trip, {placement}; the native echo extension unless named; \
+             median of {} interleaved rounds of {} calls",
             plan.rounds, plan.calls
         ),
-        &[
-            Line::new("pipe floor (baseline)", f[0]),
-            Line::new("zot-host library", f[1]).against(2),
-            Line::new("pipe floor, tokio event loop", f[2]),
-            Line::new("two-hop floor (relay)", f[3]),
-            Line::new("zot host sidecar", f[4]).against(3),
-            Line::new("zot mcp", f[5]).against(4),
-            Line::new("zot mcp, 1 interceptor + event", f[6]).against(5),
-            Line::new("library: wasm command component", f[7]),
-            Line::new("library: wasm reactor component", f[8]),
-            Line::new("library: preview-1 module", f[9]),
-        ],
+        &lines,
     );
-    println!("\ntargets");
+    println!("\ntargets ({placement})");
+    let floor = f[0];
     target(
         "library p50 ≤ 1.5× pipe floor p50",
-        f[1].p50 / f[0].p50,
+        f[1].p50 / floor.p50,
         1.5,
     );
-    target("library p99 ≤ 2× pipe floor p99", f[1].p99 / f[0].p99, 2.0);
+    target("library p99 ≤ 2× pipe floor p99", f[1].p99 / floor.p99, 2.0);
+    target(
+        "block_on p50 ≤ 1.5× pipe floor p50",
+        f[2].p50 / floor.p50,
+        1.5,
+    );
+    target(
+        "current-thread block_on p50 ≤ 1.5× floor p50",
+        f[3].p50 / floor.p50,
+        1.5,
+    );
     target(
         "sidecar p50 ≤ 2× two-hop floor p50",
-        f[4].p50 / f[3].p50,
+        f[6].p50 / f[5].p50,
         2.0,
     );
-    target("reactor p50 ≤ pipe floor p50", f[8].p50 / f[0].p50, 1.0);
-    target("mcp p50 ≤ 2× sidecar p50", f[5].p50 / f[4].p50, 2.0);
+    target("reactor p50 ≤ pipe floor p50", f[10].p50 / floor.p50, 1.0);
+    target("mcp p50 ≤ 2× sidecar p50", f[7].p50 / f[6].p50, 2.0);
+    if go.is_some() {
+        let go = f[12];
+        let callers = [
+            ("library", f[1]),
+            ("block_on", f[2]),
+            ("current-thread", f[3]),
+        ];
+        for (caller, at) in callers {
+            target(
+                &format!("{caller} p50 ≤ 0.8× Go manager p50"),
+                at.p50 / go.p50,
+                0.8,
+            );
+            target(
+                &format!("{caller} p99 ≤ 0.8× Go manager p99"),
+                at.p99 / go.p99,
+                0.8,
+            );
+        }
+    }
 }
+
+/// The `echo` tool's call, as every library row of the table makes it.
+const ECHO: Op = Op::Call {
+    tool: "echo",
+    args: |i| json!({"i": i}),
+    expect: "\"i\":",
+};
 
 /// `examples/todo` (the `zot-ext` SDK) natively and as a component: its `todo` tool listing
 /// a three-item list, read from its data dir on every call.

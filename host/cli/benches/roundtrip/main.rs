@@ -1,8 +1,10 @@
 //! The host's figures, all measured in one run (docs/benchmarks.md says what each means):
 //!
 //! * tool-call latency (`latency.rs`): the `scenario` guest's `echo` tool through a bare
-//!   pipe, the library, a relay, the sidecar and `zot mcp`, and as three kinds of
-//!   component; the todo example native and as a component;
+//!   pipe, the library (from a task and from `block_on`), a relay, the sidecar and `zot
+//!   mcp`, as three kinds of component and through the published Go manager
+//!   (`go_manager.rs`, with `--go-zot`), unpinned and pinned to one CPU (`affinity.rs`);
+//!   the todo example native and as a component;
 //! * the interception chain with 0, 1 and 3 interceptors (`intercept.rs`);
 //! * an event flood to ten subscribers and one that never reads (`fanout.rs`);
 //! * start-up (`startup.rs`): a reactor component cold, from the disk cache and already
@@ -11,12 +13,19 @@
 //!   (`big_module.rs`).
 //!
 //! Latency rows run interleaved (`interleave.rs`) and print p50/p99 in µs with ratios.
-//! `cargo bench -p zot-cli --bench roundtrip [-- N] [--rounds R] [--only big]`: N calls
-//! per row (default 2000) in R rounds (default 5); `--only big`: the big component alone.
+//! `cargo bench -p zot-cli --bench roundtrip [-- N] [--rounds R] [--only big|tool-calls]
+//! [--placement unpinned|pinned|both] [--go-zot DIR [--go GO]]`: N calls per row (default
+//! 2000) in R rounds (default 5); `--only big`: the big component alone
+//! (`tool-calls`: the tool-call tables alone); `--placement`:
+//! the tool-call table unpinned, pinned or both (the default); `--go-zot`: a checkout of
+//! github.com/patriceckhart/zot whose extension manager is measured too, built with `GO`
+//! (default: the pinned Go the tests install, else `go`).
 
+mod affinity;
 mod big_module;
 mod event_loop;
 mod fanout;
+mod go_manager;
 mod intercept;
 mod interleave;
 mod latency;
@@ -28,6 +37,7 @@ mod procfs;
 mod roles;
 mod startup;
 
+use go_manager::GoSource;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,6 +50,17 @@ pub struct Bench {
     /// The scratch folder: extension folders and ZOT_HOMEs.
     pub dir: PathBuf,
     pub rt: tokio::runtime::Runtime,
+    /// Where the tool-call table runs, in order.
+    pub placements: Vec<Placement>,
+    /// The published Go manager to measure beside the library, if given.
+    pub go: Option<GoSource>,
+}
+
+/// Where the tool-call table runs: on every CPU the bench may use, or pinned to one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    Unpinned,
+    Pinned,
 }
 
 impl Bench {
@@ -75,12 +96,28 @@ fn main() -> ExitCode {
     if let Some(code) = roles::if_asked() {
         return code;
     }
-    let (mut n, mut rounds, mut only_big) = (2000, 5, false);
+    let (mut n, mut rounds, mut only) = (2000, 5, None);
+    let mut placements = vec![Placement::Unpinned, Placement::Pinned];
+    let (mut go_zot, mut go) = (None, None);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        if arg == "--only" {
-            only_big = args.next().as_deref() == Some("big");
-            assert!(only_big, "--only big");
+        if arg == "--placement" {
+            placements = match args.next().as_deref() {
+                Some("unpinned") => vec![Placement::Unpinned],
+                Some("pinned") => vec![Placement::Pinned],
+                Some("both") => vec![Placement::Unpinned, Placement::Pinned],
+                _ => panic!("--placement unpinned|pinned|both"),
+            };
+        } else if arg == "--go-zot" {
+            go_zot = Some(PathBuf::from(args.next().expect("--go-zot DIR")));
+        } else if arg == "--go" {
+            go = Some(PathBuf::from(args.next().expect("--go GO")));
+        } else if arg == "--only" {
+            only = args.next();
+            assert!(
+                matches!(only.as_deref(), Some("big" | "tool-calls")),
+                "--only big|tool-calls"
+            );
         } else if arg == "--rounds" {
             rounds = args
                 .next()
@@ -95,17 +132,23 @@ fn main() -> ExitCode {
         rounds: rounds.max(1),
         dir: std::env::temp_dir().join(format!("zot-bench-{}", std::process::id())),
         rt: tokio::runtime::Runtime::new().unwrap(),
+        placements,
+        go: go_zot.map(|checkout| GoSource::new(checkout, go)),
     };
-    if !only_big {
-        latency::tool_calls(&b);
-        latency::todo(&b);
-        intercept::overhead(&b);
-        fanout::flood(&b);
-        startup::reactor(&b);
-        startup::many(&b);
-        startup::idle_memory(&b);
+    match only.as_deref() {
+        Some("big") => big_module::compile_and_load(&b),
+        Some(_) => latency::tool_calls(&b),
+        None => {
+            latency::tool_calls(&b);
+            latency::todo(&b);
+            intercept::overhead(&b);
+            fanout::flood(&b);
+            startup::reactor(&b);
+            startup::many(&b);
+            startup::idle_memory(&b);
+            big_module::compile_and_load(&b);
+        }
     }
-    big_module::compile_and_load(&b);
     let _ = std::fs::remove_dir_all(&b.dir);
     ExitCode::SUCCESS
 }

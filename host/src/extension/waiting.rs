@@ -1,0 +1,160 @@
+//! How a caller that is not a task of the runtime waits for its reply: a thread in
+//! `block_on` (a synchronous embedder) first watches for it for a few microseconds, then
+//! parks. Parked, it is woken by the runtime's thread that read the reply: one more
+//! wake-up across CPUs per call, which on a VM costs tens of microseconds; watching, it
+//! sees the reply as soon as that thread hands it over. A task never watches (it would
+//! hold a runtime thread), nor does a caller on a current-thread runtime (the reply is
+//! read on its own thread) or on a single CPU (it would only delay the extension).
+
+use std::time::{Duration, Instant};
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::sync::oneshot::{self, error::TryRecvError};
+
+/// How long a caller outside the runtime's tasks watches for its reply before parking:
+/// longer than a quick tool's round trip, short next to a slow tool's.
+pub(super) const WATCH: Duration = Duration::from_micros(50);
+
+/// The reply, if it came while this caller watched for it (`Err`: the extension is gone).
+/// `None`: this caller does not watch, or the reply did not come within [`WATCH`].
+pub(super) fn watch<T>(rx: &mut oneshot::Receiver<T>) -> Option<Result<T, ()>> {
+    if !watches() {
+        return None;
+    }
+    let until = Instant::now() + WATCH;
+    loop {
+        for _ in 0..64 {
+            match rx.try_recv() {
+                Ok(reply) => return Some(Ok(reply)),
+                Err(TryRecvError::Closed) => return Some(Err(())),
+                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+    }
+}
+
+/// Whether this caller watches: not a task, not on a current-thread runtime, and free to
+/// run on more than one CPU.
+fn watches() -> bool {
+    if tokio::task::try_id().is_some() {
+        return false;
+    }
+    let current_thread = Handle::try_current()
+        .is_ok_and(|rt| matches!(rt.runtime_flavor(), RuntimeFlavor::CurrentThread));
+    !current_thread && cpus_of_this_thread() > 1
+}
+
+/// How many CPUs this thread may run on (its affinity, which `taskset` sets).
+#[cfg(target_os = "linux")]
+fn cpus_of_this_thread() -> usize {
+    // SAFETY: sched_getaffinity fills the set it is given, of the size given; a zeroed
+    // cpu_set_t is a valid (empty) set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) != 0 {
+            return 1;
+        }
+        libc::CPU_COUNT(&set) as usize
+    }
+}
+
+/// How many CPUs this process may use.
+#[cfg(not(target_os = "linux"))]
+fn cpus_of_this_thread() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` on a new thread allowed only `cpus` (Linux), so the test decides how many
+    /// CPUs the caller has whatever the machine's count.
+    #[cfg(target_os = "linux")]
+    fn on_cpus<T: Send + 'static>(cpus: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::spawn(move || {
+            // SAFETY: as in `cpus_of_this_thread`; CPU_SET is given CPUs below the set's size.
+            unsafe {
+                let mut all: libc::cpu_set_t = std::mem::zeroed();
+                assert_eq!(
+                    libc::sched_getaffinity(0, std::mem::size_of_val(&all), &mut all),
+                    0
+                );
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                let allowed = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &all));
+                for cpu in allowed.take(cpus) {
+                    libc::CPU_SET(cpu, &mut set);
+                }
+                assert_eq!(
+                    libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+                    0
+                );
+            }
+            f()
+        })
+        .join()
+        .unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_caller_outside_the_tasks_watches_for_its_reply_then_parks() {
+        if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
+            // One CPU: the case below is `one_cpu_never_watches`.
+            return assert!(!on_cpus(2, watches));
+        }
+        let outcome = on_cpus(2, || {
+            let (tx, mut rx) = oneshot::channel();
+            tx.send(7).unwrap();
+            (watches(), watch(&mut rx))
+        });
+        assert_eq!(outcome, (true, Some(Ok(7))));
+        // No reply within the watch: the caller stops watching (to park) after it, and
+        // the reply that comes later is still there for the await.
+        let (later, took) = on_cpus(2, || {
+            let (tx, mut rx) = oneshot::channel();
+            let started = Instant::now();
+            let watched = watch(&mut rx);
+            let took = started.elapsed();
+            assert_eq!(watched, None);
+            tx.send(8).unwrap();
+            (rx.blocking_recv(), took)
+        });
+        assert_eq!(later, Ok(8));
+        assert!(took >= WATCH, "stopped watching after {took:?}");
+        // A sender dropped: the caller learns at once that no reply will come.
+        let gone = on_cpus(2, || {
+            let (tx, mut rx) = oneshot::channel::<u8>();
+            drop(tx);
+            watch(&mut rx)
+        });
+        assert_eq!(gone, Some(Err(())));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn one_cpu_never_watches() {
+        assert!(!on_cpus(1, watches));
+    }
+
+    #[test]
+    fn a_task_and_a_current_thread_runtime_never_watch() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        assert!(!rt.block_on(rt.spawn(async { watches() })).unwrap());
+        let current = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert!(!current.block_on(async { watches() }));
+        // Not watched, the reply is still there for the await that follows.
+        let (tx, mut rx) = oneshot::channel();
+        tx.send(1).unwrap();
+        assert_eq!(current.block_on(async { watch(&mut rx) }), None);
+        assert_eq!(current.block_on(rx), Ok(1));
+    }
+}
