@@ -83,6 +83,15 @@
 //! }
 //! ```
 //!
+//! **From synchronous code**, `runtime.block_on(host.call_tool(…))` from a thread of
+//! your own works, and the library watches for the reply for a few microseconds before
+//! that thread parks (so it is not woken across CPUs on each call). Fastest of all is
+//! code that is already a task of the runtime (`runtime.spawn`), or a current-thread
+//! runtime whose `block_on` makes the calls, where the reply is read on the caller's own
+//! thread; but a current-thread runtime runs the host only inside its `block_on`, so
+//! between calls nothing reads the extensions (their notifications wait, a restart waits).
+//! Figures for each: `docs/benchmarks.md`.
+//!
 //! How the modules fit together: `docs/architecture.md`.
 
 // What an embedding agent uses: the host, its configuration, what it reports

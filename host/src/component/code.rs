@@ -4,6 +4,7 @@
 //! both the same way.
 
 use super::ComponentError;
+use std::path::Path;
 use wasmtime::component::Component;
 use wasmtime::{Engine, Module, Precompiled};
 
@@ -40,18 +41,19 @@ impl Code {
         }
     }
 
-    /// The code of a cached `artifact`, of the kind its header says.
+    /// The code of the cached artifact in the file at `path`, of the kind its header
+    /// says, mapped rather than read in.
     ///
     /// # Safety
-    /// As [`Component::deserialize`]: `artifact` must be one this host (or its compile
-    /// child) serialised.
-    pub unsafe fn deserialize(engine: &Engine, artifact: &[u8]) -> wasmtime::Result<Code> {
-        match Engine::detect_precompiled(artifact) {
+    /// As [`Component::deserialize_file`]: the file must hold an artifact this host (or
+    /// its compile child) serialised, and must not change while the code is in use.
+    pub unsafe fn deserialize_file(engine: &Engine, path: &Path) -> wasmtime::Result<Code> {
+        match Engine::detect_precompiled_file(path)? {
             Some(Precompiled::Module) => {
-                unsafe { Module::deserialize(engine, artifact) }.map(Code::Module)
+                unsafe { Module::deserialize_file(engine, path) }.map(Code::Module)
             }
             Some(Precompiled::Component) => {
-                unsafe { Component::deserialize(engine, artifact) }.map(Code::Component)
+                unsafe { Component::deserialize_file(engine, path) }.map(Code::Component)
             }
             None => Err(wasmtime::Error::msg("not a compiled artifact")),
         }

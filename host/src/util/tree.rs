@@ -111,7 +111,7 @@ pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, TreeError> {
 
 /// Opens `path` without blocking, and checks through the handle that it is a regular
 /// file of at most `max` bytes.
-fn open_regular(path: &Path, max: u64) -> Result<fs::File, TreeError> {
+pub(crate) fn open_regular(path: &Path, max: u64) -> Result<fs::File, TreeError> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = fs::OpenOptions::new()
         .read(true)
@@ -157,8 +157,9 @@ fn kind_name(mode: u32) -> &'static str {
     }
 }
 
-/// Hex SHA-256 of what `file` holds, at most `max` bytes (more is an error).
-fn sha256_of(file: fs::File, path: &Path, max: u64) -> Result<String, TreeError> {
+/// Hex SHA-256 of what `file` (opened from `path`) holds, read in pieces: more than
+/// `max` bytes is an error.
+pub(crate) fn sha256_of(file: impl Read, path: &Path, max: u64) -> Result<String, TreeError> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0; 64 * 1024];
     let mut file = file.take(max + 1);

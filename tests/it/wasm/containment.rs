@@ -380,9 +380,10 @@ fn a_compile_bomb_is_stopped_at_its_limits_and_the_host_goes_on() {
 
 /// A compile of a large generated component (seconds in a debug build) shows its
 /// progress on a terminal, for `check` and `install`: the step named, with its elapsed
-/// time as it goes, then how long it took.
+/// time as it goes, then how long it took. Off a terminal (a pipe, a log) a step over a
+/// second is named in a line of its own, then its time.
 #[test]
-fn a_long_compile_shows_its_progress_on_a_terminal() {
+fn a_long_compile_shows_its_progress_on_a_terminal_and_in_a_log() {
     use expectrl::{Eof, Expect, Regex};
     let scratch = TempDir::new("progress");
     let home = scratch.path().join("home");
@@ -407,6 +408,27 @@ fn a_long_compile_shows_its_progress_on_a_terminal() {
         );
         p.expect(Eof).unwrap();
     }
+    let _ = std::fs::remove_dir_all(home.join("cache"));
+    let out = zot(
+        &home,
+        &[("ZOT_COMPILE_CPU_SECS", "600")],
+        &["check", ext.to_str().unwrap()],
+    );
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    let lines: Vec<&str> = said.lines().collect();
+    let begun = lines
+        .iter()
+        .position(|l| l.starts_with("compiling ") && l.ends_with("big.wasm…"));
+    let ended = lines.iter().position(|l| {
+        l.strip_prefix("compiling ")
+            .and_then(|l| l.split_once("big.wasm: "))
+            .is_some_and(|(_, took)| took.ends_with('s'))
+    });
+    assert!(
+        matches!((begun, ended), (Some(b), Some(e)) if b < e),
+        "{said}"
+    );
+    assert!(!said.contains('\r'), "no spinner off a terminal: {said:?}");
 }
 
 /// The same bomb under a lowered memory limit, then a lowered wall limit (its CPU limit

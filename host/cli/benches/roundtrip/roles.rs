@@ -4,6 +4,8 @@
 //!   copies bytes both ways unchanged, like `cat` (stdin → its stdin, its stdout →
 //!   stdout, one thread each, each read written and flushed at once): the least any
 //!   process between a client and an extension costs.
+//! * `--wasmtime-compile IN OUT`: what `wasmtime compile IN -o OUT` does, with zot's
+//!   engine (the same flags): compiles the component, serialises it, writes the file.
 //! * `--deaf`: an extension that says `hello`, subscribes to `turn_start`, says `ready`,
 //!   and then never reads its stdin (the event fan-out's slow subscriber).
 
@@ -17,6 +19,10 @@ pub fn if_asked() -> Option<ExitCode> {
     match args.next()?.to_str()? {
         "--relay" => Some(relay(args.next().expect("--relay PROGRAM"), args.collect())),
         "--deaf" => Some(deaf()),
+        "--wasmtime-compile" => {
+            let input = args.next().expect("--wasmtime-compile IN OUT");
+            Some(wasmtime_compile(input, args.next().expect("OUT")))
+        }
         _ => None,
     }
 }
@@ -45,6 +51,17 @@ fn copy(from: &mut impl Read, to: &mut impl Write) {
             return;
         }
     }
+}
+
+fn wasmtime_compile(input: OsString, out: OsString) -> ExitCode {
+    let engine = zot_host::manage::component::engine().unwrap();
+    let bytes = std::fs::read(input).unwrap();
+    let artifact = wasmtime::component::Component::new(engine, &bytes)
+        .unwrap()
+        .serialize()
+        .unwrap();
+    std::fs::write(out, artifact).unwrap();
+    ExitCode::SUCCESS
 }
 
 fn deaf() -> ExitCode {

@@ -153,7 +153,12 @@ pub(crate) fn confirm(question: &str) -> Result<bool, String> {
     ))
 }
 
-/// A spinner with the elapsed time on stderr while a slow step runs, on a terminal only.
+/// How long a step runs before, off a terminal, a line says it is running.
+const SLOW_STEP: Duration = Duration::from_secs(1);
+
+/// A slow step's progress on stderr: on a terminal, a spinner with the elapsed time while
+/// it runs; elsewhere (a pipe, a log), a line once it has run [`SLOW_STEP`] and, if so,
+/// one with its time when it ends. Either way a step says how long it took.
 pub(crate) struct TermProgress {
     on: bool,
     running: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
@@ -168,30 +173,55 @@ impl TermProgress {
     }
 }
 
+/// Draws a spinner until `stop`, then the step's time.
+fn spin(what: &str, stop: &AtomicBool) {
+    let started = Instant::now();
+    let frames = ['|', '/', '-', '\\'];
+    let mut i = 0;
+    while !stop.load(Ordering::SeqCst) {
+        eprint!(
+            "\r{} {what} {:.1}s",
+            frames[i % 4],
+            started.elapsed().as_secs_f64()
+        );
+        let _ = io::stderr().flush();
+        i += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The line cleared by the sequence itself (the escaper is for outside text).
+    eprint!("\r\x1b[2K");
+    esay!("{what}: {:.1}s", started.elapsed().as_secs_f64());
+}
+
+/// Off a terminal: a line once the step has run [`SLOW_STEP`], then its time at its end;
+/// nothing for a quicker step. Sleeps until then or until `end` wakes it.
+fn say_if_slow(what: &str, stop: &AtomicBool) {
+    let started = Instant::now();
+    let slow = started + SLOW_STEP;
+    while !stop.load(Ordering::SeqCst) {
+        match slow.checked_duration_since(Instant::now()) {
+            Some(left) if !left.is_zero() => std::thread::park_timeout(left),
+            _ => break,
+        }
+    }
+    if stop.load(Ordering::SeqCst) {
+        return;
+    }
+    esay!("{what}…");
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
+    esay!("{what}: {:.1}s", started.elapsed().as_secs_f64());
+}
+
 impl Progress for TermProgress {
     fn begin(&self, what: &str) {
-        if !self.on {
-            return;
-        }
         let stop = Arc::new(AtomicBool::new(false));
         let (flag, what) = (stop.clone(), one_line(what).into_owned());
-        let thread = std::thread::spawn(move || {
-            let started = Instant::now();
-            let frames = ['|', '/', '-', '\\'];
-            let mut i = 0;
-            while !flag.load(Ordering::SeqCst) {
-                eprint!(
-                    "\r{} {what} {:.1}s",
-                    frames[i % 4],
-                    started.elapsed().as_secs_f64()
-                );
-                let _ = io::stderr().flush();
-                i += 1;
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            // The line cleared by the sequence itself (the escaper is for outside text).
-            eprint!("\r\x1b[2K");
-            esay!("{what}: {:.1}s", started.elapsed().as_secs_f64());
+        let on = self.on;
+        let thread = std::thread::spawn(move || match on {
+            true => spin(&what, &flag),
+            false => say_if_slow(&what, &flag),
         });
         *self.running.lock().unwrap() = Some((stop, thread));
     }
@@ -207,6 +237,7 @@ impl Progress for TermProgress {
     fn end(&self) {
         if let Some((stop, thread)) = self.running.lock().unwrap().take() {
             stop.store(true, Ordering::SeqCst);
+            thread.thread().unpark();
             let _ = thread.join();
         }
     }

@@ -79,7 +79,8 @@ fn manifest(name: &str) -> String {
 }
 
 /// Exit 1 with one `zot: …` line on stderr (and a `hint: …` line, if any) containing
-/// `needle`.
+/// `needle`; before it, only the progress of steps that took over a second (`<step>…`,
+/// then `<step>: 1.2s`), as stderr off a terminal shows them.
 #[track_caller]
 fn assert_fails_with(out: &Output, needle: &str) {
     let err = stderr(out);
@@ -89,14 +90,31 @@ fn assert_fails_with(out: &Output, needle: &str) {
         "stdout: {}\nstderr: {err}",
         stdout(out)
     );
-    assert!(err.starts_with("zot: "), "{err}");
+    let all: Vec<&str> = err.trim_end().lines().collect();
+    let first = all.iter().position(|l| l.starts_with("zot: "));
+    let Some(first) = first else {
+        panic!("no `zot: ` line: {err}")
+    };
+    for line in &all[..first] {
+        let took = line
+            .rsplit_once(": ")
+            .and_then(|(_, t)| t.strip_suffix('s'))
+            .is_some_and(|t| t.parse::<f64>().is_ok());
+        assert!(
+            line.ends_with('…') || took,
+            "not a step's progress: {line:?} in {err}"
+        );
+    }
     // One line, and a `hint:` line where there is an obvious next step.
-    let lines: Vec<&str> = err.trim_end().lines().collect();
+    let lines = &all[first..];
     assert!(
         lines.len() == 1 || lines.len() == 2 && lines[1].starts_with("hint: "),
         "{err}"
     );
-    assert!(err.contains(needle), "expected {needle:?} in {err}");
+    assert!(
+        lines.join("\n").contains(needle),
+        "expected {needle:?} in {err}"
+    );
 }
 
 fn file_url(path: &Path) -> String {

@@ -1,4 +1,5 @@
-//! The compilation cache: a second start loads from it, a corrupt entry is recompiled.
+//! The compilation cache: a second start loads from it (the artifact mapped, its sum
+//! beside it), a corrupt entry is recompiled.
 
 use super::*;
 use std::path::{Path, PathBuf};
@@ -41,9 +42,16 @@ fn second_start_loads_from_the_cache_and_a_corrupt_entry_is_recompiled() {
     println!("first start: {compiled}");
     assert!(compiled.contains("(not cached)"), "log:\n{cold}");
     assert!(!cold.contains("from the compilation cache"), "log:\n{cold}");
+    // One entry: the artifact (mapped when loaded) and its sum beside it.
     let files = cache_files(&home);
-    assert_eq!(files.len(), 1, "one cache entry: {files:?}");
+    assert_eq!(files.len(), 2, "one cache entry: {files:?}");
     let entry = files[0].clone();
+    let sum = files[1].clone();
+    assert_eq!(
+        sum.file_name().unwrap().to_string_lossy(),
+        format!("{}.sum", entry.file_name().unwrap().to_string_lossy())
+    );
+    assert_eq!(std::fs::metadata(&sum).unwrap().len(), 64);
     println!(
         "cache entry {} ({} bytes)",
         entry.display(),
@@ -77,7 +85,7 @@ fn second_start_loads_from_the_cache_and_a_corrupt_entry_is_recompiled() {
     );
     assert_eq!(
         cache_files(&home),
-        vec![entry.clone()],
+        vec![entry.clone(), sum.clone()],
         "one entry, replaced"
     );
 
