@@ -17,6 +17,19 @@ use zot_host::{
 };
 use zot_protocol::{Event, PanelKey};
 
+/// A host's configuration in `scratch` (its `home` the ZOT_HOME, itself the project)
+/// loading only `exts`, with a ready wait long enough for Python on a loaded machine.
+fn only(scratch: &TempDir, exts: Vec<std::path::PathBuf>) -> HostConfig {
+    let mut config = HostConfig::new(
+        ZotHome::new(scratch.path().join("home")),
+        scratch.path().to_path_buf(),
+    );
+    config.explicit = exts;
+    config.installed = false;
+    config.timeouts.ready = READY_WAIT;
+    config
+}
+
 /// How long `load` waits for the Python extensions to say `ready`.
 const READY_WAIT: Duration = Duration::from_secs(30);
 
@@ -27,15 +40,9 @@ async fn events_and_panel_keys_from_one_task_arrive_in_the_order_sent() {
         &scratch.path().join("exts/ordered"),
         &py_manifest("ordered", &["--events", "turn_start"]),
     );
-    let mut config = HostConfig::new(
-        ZotHome::new(scratch.path().join("home")),
-        scratch.path().to_path_buf(),
-    );
-    config.explicit = vec![ext];
-    config.installed = false;
-    // Python under a loaded CI machine may take longer than the default 3 s to say
-    // `ready`; the subject here is order, not start time (the wait ends at `ready`).
-    config.timeouts.ready = READY_WAIT;
+    // The ready wait is long enough for Python on a loaded CI machine: the subject
+    // here is order, not start time (the wait ends at `ready`).
+    let config = only(&scratch, vec![ext]);
     let (host, mut notes) = Host::new(config);
     let report = host.load().await;
     assert_eq!(report.ready, ["ordered"], "{report:?}");
@@ -121,15 +128,9 @@ async fn intercept_steps_tell_each_interceptors_answer_in_order() {
         &scratch.path().join("exts/second"),
         &py_manifest("second", &["--mode", "guard"]),
     );
-    let mut config = HostConfig::new(
-        ZotHome::new(scratch.path().join("home")),
-        scratch.path().to_path_buf(),
-    );
-    config.explicit = vec![guard, second];
-    config.installed = false;
-    // Python under a loaded CI machine may take longer than the default 3 s to say
-    // `ready`; the subject here is order, not start time (the wait ends at `ready`).
-    config.timeouts.ready = READY_WAIT;
+    // The ready wait is long enough for Python on a loaded CI machine: the subject
+    // here is order, not start time (the wait ends at `ready`).
+    let config = only(&scratch, vec![guard, second]);
     let (host, _notes) = Host::new(config);
     let report = host.load().await;
     assert_eq!(report.ready.len(), 2, "{report:?}");
@@ -449,13 +450,7 @@ async fn an_embedder_chooses_how_a_crashed_extension_is_started_again() {
     let scratch = TempDir::new("library-restart");
     let exts = scratch.path().join("exts");
     let crashy = write_manifest(&exts.join("crashy"), &py_manifest("crashy", &[]));
-    let mut config = HostConfig::new(
-        ZotHome::new(scratch.path().join("home")),
-        scratch.path().to_path_buf(),
-    );
-    config.explicit = vec![crashy];
-    config.installed = false;
-    config.timeouts.ready = READY_WAIT;
+    let mut config = only(&scratch, vec![crashy]);
     let mut policy = RestartPolicy::default();
     policy.initial = Duration::from_millis(100);
     policy.max_restarts = 1;
@@ -506,13 +501,7 @@ async fn an_embedder_chooses_how_a_crashed_extension_is_started_again() {
 fn a_synchronous_caller_gets_every_answer_from_block_on() {
     let scratch = TempDir::new("library-blocking");
     let ext = write_manifest(&scratch.path().join("exts/sync"), &py_manifest("sync", &[]));
-    let mut config = HostConfig::new(
-        ZotHome::new(scratch.path().join("home")),
-        scratch.path().to_path_buf(),
-    );
-    config.explicit = vec![ext];
-    config.installed = false;
-    config.timeouts.ready = READY_WAIT;
+    let mut config = only(&scratch, vec![ext]);
     config.restart.enabled = false;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
