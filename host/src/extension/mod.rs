@@ -243,6 +243,8 @@ pub struct Extension {
 }
 
 struct Inner {
+    /// Calls owed a reply, counted for a transport that polls while one is.
+    owed: Option<Arc<crate::transport::pipe::Owed>>,
     name: String,
     rank: usize,
     log: ExtLog,
@@ -324,8 +326,10 @@ impl Extension {
             exit,
             control,
         } = conn;
+        let owed = inbound.owed();
         let ext = Extension {
             inner: Arc::new_cyclic(|me| Inner {
+                owed,
                 name,
                 rank,
                 log,
@@ -624,6 +628,8 @@ impl Extension {
         if inner.closed.load(Ordering::SeqCst) {
             return Err(self.exited_error(&target()));
         }
+        // Counted before it is sent, so a reader polling for the reply knows one is owed.
+        let _awaiting = waiting::Awaiting::new(inner.owed.as_ref());
         inner
             .outbound
             .try_send(inner.outbound(&frame(id), Some(timeout)))

@@ -6,9 +6,35 @@
 //! hold a runtime thread), nor does a caller on a current-thread runtime (the reply is
 //! read on its own thread) or on a single CPU (it would only delay the extension).
 
+use crate::transport::pipe::Owed;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot::{self, error::TryRecvError};
+
+/// Counts a call as sent and awaiting its reply (in the transport's count, if it keeps
+/// one: a pipe reader that polls while calls await, [`crate::transport::Lines::owed`])
+/// for as long as it lives.
+pub(super) struct Awaiting(Option<Arc<Owed>>);
+
+impl Awaiting {
+    pub(super) fn new(owed: Option<&Arc<Owed>>) -> Awaiting {
+        if let Some(owed) = owed {
+            owed.awaited.fetch_add(1, Ordering::SeqCst);
+            owed.sent.fetch_add(1, Ordering::SeqCst);
+        }
+        Awaiting(owed.cloned())
+    }
+}
+
+impl Drop for Awaiting {
+    fn drop(&mut self) {
+        if let Some(owed) = &self.0 {
+            owed.awaited.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
 
 /// How long a caller outside the runtime's tasks watches for its reply before parking:
 /// longer than a quick tool's round trip, short next to a slow tool's.
@@ -43,28 +69,7 @@ fn watches() -> bool {
     }
     let current_thread = Handle::try_current()
         .is_ok_and(|rt| matches!(rt.runtime_flavor(), RuntimeFlavor::CurrentThread));
-    !current_thread && cpus_of_this_thread() > 1
-}
-
-/// How many CPUs this thread may run on (its affinity, which `taskset` sets).
-#[cfg(target_os = "linux")]
-fn cpus_of_this_thread() -> usize {
-    // SAFETY: sched_getaffinity fills the set it is given, of the size given; a zeroed
-    // cpu_set_t is a valid (empty) set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) != 0 {
-            return 1;
-        }
-        libc::CPU_COUNT(&set) as usize
-    }
-}
-
-/// How many CPUs this process may use.
-#[cfg(not(target_os = "linux"))]
-fn cpus_of_this_thread() -> usize {
-    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+    !current_thread && crate::util::cpus::of_this_thread() > 1
 }
 
 #[cfg(test)]
@@ -76,7 +81,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn on_cpus<T: Send + 'static>(cpus: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
         std::thread::spawn(move || {
-            // SAFETY: as in `cpus_of_this_thread`; CPU_SET is given CPUs below the set's size.
+            // SAFETY: as in `util::cpus::of_this_thread`; CPU_SET is given CPUs below the set's size.
             unsafe {
                 let mut all: libc::cpu_set_t = std::mem::zeroed();
                 assert_eq!(

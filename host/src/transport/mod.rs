@@ -103,6 +103,15 @@ impl Lines {
             Lines::Queue(queue) => queue.recv().await,
         }
     }
+
+    /// The calls owed a reply, for a reader that polls its pipe while one is
+    /// ([`LineReader::polling`]); the extension counts them.
+    pub(crate) fn owed(&self) -> Option<Arc<pipe::Owed>> {
+        match self {
+            Lines::Pipe(reader) => reader.owed(),
+            Lines::Queue(_) => None,
+        }
+    }
 }
 
 impl From<mpsc::Receiver<Inbound>> for Lines {

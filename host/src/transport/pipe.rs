@@ -2,7 +2,10 @@
 //! writes them to another (a subprocess; a WASI command component).
 
 use super::{Inbound, LineGate};
-use std::time::Duration;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{mpsc, oneshot};
 use zot_protocol::{leading_id, Line, LineDecoder};
@@ -11,6 +14,8 @@ use zot_protocol::{leading_id, Line, LineDecoder};
 /// escaped the process group could otherwise hold the pipe open forever).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 const READ_CHUNK: usize = 64 * 1024;
+/// How long a reader whose extension owes a reply polls its pipe before it waits.
+const BUSY_POLL: Duration = Duration::from_micros(50);
 
 /// Splits an input that has no process behind it (`zot host`'s and `zot ext run`'s
 /// stdin) into size-capped lines, as an extension's output is split ([`LineReader`]),
@@ -39,6 +44,25 @@ pub struct LineReader {
     /// Drains until then once `exited` fired.
     deadline: Option<tokio::time::Instant>,
     ended: bool,
+    /// Set for a subprocess's stdout: see [`LineReader::polling`].
+    busy: Option<BusyPoll>,
+}
+
+/// The pipe's descriptor (nonblocking, owned by the reader's pipe), the calls owed a
+/// reply by the extension on it, and the count of calls it last polled for.
+struct BusyPoll {
+    fd: RawFd,
+    owed: Arc<Owed>,
+    polled_for: usize,
+}
+
+/// Calls owed a reply: how many await one now, and how many were ever sent. A reader
+/// polls at most once per call sent, so an extension that trickles lines while a call
+/// waits keeps it polling no more than its caller's calls do.
+#[derive(Debug, Default)]
+pub struct Owed {
+    pub awaited: AtomicUsize,
+    pub sent: AtomicUsize,
 }
 
 impl LineReader {
@@ -56,6 +80,77 @@ impl LineReader {
             exited,
             deadline: None,
             ended: false,
+            busy: None,
+        }
+    }
+
+    /// This reader, polling its pipe (`fd`, nonblocking, the pipe's own) for up to
+    /// [`BUSY_POLL`] before it waits, once per call sent while calls await a reply
+    /// ([`Self::owed`]), when this thread may run on more than one CPU. Waiting, the reply wakes the
+    /// runtime's thread; on a VM, when that thread's CPU is idle, that costs tens of
+    /// microseconds; polling, the reply is taken on a running CPU, as a socket's
+    /// `SO_BUSY_POLL` does.
+    pub(crate) fn polling(mut self, fd: RawFd) -> LineReader {
+        self.busy = Some(BusyPoll {
+            fd,
+            owed: Arc::default(),
+            polled_for: 0,
+        });
+        self
+    }
+
+    /// The calls owed a reply, which the caller counts, if this reader polls.
+    pub(crate) fn owed(&self) -> Option<Arc<Owed>> {
+        self.busy.as_ref().map(|b| b.owed.clone())
+    }
+
+    /// Reads the pipe without waiting, for up to [`BUSY_POLL`], while a call awaits a
+    /// reply: whether it read something (or the end). First it lets the tasks woken
+    /// before it run (the caller a reply just answered sends its next call then).
+    async fn poll_busily(&mut self) -> bool {
+        if self.busy.is_none() || self.deadline.is_some() {
+            return false;
+        }
+        tokio::task::yield_now().await;
+        let Some(busy) = &mut self.busy else {
+            return false;
+        };
+        let sent = busy.owed.sent.load(Ordering::SeqCst);
+        if busy.owed.awaited.load(Ordering::SeqCst) == 0
+            || sent == busy.polled_for
+            || crate::util::cpus::of_this_thread() < 2
+        {
+            return false;
+        }
+        busy.polled_for = sent;
+        let until = Instant::now() + BUSY_POLL;
+        loop {
+            for _ in 0..16 {
+                // SAFETY: `fd` is the open descriptor of `self.pipe`, which lives as long
+                // as this reader; the read writes at most `buf.len()` bytes into `buf`.
+                let n =
+                    unsafe { libc::read(busy.fd, self.buf.as_mut_ptr().cast(), self.buf.len()) };
+                match n {
+                    0 => {
+                        self.ended = true;
+                        return true;
+                    }
+                    1.. => {
+                        (self.at, self.filled) = (0, n as usize);
+                        return true;
+                    }
+                    // Nothing yet (EAGAIN), or an error the waiting read will meet too.
+                    _ if std::io::Error::last_os_error().kind()
+                        == std::io::ErrorKind::WouldBlock =>
+                    {
+                        std::hint::spin_loop()
+                    }
+                    _ => return false,
+                }
+            }
+            if Instant::now() >= until {
+                return false;
+            }
         }
     }
 
@@ -79,6 +174,9 @@ impl LineReader {
             }
             if self.ended {
                 return self.decoder.finish().map(inbound);
+            }
+            if self.poll_busily().await {
+                continue;
             }
             let deadline = self.deadline;
             let drain = async {
@@ -164,5 +262,50 @@ mod tests {
         }
         assert!(ran.load(Ordering::SeqCst), "the other task never ran");
         assert!(before < 1000, "it ran only after all {before} lines");
+    }
+
+    /// A reader that polls while a call awaits its reply reads what it would have
+    /// waited for: a line already there, one that comes after the poll gave up (the
+    /// waiting read takes it), and the end; with no call awaited it only waits.
+    #[test]
+    fn a_polling_reader_reads_what_comes_and_the_end() {
+        use std::io::Write;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (read, mut write) = std::io::pipe().unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&read);
+        let pipe = rt.block_on(async {
+            tokio::net::unix::pipe::Receiver::from_owned_fd(read.into()).unwrap()
+        });
+        let mut reader = LineReader::new(pipe, 1024, None).polling(fd);
+        let owed = reader.owed().expect("a polling reader counts");
+        let call = |owed: &Owed| {
+            owed.awaited.store(1, Ordering::SeqCst);
+            owed.sent.fetch_add(1, Ordering::SeqCst);
+        };
+        let line = |inbound: Option<Inbound>| match inbound {
+            Some(Inbound::Line(bytes, _)) => String::from_utf8(bytes.to_vec()).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        call(&owed);
+        write.write_all(b"{\"n\":1}\n").unwrap();
+        assert_eq!(line(rt.block_on(reader.recv())), "{\"n\":1}");
+        call(&owed);
+        let later = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            write.write_all(b"{\"n\":2}\n").unwrap();
+            write
+        });
+        assert_eq!(line(rt.block_on(reader.recv())), "{\"n\":2}");
+        let mut write = later.join().unwrap();
+        owed.awaited.store(0, Ordering::SeqCst);
+        write.write_all(b"{\"n\":3}\n").unwrap();
+        assert_eq!(line(rt.block_on(reader.recv())), "{\"n\":3}");
+        call(&owed);
+        drop(write);
+        assert!(rt.block_on(reader.recv()).is_none(), "the end");
     }
 }

@@ -113,11 +113,10 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
 
     Ok(Connection {
         outbound: input.into(),
-        inbound: super::Lines::Pipe(pipe::LineReader::new(
-            stdout,
-            spec.max_frame,
-            Some(exited_rx),
-        )),
+        inbound: super::Lines::Pipe({
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&stdout);
+            pipe::LineReader::new(stdout, spec.max_frame, Some(exited_rx)).polling(fd)
+        }),
         exit: exit_rx,
         control: Box::new(ControlHandle(control)),
     })

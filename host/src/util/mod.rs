@@ -3,6 +3,7 @@
 //! (writing without following links), [`terminal_text`] (outside text made safe for a
 //! terminal), [`nearest`] (the name nearest a typo), [`cut`] (text held to a size).
 
+pub mod cpus;
 pub mod nearest;
 pub mod safe_write;
 pub mod terminal_text;
