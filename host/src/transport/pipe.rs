@@ -108,7 +108,10 @@ impl LineReader {
     /// reply: whether it read something (or the end). First it lets the tasks woken
     /// before it run (the caller a reply just answered sends its next call then).
     async fn poll_busily(&mut self) -> bool {
-        if self.busy.is_none() || self.deadline.is_some() {
+        // On one CPU the reply cannot come while this thread polls, and a yield would
+        // only keep the thread from waiting (and the caller it woke from running).
+        if self.busy.is_none() || self.deadline.is_some() || crate::util::cpus::of_this_thread() < 2
+        {
             return false;
         }
         tokio::task::yield_now().await;
@@ -116,10 +119,7 @@ impl LineReader {
             return false;
         };
         let sent = busy.owed.sent.load(Ordering::SeqCst);
-        if busy.owed.awaited.load(Ordering::SeqCst) == 0
-            || sent == busy.polled_for
-            || crate::util::cpus::of_this_thread() < 2
-        {
+        if busy.owed.awaited.load(Ordering::SeqCst) == 0 || sent == busy.polled_for {
             return false;
         }
         busy.polled_for = sent;
