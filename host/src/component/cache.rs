@@ -4,8 +4,10 @@
 //! from another component than the bytes just hashed (a copied or planted entry) is
 //! compiled again and replaced. The component file is read once, as a regular file of
 //! at most `MAX_COMPONENT_BYTES` opened
-//! without blocking; those bytes are hashed and compiled. Compiling (`super::compile`)
-//! runs on a blocking thread, never on the async runtime's workers.
+//! without blocking; those bytes are hashed and compiled. Reading, hashing and compiling
+//! (`super::compile`) run on blocking threads, never on the async runtime's workers; a
+//! caller that knows the hash the component should have lets its entry be checked
+//! meanwhile (see [`load`]).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -17,6 +19,7 @@ use wasmtime::Engine;
 
 use super::compile::Compiler;
 use super::entry::{read_entry, sha256_hex};
+use super::inspect::Producer;
 use super::{Code, ComponentError};
 
 /// How a component was obtained.
@@ -49,8 +52,41 @@ fn entry_path(dir: &Path, engine: &Engine, sha256: &str) -> PathBuf {
     dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()))
 }
 
+/// The components this process loaded, by cache entry: each loaded once, its code shared.
+fn loaded_here() -> &'static Mutex<HashMap<PathBuf, Arc<OnceCell<Code>>>> {
+    static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceCell<Code>>>>> = OnceLock::new();
+    LOADED.get_or_init(Default::default)
+}
+
+/// What a cache entry gave: its code and how long reading it took, or why not (`None`:
+/// there is no entry).
+type Checked = Result<(Code, Duration), Option<String>>;
+
+fn check_entry(engine: &Engine, entry: &Path, sha256: &str) -> Checked {
+    let started = Instant::now();
+    read_entry(engine, entry, sha256).map(|code| (code, started.elapsed()))
+}
+
+/// The component file's bytes, checked to be a component, their SHA-256 and who built it.
+fn read_and_hash(path: &Path) -> Result<(Vec<u8>, String, Producer), ComponentError> {
+    let bytes = read_component(path).map_err(|e| ComponentError::Io(e.to_string()))?;
+    // The header only (what the file is); the full pass ([`super::inspect`]) runs before
+    // a compile, not on every load from the cache.
+    if let Some(what) = super::filetype::not_a_component(&bytes) {
+        return Err(ComponentError::NotAComponent(what));
+    }
+    let sha256 = sha256_hex(&bytes);
+    let producer = super::inspect::producer(&bytes);
+    Ok((bytes, sha256, producer))
+}
+
 /// Loads the component at `wasm`: from `cache_dir` when a valid entry exists, else
 /// compiled (and the entry written). Cache write failures are not fatal.
+///
+/// `expected` is the SHA-256 the component should have (its grant's): the entry for it
+/// is checked on another thread while the component is read and hashed, and used only if
+/// the component has that very hash — an entry checked for any other is dropped, so the
+/// two hashes cost one's time and nothing is taken on trust.
 ///
 /// Within one process a component is compiled or loaded once and its code shared by every
 /// extension that runs it; concurrent starts of the same component wait for that one load.
@@ -59,32 +95,49 @@ pub async fn load(
     wasm: &Path,
     cache_dir: &Path,
     compiler: &Compiler,
+    expected: Option<&str>,
 ) -> Result<Loaded, ComponentError> {
-    let path = wasm.to_path_buf();
-    let bytes = tokio::task::spawn_blocking(move || read_component(&path))
-        .await
-        .map_err(|e| ComponentError::Io(format!("cannot read {}: {e}", wasm.display())))?
-        .map_err(|e| ComponentError::Io(e.to_string()))?;
-    // The header only (what the file is); the full pass ([`super::inspect`]) runs before
-    // a compile, not on every load from the cache.
-    if let Some(what) = super::filetype::not_a_component(&bytes) {
-        return Err(ComponentError::NotAComponent(what));
-    }
-    let sha256 = sha256_hex(&bytes);
-    let producer = super::inspect::producer(&bytes);
+    let early = expected
+        .filter(|sha| sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_ascii_lowercase)
+        .map(|sha| (entry_path(cache_dir, engine, &sha), sha))
+        .filter(|(entry, _)| {
+            let loaded = loaded_here().lock().unwrap();
+            !loaded.get(entry).is_some_and(|cell| cell.initialized())
+        });
+    let (path, engine_for) = (wasm.to_path_buf(), engine.clone());
+    let (read, early) = tokio::task::spawn_blocking(move || {
+        std::thread::scope(|scope| {
+            let checking = early.map(|(entry, sha)| {
+                let engine = &engine_for;
+                scope.spawn(move || (check_entry(engine, &entry, &sha), sha))
+            });
+            let read = read_and_hash(&path);
+            let early = checking.and_then(|checking| checking.join().ok());
+            (read, early)
+        })
+    })
+    .await
+    .map_err(|e| ComponentError::Io(format!("cannot read {}: {e}", wasm.display())))?;
+    let (bytes, sha256, producer) = read?;
+    // Used only if it was checked for this very component.
+    let early = early
+        .filter(|(_, sha)| *sha == sha256)
+        .map(|(checked, _)| checked);
     let entry = entry_path(cache_dir, engine, &sha256);
-    let cell = {
-        static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<OnceCell<Code>>>>> = OnceLock::new();
-        let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap();
-        loaded.entry(entry.clone()).or_default().clone()
-    };
+    let cell = loaded_here()
+        .lock()
+        .unwrap()
+        .entry(entry.clone())
+        .or_default()
+        .clone();
     let mut fresh = None;
     let code = cell
         .get_or_try_init(|| async {
             let (engine, compiler) = (engine.clone(), compiler.clone());
             let sha = sha256.clone();
             let loaded = tokio::task::spawn_blocking(move || {
-                load_blocking(&engine, &compiler, &bytes, sha, &entry)
+                load_blocking(&engine, &compiler, &bytes, sha, &entry, early)
             })
             .await
             .map_err(|e| {
@@ -107,20 +160,22 @@ pub async fn load(
     Ok(loaded)
 }
 
+/// The component from its entry (`checked`, if that was read already), else compiled.
 fn load_blocking(
     engine: &Engine,
     compiler: &Compiler,
     bytes: &[u8],
     sha256: String,
     entry: &Path,
+    checked: Option<Checked>,
 ) -> Result<Loaded, ComponentError> {
-    let started = Instant::now();
-    let rejected = match read_entry(engine, entry, &sha256) {
-        Ok(code) => {
+    let checked = checked.unwrap_or_else(|| check_entry(engine, entry, &sha256));
+    let rejected = match checked {
+        Ok((code, took)) => {
             return Ok(Loaded {
                 code,
                 sha256,
-                source: Source::Cached(started.elapsed()),
+                source: Source::Cached(took),
                 rejected: None,
                 producer: Default::default(),
             })

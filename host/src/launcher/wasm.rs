@@ -28,9 +28,22 @@ pub(super) async fn start(
         wasm: component.clone(),
         error,
     };
-    let loaded = wasm::prepare(&component, &home.cache_dir(), context.compiler, log)
-        .await
-        .map_err(failed)?;
+    // The hash the grant is bound to: the component's entry is checked while the
+    // component is hashed, and used only if it has that hash (the grant is applied below
+    // only then too).
+    let granted_sha = crate::records::grants::load(home, identity)
+        .ok()
+        .flatten()
+        .map(|g| g.sha256);
+    let loaded = wasm::prepare(
+        &component,
+        &home.cache_dir(),
+        context.compiler,
+        granted_sha.as_deref(),
+        log,
+    )
+    .await
+    .map_err(failed)?;
     if m.mcp.is_some() && loaded.kind() == Kind::Reactor {
         return Err(StartError::NotMcp { wasm: component });
     }

@@ -85,5 +85,5 @@ pub mod confine {
 /// loading one.
 pub mod component {
     pub use crate::component::{cache, entry};
-    pub use crate::transport::wasm::{engine, load, Kind};
+    pub use crate::transport::wasm::{engine, load, prepare, Kind};
 }

@@ -98,8 +98,10 @@ pub fn sha256_file(path: &Path) -> Result<String, TreeError> {
 /// The bytes of the regular file at `path` (a link to one is followed), at most `max`
 /// of them: a FIFO, a device, a socket or a larger file is an error, never a hang.
 pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, TreeError> {
-    let file = open_regular(path, max)?;
-    let mut bytes = Vec::new();
+    let (file, len) = open_sized(path, max)?;
+    // Room for what the handle said, and a byte to see if it grew: one allocation, not
+    // a doubling (and its copies and fresh pages) per power of two.
+    let mut bytes = Vec::with_capacity(len as usize + 1);
     file.take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| TreeError::new(path, e))?;
@@ -112,6 +114,11 @@ pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, TreeError> {
 /// Opens `path` without blocking, and checks through the handle that it is a regular
 /// file of at most `max` bytes.
 pub(crate) fn open_regular(path: &Path, max: u64) -> Result<fs::File, TreeError> {
+    open_sized(path, max).map(|(file, _)| file)
+}
+
+/// [`open_regular`], with the size its handle said.
+fn open_sized(path: &Path, max: u64) -> Result<(fs::File, u64), TreeError> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = fs::OpenOptions::new()
         .read(true)
@@ -121,8 +128,8 @@ pub(crate) fn open_regular(path: &Path, max: u64) -> Result<fs::File, TreeError>
     checked(file, path, max)
 }
 
-/// `file` if its handle says it is a regular file of at most `max` bytes.
-fn checked(file: fs::File, path: &Path, max: u64) -> Result<fs::File, TreeError> {
+/// `file`, and its size, if its handle says it is a regular file of at most `max` bytes.
+fn checked(file: fs::File, path: &Path, max: u64) -> Result<(fs::File, u64), TreeError> {
     let meta = file.metadata().map_err(|e| TreeError::new(path, e))?;
     if !meta.file_type().is_file() {
         return Err(not_regular(path, meta.mode()));
@@ -130,7 +137,7 @@ fn checked(file: fs::File, path: &Path, max: u64) -> Result<fs::File, TreeError>
     if meta.len() > max {
         return Err(too_large(path, max));
     }
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
 fn not_regular(path: &Path, mode: u32) -> TreeError {
@@ -330,7 +337,7 @@ impl Walk {
                     TreeError::new(&path, e)
                 }
             })?;
-        let file = checked(file.into_std(), &path, MAX_FILE_BYTES)?;
+        let (file, _) = checked(file.into_std(), &path, MAX_FILE_BYTES)?;
         sha256_of(file, &path, MAX_FILE_BYTES)
     }
 

@@ -2,7 +2,8 @@
 //! project extension that gains a link to a device or a FIFO is untrusted with the
 //! reason, never a hang of `zot ext list` or `zot host`; the compile child compiles the
 //! very bytes the host hashed, even when the file is swapped meanwhile; a cache entry
-//! compiled from another component is not used; a compiler killed from outside is
+//! compiled from another component is not used, nor for a component not the one its start
+//! expected (a stale grant); a compiler killed from outside is
 //! reported as killed, not as out of CPU time. Real `zot` processes, real components.
 
 use crate::common::*;
@@ -252,6 +253,93 @@ fn a_cache_entry_compiled_from_another_component_is_rejected_and_recompiled() {
         "{said}"
     );
     assert!(said.contains("compiled "), "compiled again: {said}");
+}
+
+/// A copy of the cache folder `from` at `to`: a cache this process has loaded nothing
+/// from (what it loaded is shared by entry path).
+fn cache_copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for file in std::fs::read_dir(from).unwrap() {
+        let file = file.unwrap();
+        std::fs::copy(file.path(), to.join(file.file_name())).unwrap();
+    }
+}
+
+/// The hash a start expects (its grant's) only names the entry checked while the
+/// component is read and hashed: a valid entry of the component expected is not used for
+/// another one now in the file (a stale grant), nor an entry of another component planted
+/// under the expected hash; the component's own code runs, and its own entry is used
+/// when the hash holds. Something that is not a hash is as if nothing were expected.
+#[test]
+fn an_expected_hash_never_loads_the_code_of_another_component() {
+    let scratch = TempDir::new("compile-expected");
+    let dir = scratch.path();
+    let compiler = compiler_behind(dir, "zot.sh", "");
+    let rt = runtime();
+    let reactor = component(dir, "reactor.wasm", REACTOR);
+    let command = component(dir, "command.wasm", COMMAND);
+    let command_sha = sha256_hex(&std::fs::read(COMMAND).unwrap());
+    let load = |wasm: &Path, cache: &Path, expected: Option<&str>, log: &str| {
+        let log_path = dir.join(log);
+        let loaded = rt
+            .block_on(wasm::prepare(
+                wasm,
+                cache,
+                &compiler,
+                expected,
+                &ExtLog::open(&log_path),
+            ))
+            .unwrap();
+        (loaded, std::fs::read_to_string(&log_path).unwrap())
+    };
+    let cache = dir.join("cache");
+    let (first, said) = load(&reactor, &cache, None, "reactor.log");
+    assert_eq!(first.kind(), Kind::Reactor);
+    assert!(said.contains("(not cached)"), "{said}");
+
+    // Expecting the reactor, whose entry holds, while the file is the command.
+    let stale = dir.join("stale");
+    cache_copy(&cache, &stale);
+    let (loaded, said) = load(&command, &stale, Some(&first.sha256), "stale.log");
+    assert_eq!(loaded.kind(), Kind::Command, "its own code runs: {said}");
+    assert_eq!(loaded.sha256, command_sha);
+    assert!(
+        said.contains("(not cached)"),
+        "compiled, not loaded: {said}"
+    );
+
+    // The reactor's entry planted under the command's hash, which is expected.
+    let planted = dir.join("planted");
+    std::fs::create_dir_all(&planted).unwrap();
+    for file in std::fs::read_dir(&cache).unwrap() {
+        let name = file.unwrap().file_name().to_string_lossy().into_owned();
+        if name.starts_with(&first.sha256) {
+            let to = name.replacen(&first.sha256, &command_sha, 1);
+            std::fs::copy(cache.join(&name), planted.join(to)).unwrap();
+        }
+    }
+    let (loaded, said) = load(&command, &planted, Some(&command_sha), "planted.log");
+    assert_eq!(loaded.kind(), Kind::Command, "its own code runs: {said}");
+    assert!(
+        said.contains("cache entry not used") && said.contains("compiled from another component"),
+        "{said}"
+    );
+    assert!(said.contains("(not cached)"), "compiled again: {said}");
+
+    // The command's own entry (written above), expected: loaded from it.
+    let warm = dir.join("warm");
+    cache_copy(&stale, &warm);
+    let (loaded, said) = load(&command, &warm, Some(&command_sha), "warm.log");
+    assert_eq!(loaded.kind(), Kind::Command);
+    assert!(said.contains("from the compilation cache"), "{said}");
+    assert!(!said.contains("compiled "), "{said}");
+
+    // Not a hash: as if none were expected.
+    let other = dir.join("other");
+    cache_copy(&cache, &other);
+    let (loaded, said) = load(&reactor, &other, Some("../../etc/passwd"), "other.log");
+    assert_eq!(loaded.kind(), Kind::Reactor);
+    assert!(said.contains("from the compilation cache"), "{said}");
 }
 
 /// A compiler killed by SIGKILL from outside (here: at once, having used no CPU time) is

@@ -6,7 +6,7 @@
 //! (and `deserialize_file`, mapped) of the same artifact.
 
 use crate::interleave::{self, Plan, Row};
-use crate::measure::{table, Figure, Line};
+use crate::measure::{table, target, Figure, Line};
 use crate::Bench;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -92,20 +92,21 @@ pub fn compile_and_load(b: &Bench) {
     let engine = zot_host::manage::component::engine().unwrap().clone();
     let compiler = Compiler::this_program().unwrap();
     let rt = b.rt.handle().clone();
-    // zot's load of `file` with the cache in `cache_dir`: how long, and how it came.
+    // zot's load of `file` with the cache in `cache_dir`, expecting the hash `expected`
+    // (as a start does its grant's): how long, how it came, and the component's hash.
     let zot_load = {
         let (engine, compiler, file, rt) = (engine.clone(), compiler.clone(), file.clone(), rt);
-        move |cache_dir: &Path| {
+        move |cache_dir: &Path, expected: Option<&str>| {
             let t = Instant::now();
             let loaded = rt
-                .block_on(cache::load(&engine, &file, cache_dir, &compiler))
+                .block_on(cache::load(&engine, &file, cache_dir, &compiler, expected))
                 .unwrap();
-            (t.elapsed(), loaded.source)
+            (t.elapsed(), loaded.source, loaded.sha256)
         }
     };
     // A first compile, for the artifact every load row uses.
     let first = dir.join("cache-first");
-    let (_, source) = zot_load(&first);
+    let (_, source, sha256) = zot_load(&first, None);
     assert!(matches!(source, Source::Compiled(_)), "{source:?}");
     let entry = entry_in(&first);
     let compile_process = {
@@ -132,9 +133,22 @@ pub fn compile_and_load(b: &Bench) {
     let mut n = 0;
     let compile_zot = zot_load.clone();
     let compile_dir = dir.clone();
-    let load_zot = zot_load;
-    let load_dir = dir.clone();
-    let mut m = 0;
+    // A new cache folder each time, named `tag`-N: not the code this process loaded.
+    let fresh_cache = |tag: &'static str| {
+        let (dir, entry) = (dir.clone(), entry.clone());
+        let mut m = 0;
+        move || {
+            m += 1;
+            let warm = dir.join(format!("{tag}-{m}"));
+            std::fs::create_dir_all(&warm).unwrap();
+            for file in &entry {
+                std::fs::copy(file, warm.join(file.file_name().unwrap())).unwrap();
+            }
+            warm
+        }
+    };
+    let (load_zot, mut fresh_cache_too) = (zot_load.clone(), fresh_cache("warm"));
+    let (load_expecting, mut fresh_cache) = (zot_load, fresh_cache("expecting"));
     let (e1, e2, e3) = (engine.clone(), engine.clone(), engine.clone());
     let mut rows = vec![
         row(compile_process),
@@ -145,7 +159,7 @@ pub fn compile_and_load(b: &Bench) {
         }),
         row(move || {
             n += 1;
-            let (took, source) = compile_zot(&compile_dir.join(format!("cold-{n}")));
+            let (took, source, _) = compile_zot(&compile_dir.join(format!("cold-{n}")), None);
             assert!(matches!(source, Source::Compiled(_)), "{source:?}");
             took
         }),
@@ -162,14 +176,12 @@ pub fn compile_and_load(b: &Bench) {
             t.elapsed()
         }),
         row(move || {
-            // A new path each time: not the code this process already loaded.
-            m += 1;
-            let warm = load_dir.join(format!("warm-{m}"));
-            std::fs::create_dir_all(&warm).unwrap();
-            for file in &entry {
-                std::fs::copy(file, warm.join(file.file_name().unwrap())).unwrap();
-            }
-            let (took, source) = load_zot(&warm);
+            let (took, source, _) = load_zot(&fresh_cache_too(), None);
+            assert!(matches!(source, Source::Cached(_)), "{source:?}");
+            took
+        }),
+        row(move || {
+            let (took, source, _) = load_expecting(&fresh_cache(), Some(&sha256));
             assert!(matches!(source, Source::Cached(_)), "{source:?}");
             took
         }),
@@ -199,7 +211,24 @@ pub fn compile_and_load(b: &Bench) {
         &[
             Line::new("wasmtime Component::deserialize (baseline)", f[3]),
             Line::new("wasmtime Component::deserialize_file", f[4]),
-            Line::new("zot: from its disk cache, new path", f[5]),
+            Line::new("zot: from its disk cache, no hash expected", f[5]),
+            Line::new("zot: the same, its grant's hash expected", f[6]),
         ],
+    );
+    println!("\ntargets (a big component)");
+    target(
+        "first compile p50 ≤ 1.2× wasmtime compile",
+        f[2].p50 / f[0].p50,
+        1.2,
+    );
+    target(
+        "cached load p50 ≤ 1.2× deserialize",
+        f[6].p50 / f[3].p50,
+        1.2,
+    );
+    target(
+        "cached load p50 ≤ 10 ms (× 10 ms)",
+        f[6].p50 / 10_000.0,
+        1.0,
     );
 }

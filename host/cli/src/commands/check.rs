@@ -241,7 +241,7 @@ fn compile(
     progress.begin(&format!("compiling {}", file.display()));
     let started = Instant::now();
     let loaded = zot_host::manage::component::engine().and_then(|engine| {
-        runtime.block_on(cache::load(engine, file, &home.cache_dir(), compiler))
+        runtime.block_on(cache::load(engine, file, &home.cache_dir(), compiler, None))
     });
     let took = started.elapsed();
     progress.end();

@@ -178,7 +178,7 @@ pub async fn compile(
     progress.begin(&format!("compiling {}", Path::new(name).display()));
     let loaded = match crate::component::engine() {
         Ok(engine) => {
-            crate::component::cache::load(engine, wasm, &home.cache_dir(), compiler).await
+            crate::component::cache::load(engine, wasm, &home.cache_dir(), compiler, None).await
         }
         Err(e) => Err(e),
     };

@@ -287,9 +287,15 @@ mod tests {
     async fn started(dir: &Path) -> Connection {
         let log = ExtLog::open(&dir.join("log"));
         let wasm = Path::new(zot_test_guests::COMMAND);
-        let loaded = prepare(wasm, &dir.join("cache"), &Compiler::in_process(), &log)
-            .await
-            .unwrap();
+        let loaded = prepare(
+            wasm,
+            &dir.join("cache"),
+            &Compiler::in_process(),
+            None,
+            &log,
+        )
+        .await
+        .unwrap();
         let spec = WasmSpec {
             policy: Policy::nothing_granted(),
             log,

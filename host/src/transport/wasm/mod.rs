@@ -91,7 +91,7 @@ pub async fn probe_hello(
     compiler: &Compiler,
     log: ExtLog,
 ) -> Result<(String, String), String> {
-    let loaded = prepare(wasm, cache_dir, compiler, &log).await?;
+    let loaded = prepare(wasm, cache_dir, compiler, None, &log).await?;
     let mut conn = start(
         loaded,
         WasmSpec {
@@ -134,19 +134,21 @@ pub async fn load(
     compiler: &Compiler,
     log: &ExtLog,
 ) -> Result<Loaded, String> {
-    Ok(prepare(wasm, cache_dir, compiler, log).await?)
+    Ok(prepare(wasm, cache_dir, compiler, None, log).await?)
 }
 
-/// Loads `wasm` (compiled by `compiler`, or from the compilation cache in `cache_dir`)
-/// and checks that it is a component this host runs; says how in `log`.
+/// Loads `wasm` (compiled by `compiler`, or from the compilation cache in `cache_dir`;
+/// `expected`: the SHA-256 it should have, see [`cache::load`]) and checks that it is a
+/// component this host runs; says how in `log`.
 pub async fn prepare(
     wasm: &Path,
     cache_dir: &Path,
     compiler: &Compiler,
+    expected: Option<&str>,
     log: &ExtLog,
 ) -> Result<Loaded, ComponentError> {
     let engine = engine()?;
-    let loaded = cache::load(engine, wasm, cache_dir, compiler).await?;
+    let loaded = cache::load(engine, wasm, cache_dir, compiler, expected).await?;
     if let Some(why) = &loaded.rejected {
         log.warn(&format!("cache entry not used: {why}"));
     }
