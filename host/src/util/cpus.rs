@@ -1,9 +1,33 @@
 //! How many CPUs this thread may run on: whether waiting by watching (spinning) can
 //! pay off, since with one CPU it only keeps the awaited process from running.
 
-/// How many CPUs this thread may run on (its affinity, which `taskset` sets).
+/// How long a thread's count is used before the kernel is asked again: an affinity
+/// changed meanwhile (`taskset -p`) counts within that.
+#[cfg(target_os = "linux")]
+const FRESH: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How many CPUs this thread may run on (its affinity, which `taskset` sets), asked of
+/// the kernel at most every [`FRESH`] per thread: the hot path asks once a call.
 #[cfg(target_os = "linux")]
 pub fn of_this_thread() -> usize {
+    use std::cell::Cell;
+    use std::time::Instant;
+    thread_local! {
+        static KNOWN: Cell<Option<(usize, Instant)>> = const { Cell::new(None) };
+    }
+    KNOWN.with(|known| match known.get() {
+        Some((count, at)) if at.elapsed() < FRESH => count,
+        _ => {
+            let count = asked();
+            known.set(Some((count, Instant::now())));
+            count
+        }
+    })
+}
+
+/// The count, from the kernel.
+#[cfg(target_os = "linux")]
+fn asked() -> usize {
     // SAFETY: sched_getaffinity fills the set it is given, of the size given; a zeroed
     // cpu_set_t is a valid (empty) set.
     unsafe {
@@ -20,4 +44,34 @@ pub fn of_this_thread() -> usize {
 pub fn of_this_thread() -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A thread's affinity narrowed to one CPU is what it counts once [`FRESH`] passed.
+    #[test]
+    fn a_changed_affinity_counts_once_fresh_passed() {
+        let counted = std::thread::spawn(|| {
+            let before = of_this_thread();
+            // SAFETY: a zeroed cpu_set_t is the empty set; CPU 0 is below its size.
+            unsafe {
+                let mut all: libc::cpu_set_t = std::mem::zeroed();
+                assert_eq!(libc::sched_getaffinity(0, size_of_val(&all), &mut all), 0);
+                let first = (0..libc::CPU_SETSIZE as usize)
+                    .find(|&c| libc::CPU_ISSET(c, &all))
+                    .unwrap();
+                let mut one: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(first, &mut one);
+                assert_eq!(libc::sched_setaffinity(0, size_of_val(&one), &one), 0);
+            }
+            std::thread::sleep(FRESH);
+            (before, of_this_thread())
+        })
+        .join()
+        .unwrap();
+        assert!(counted.0 >= 1, "{counted:?}");
+        assert_eq!(counted.1, 1, "{counted:?}");
+    }
 }
