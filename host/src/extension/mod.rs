@@ -628,15 +628,18 @@ impl Extension {
         if inner.closed.load(Ordering::SeqCst) {
             return Err(self.exited_error(&target()));
         }
-        // Counted before it is sent, so a reader polling for the reply knows one is owed.
-        let _awaiting = waiting::Awaiting::new(inner.owed.as_ref());
+        // Counted before it is sent, so a reader polling for the reply knows one is owed;
+        // not a caller that watches for it: two threads spinning would leave two CPUs
+        // none for the extension.
+        let watching = waiting::watches();
+        let _awaiting = waiting::Awaiting::new(inner.owed.as_ref().filter(|_| !watching));
         inner
             .outbound
             .try_send(inner.outbound(&frame(id), Some(timeout)))
             .map_err(|e| self.send_error(e, &target()))?;
         guard.cancel_tool = kind == Kind::Tool;
         let mut rx = rx;
-        let replied = match waiting::watch(&mut rx) {
+        let replied = match watching.then(|| waiting::watch(&mut rx)).flatten() {
             Some(reply) => Ok(reply),
             None => tokio::time::timeout(timeout, rx)
                 .await
