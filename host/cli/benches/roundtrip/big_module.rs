@@ -142,7 +142,11 @@ pub fn compile_and_load(b: &Bench) {
             let warm = dir.join(format!("{tag}-{m}"));
             std::fs::create_dir_all(&warm).unwrap();
             for file in &entry {
-                std::fs::copy(file, warm.join(file.file_name().unwrap())).unwrap();
+                let copy = warm.join(file.file_name().unwrap());
+                std::fs::copy(file, &copy).unwrap();
+                // Written out before the load is timed: the kernel's writeback of the
+                // copy is not the load's work.
+                std::fs::File::open(&copy).unwrap().sync_all().unwrap();
             }
             warm
         }
