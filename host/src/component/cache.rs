@@ -105,20 +105,20 @@ pub async fn load(
             let loaded = loaded_here().lock().unwrap();
             !loaded.get(entry).is_some_and(|cell| cell.initialized())
         });
-    let (path, engine_for) = (wasm.to_path_buf(), engine.clone());
-    let (read, early) = tokio::task::spawn_blocking(move || {
-        std::thread::scope(|scope| {
-            let checking = early.map(|(entry, sha)| {
-                let engine = &engine_for;
-                scope.spawn(move || (check_entry(engine, &entry, &sha), sha))
-            });
-            let read = read_and_hash(&path);
-            let early = checking.and_then(|checking| checking.join().ok());
-            (read, early)
-        })
-    })
-    .await
-    .map_err(|e| ComponentError::Io(format!("cannot read {}: {e}", wasm.display())))?;
+    // Each on a thread of the blocking pool: an idle one is woken where it last ran,
+    // where a new thread would often start on the busy CPU of the one that made it.
+    let checking = early.map(|(entry, sha)| {
+        let engine = engine.clone();
+        tokio::task::spawn_blocking(move || (check_entry(&engine, &entry, &sha), sha))
+    });
+    let path = wasm.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || read_and_hash(&path))
+        .await
+        .map_err(|e| ComponentError::Io(format!("cannot read {}: {e}", wasm.display())))?;
+    let early = match checking {
+        Some(checking) => checking.await.ok(),
+        None => None,
+    };
     let (bytes, sha256, producer) = read?;
     // Used only if it was checked for this very component.
     let early = early
