@@ -493,10 +493,100 @@ async fn an_embedder_chooses_how_a_crashed_extension_is_started_again() {
     host.shutdown().await;
 }
 
+/// What the extension of `a_synchronous_caller_that_reads_the_pipe_itself_…` writes: with
+/// each `chain` call's result, in one write, a notification, the call's progress and a
+/// new tool before it, and a notification after it.
+const CHAINED_LINES: &str = r#"
+import json, sys
+def send(*frames):
+    sys.stdout.write("".join(json.dumps(f) + "\n" for f in frames))
+    sys.stdout.flush()
+send({"type": "hello", "name": "lines", "version": "1"},
+     {"type": "register_tool", "name": "chain", "description": "d", "schema": {"type": "object"}},
+     {"type": "ready"})
+for line in sys.stdin:
+    f = json.loads(line)
+    if f.get("type") != "tool_call":
+        continue
+    if f["name"] != "chain":
+        send({"type": "tool_result", "id": f["id"], "content": [{"type": "text", "text": f["name"]}]})
+        continue
+    i = f["args"]["i"]
+    send({"type": "notify", "level": "info", "message": f"before {i}"},
+         {"type": "tool_progress", "id": f["id"], "progress": 1, "text": f"step {i}"},
+         {"type": "register_tool", "name": f"late{i}", "description": "d", "schema": {"type": "object"}},
+         {"type": "tool_result", "id": f["id"], "content": [{"type": "text", "text": f"chain {i}"}]},
+         {"type": "notify", "level": "info", "message": f"after {i}"})
+"#;
+
+/// A synchronous caller reads the extension's pipe itself while it waits
+/// (`extension/waiting.rs`), and handles every line as the reader would, in order: its
+/// progress before its result (after it, no call would be there to take it), a tool
+/// registered before the result callable at once, and the notifications before and after
+/// it reaching the application in the order written, the last included (what the caller
+/// read and left, the reader handles, without a line more to wake it).
+#[test]
+fn a_synchronous_caller_that_reads_the_pipe_itself_handles_every_line_in_order() {
+    let scratch = TempDir::new("library-caller-reads");
+    let ext = write_manifest(
+        &scratch.path().join("exts/lines"),
+        &inline_py("lines", CHAINED_LINES),
+    );
+    let config = only(&scratch, vec![ext]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (host, mut notes) = rt.block_on(async { Host::new(config) });
+    let messages = rt.spawn(async move {
+        let mut messages = Vec::new();
+        while messages.len() < 2 * CALLS {
+            let note = tokio::time::timeout(EVENT_TIMEOUT, notes.recv()).await;
+            match note {
+                Ok(Some(HostEvent::Notify { frame, .. })) => messages.push(frame.message),
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+        messages
+    });
+    const CALLS: usize = 50;
+    let handle = rt.handle().clone();
+    let caller = std::thread::spawn(move || {
+        assert_eq!(handle.block_on(host.load()).ready, ["lines"]);
+        let wait = Some(Duration::from_secs(60));
+        for i in 0..CALLS {
+            let (progress, mut got) = tokio::sync::mpsc::channel(8);
+            let options = CallOptions::default().timeout(wait).progress(progress);
+            let (_, result) = handle
+                .block_on(host.call_tool_with("chain", json!({"i": i}), options))
+                .unwrap();
+            assert_eq!(result.content[0]["text"], format!("chain {i}"));
+            let step = got.try_recv().map(|p| p.text);
+            assert_eq!(step, Ok(Some(format!("step {i}"))), "call {i}'s progress");
+            let late = format!("late{i}");
+            let (_, result) = handle
+                .block_on(host.call_tool(&late, json!({}), wait))
+                .unwrap_or_else(|e| panic!("{late} was not registered first: {e}"));
+            assert_eq!(result.content[0]["text"], late);
+        }
+        host
+    });
+    let host = caller.join().expect("the synchronous caller");
+    let messages = rt.block_on(messages).unwrap();
+    let expected: Vec<String> = (0..CALLS)
+        .flat_map(|i| [format!("before {i}"), format!("after {i}")])
+        .collect();
+    assert_eq!(messages, expected);
+    rt.block_on(host.shutdown());
+}
+
 /// Synchronous code calls through `Handle::block_on` from a thread of its own (the
-/// library watches for the reply briefly before parking, there): a quick answer, one
-/// that comes after the watch (a 30 ms sleep), an extension's error and an exit mid-call
-/// all come back as they do to a task, and the exit at once, not at the call's timeout.
+/// library reads the extension's pipe itself there, for up to 10 ms): a quick answer, one
+/// that comes after that (a 30 ms sleep: the pipe is handed back and the reply handed
+/// over), an extension's error and an exit mid-call all come back as they do to a task,
+/// and the exit at once, not at the call's timeout.
 #[test]
 fn a_synchronous_caller_gets_every_answer_from_block_on() {
     let scratch = TempDir::new("library-blocking");

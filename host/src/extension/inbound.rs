@@ -16,7 +16,6 @@ impl Extension {
         hello_ack: HelloAck,
         hub: Arc<dyn Hub>,
     ) {
-        let spawned = Instant::now();
         let mut hello_ack = Some(hello_ack);
         let silence = tokio::time::sleep(Duration::MAX);
         tokio::pin!(silence);
@@ -27,30 +26,21 @@ impl Extension {
                 biased;
                 item = inbound.recv() => item,
                 () = &mut silence, if starting && hello_ack.is_none() => {
-                    self.become_ready(spawned, ReadyBy::Silence, &hub);
+                    self.become_ready(ReadyBy::Silence, &hub);
                     starting = false;
                     continue;
                 }
             };
-            match item {
-                Some(Inbound::Line(bytes, _room)) => {
-                    self.handle_line(&bytes, spawned, &mut hello_ack, &hub)
-                        .await;
-                    if starting {
-                        starting = self.phase() == Phase::Starting;
-                        if starting {
-                            silence
-                                .as_mut()
-                                .reset(tokio::time::Instant::now() + READY_SILENCE);
-                        }
-                    }
+            let Some(item) = item else { break };
+            let line = matches!(item, Inbound::Line(..));
+            self.take(item, &mut hello_ack, &hub).await;
+            if line && starting {
+                starting = self.phase() == Phase::Starting;
+                if starting {
+                    silence
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + READY_SILENCE);
                 }
-                Some(Inbound::Oversize { len, .. }) => {
-                    self.violation(format!(
-                        "skipped a {len}-byte line: longer than the frame size limit"
-                    ));
-                }
-                None => break,
             }
         }
         let exit = match tokio::time::timeout(EXIT_AFTER_EOF, &mut exit).await {
@@ -65,6 +55,21 @@ impl Extension {
             }
         };
         self.close(exit, &hub);
+    }
+
+    /// Acts on one unit read from the extension, whoever read it.
+    pub(super) async fn take(
+        &self,
+        item: Inbound,
+        hello_ack: &mut Option<HelloAck>,
+        hub: &Arc<dyn Hub>,
+    ) {
+        match item {
+            Inbound::Line(bytes, _room) => self.handle_line(&bytes, hello_ack, hub).await,
+            Inbound::Oversize { len, .. } => self.violation(format!(
+                "skipped a {len}-byte line: longer than the frame size limit"
+            )),
+        }
     }
 
     /// Marks it gone: pending calls fail now, registrations go, the app is told.
@@ -100,13 +105,13 @@ impl Extension {
         inner.one_way.wake();
     }
 
-    fn become_ready(&self, spawned: Instant, by: ReadyBy, hub: &Arc<dyn Hub>) {
+    fn become_ready(&self, by: ReadyBy, hub: &Arc<dyn Hub>) {
         if self.phase() != Phase::Starting {
             return;
         }
         {
             let mut st = self.inner.status.lock().unwrap();
-            st.ready_after = Some(spawned.elapsed());
+            st.ready_after = Some(self.inner.spawned.elapsed());
             st.ready_by = Some(by);
         }
         self.inner.phase.send_replace(Phase::Ready);
@@ -149,7 +154,6 @@ impl Extension {
     async fn handle_line(
         &self,
         bytes: &[u8],
-        spawned: Instant,
         hello_ack: &mut Option<HelloAck>,
         hub: &Arc<dyn Hub>,
     ) {
@@ -163,7 +167,7 @@ impl Extension {
             ));
         }
         match frame {
-            ExtFrame::Hello(hello) => self.on_hello(hello, spawned, hello_ack),
+            ExtFrame::Hello(hello) => self.on_hello(hello, hello_ack),
             ExtFrame::RegisterCommand(reg) => self.on_register(Registration::Command(reg), hub),
             ExtFrame::RegisterTool(reg) if !reg.schema.is_object() => self.violation(format!(
                 "refused tool {:?}: its schema is not a JSON object",
@@ -171,7 +175,7 @@ impl Extension {
             )),
             ExtFrame::RegisterTool(reg) => self.on_register(Registration::Tool(reg), hub),
             ExtFrame::Subscribe(sub) => self.subscribe(sub),
-            ExtFrame::Ready(_) => self.become_ready(spawned, ReadyBy::Frame, hub),
+            ExtFrame::Ready(_) => self.become_ready(ReadyBy::Frame, hub),
             ExtFrame::CommandResponse(r) => {
                 let id = r.id.clone();
                 self.reply(Kind::Command, &id, ExtFrame::CommandResponse(r));
@@ -272,7 +276,7 @@ impl Extension {
 
     /// `hello`: kept (only the start of an oversize one), answered with `hello_ack`; a
     /// second one is a violation.
-    fn on_hello(&self, mut hello: Hello, spawned: Instant, hello_ack: &mut Option<HelloAck>) {
+    fn on_hello(&self, mut hello: Hello, hello_ack: &mut Option<HelloAck>) {
         let Some(ack) = hello_ack.take() else {
             self.violation("sent hello twice; ignored the second".into());
             return;
@@ -299,7 +303,7 @@ impl Extension {
         }
         {
             let mut st = self.inner.status.lock().unwrap();
-            st.hello_after = Some(spawned.elapsed());
+            st.hello_after = Some(self.inner.spawned.elapsed());
             st.hello = Some(hello);
         }
         // Straight to the transport, as a request goes: queued behind the one-way frames

@@ -245,6 +245,12 @@ pub struct Extension {
 struct Inner {
     /// Calls owed a reply, counted for a transport that polls while one is.
     owed: Option<Arc<crate::transport::pipe::Owed>>,
+    /// Its pipe, for a caller that reads it itself while it waits ([`waiting`]).
+    direct: Option<crate::transport::pipe::Direct>,
+    /// What its lines are handled with, by whoever reads them.
+    hub: Weak<dyn Hub>,
+    /// When it was started, for [`Status::hello_after`] and [`Status::ready_after`].
+    spawned: Instant,
     name: String,
     rank: usize,
     log: ExtLog,
@@ -326,10 +332,13 @@ impl Extension {
             exit,
             control,
         } = conn;
-        let owed = inbound.owed();
+        let (owed, direct) = (inbound.owed(), inbound.direct());
         let ext = Extension {
             inner: Arc::new_cyclic(|me| Inner {
                 owed,
+                direct,
+                hub: Arc::downgrade(&hub),
+                spawned: Instant::now(),
                 name,
                 rank,
                 log,
@@ -629,19 +638,31 @@ impl Extension {
             return Err(self.exited_error(&target()));
         }
         // Counted before it is sent, so a reader polling for the reply knows one is owed;
-        // not a caller that watches for it: two threads spinning would leave two CPUs
-        // none for the extension.
-        let watching = waiting::watches();
-        let _awaiting = waiting::Awaiting::new(inner.owed.as_ref().filter(|_| !watching));
+        // not a caller that reads or watches for it: two threads spinning would leave two
+        // CPUs none for the extension.
+        let turn = waiting::reads_itself().then(|| self.turn()).flatten();
+        let watching = turn.is_none() && waiting::watches();
+        let counted = turn.is_none() && !watching;
+        let _awaiting = waiting::Awaiting::new(inner.owed.as_ref().filter(|_| counted));
+        let deadline = tokio::time::Instant::now() + timeout;
         inner
             .outbound
             .try_send(inner.outbound(&frame(id), Some(timeout)))
             .map_err(|e| self.send_error(e, &target()))?;
         guard.cancel_tool = kind == Kind::Tool;
         let mut rx = rx;
-        let replied = match watching.then(|| waiting::watch(&mut rx)).flatten() {
+        let early = match turn {
+            Some((turn, hub)) => {
+                let until = Instant::now() + timeout.min(waiting::HOLD);
+                // Boxed: the lines' handling is a large future, which every call would
+                // otherwise carry (and copy) whether it reads or not.
+                Box::pin(self.read_itself(turn, &hub, &mut rx, until)).await
+            }
+            None => watching.then(|| waiting::watch(&mut rx)).flatten(),
+        };
+        let replied = match early {
             Some(reply) => Ok(reply),
-            None => tokio::time::timeout(timeout, rx)
+            None => tokio::time::timeout_at(deadline, rx)
                 .await
                 .map(|r| r.map_err(|_| ())),
         };
@@ -661,6 +682,42 @@ impl Extension {
                     stalled: inner.control.stalled(),
                 })
             }
+        }
+    }
+
+    /// The pipe for this caller to read itself ([`waiting::reads_itself`]), if it has
+    /// one that no one reads now and its lines are handled as the reader would: once
+    /// `hello` was (the reader's handshake state is then spent) and it is ready.
+    fn turn(&self) -> Option<(crate::transport::pipe::Turn<'_>, Arc<dyn Hub>)> {
+        let direct = self.inner.direct.as_ref()?;
+        if self.phase() != Phase::Ready || self.inner.status.lock().unwrap().hello.is_none() {
+            return None;
+        }
+        let hub = self.inner.hub.upgrade()?;
+        Some((direct.take()?, hub))
+    }
+
+    /// Reads and handles the extension's lines on this thread until the reply to this
+    /// call came (`Err`: the extension is gone), or until `until` (`None`: then the
+    /// reader reads again, and the reply is handed over). Every line is handled as
+    /// [`Self::run`] would, in order: the reader takes none while the turn lasts.
+    async fn read_itself(
+        &self,
+        mut turn: crate::transport::pipe::Turn<'_>,
+        hub: &Arc<dyn Hub>,
+        rx: &mut oneshot::Receiver<ExtFrame>,
+        until: Instant,
+    ) -> Option<Result<ExtFrame, ()>> {
+        use oneshot::error::TryRecvError;
+        loop {
+            match rx.try_recv() {
+                Ok(reply) => return Some(Ok(reply)),
+                Err(TryRecvError::Closed) => return Some(Err(())),
+                Err(TryRecvError::Empty) => {}
+            }
+            // The end is the reader's to act on (it closes the connection).
+            let item = turn.next(until)??;
+            self.take(item, &mut None, hub).await;
         }
     }
 

@@ -1,11 +1,13 @@
 //! How a caller that is not a task of the runtime waits for its reply: a thread in
-//! `block_on` (a synchronous embedder) first watches for it for a few microseconds, then
-//! parks. Parked, it is woken by the runtime's thread that read the reply: one more
-//! wake-up across CPUs per call, which on a VM costs tens of microseconds; watching, it
-//! sees the reply as soon as that thread hands it over. A task never watches (it would
-//! hold a runtime thread), nor does a caller on a current-thread runtime (the reply is
-//! read on its own thread) or on a single CPU (it would only delay the extension).
-
+//! `block_on` on a multi-thread runtime (a synchronous embedder) reads the extension's
+//! pipe itself when it can ([`crate::transport::pipe::Direct`]): the reply wakes that
+//! thread alone, not a runtime thread that would hand it over (one more wake-up per
+//! call; on a VM tens of microseconds, on one CPU one more context switch). Otherwise
+//! (another transport, or the pipe being read) it first watches for its reply for a few
+//! microseconds, then parks. A task never does either (it would hold a runtime thread),
+//! nor does a caller on a current-thread runtime (the reply is read on its own thread,
+//! by a task that blocking would stop); one on a single CPU does not watch (it would
+//! only delay the extension).
 use crate::transport::pipe::Owed;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -58,15 +60,23 @@ pub(super) fn watch<T>(rx: &mut oneshot::Receiver<T>) -> Option<Result<T, ()>> {
     }
 }
 
-/// Whether this caller watches: not a task, not on a current-thread runtime, and free to
-/// run on more than one CPU.
+/// How long a caller reads the pipe itself before it hands it back to the reader and
+/// waits for its reply to be handed over: a slow tool's caller does not keep the lines
+/// from the reader (nor an exit whose output still drains) for longer.
+pub(super) const HOLD: Duration = Duration::from_millis(10);
+
+/// Whether this caller may block its thread reading the pipe itself: not a task, and in
+/// a multi-thread runtime, whose threads run the tasks meanwhile.
+pub(super) fn reads_itself() -> bool {
+    tokio::task::try_id().is_none()
+        && Handle::try_current()
+            .is_ok_and(|rt| matches!(rt.runtime_flavor(), RuntimeFlavor::MultiThread))
+}
+
+/// Whether this caller watches: one that [`reads_itself`], free to run on more than one
+/// CPU.
 pub(super) fn watches() -> bool {
-    if tokio::task::try_id().is_some() {
-        return false;
-    }
-    let current_thread = Handle::try_current()
-        .is_ok_and(|rt| matches!(rt.runtime_flavor(), RuntimeFlavor::CurrentThread));
-    !current_thread && crate::util::cpus::of_this_thread() > 1
+    reads_itself() && crate::util::cpus::of_this_thread() > 1
 }
 
 #[cfg(test)]
@@ -101,17 +111,28 @@ mod tests {
         .unwrap()
     }
 
+    /// Whether a caller on a thread of its own, in `block_on` of a multi-thread runtime
+    /// as a synchronous embedder's is, watches.
+    #[cfg(target_os = "linux")]
+    fn watches_in_block_on() -> bool {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        rt.block_on(async { watches() })
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_caller_outside_the_tasks_watches_for_its_reply_then_parks() {
         if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
             // One CPU: the case below is `one_cpu_never_watches`.
-            return assert!(!on_cpus(2, watches));
+            return assert!(!on_cpus(2, watches_in_block_on));
         }
         let outcome = on_cpus(2, || {
             let (tx, mut rx) = oneshot::channel();
             tx.send(7).unwrap();
-            (watches(), watch(&mut rx))
+            (watches_in_block_on(), watch(&mut rx))
         });
         assert_eq!(outcome, (true, Some(Ok(7))));
         // No reply within the watch: the caller stops watching (to park) after it, and
@@ -139,7 +160,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn one_cpu_never_watches() {
-        assert!(!on_cpus(1, watches));
+        assert!(!on_cpus(1, watches_in_block_on));
     }
 
     #[test]
@@ -152,6 +173,11 @@ mod tests {
         let current = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        assert!(!current.block_on(async { watches() }));
+        assert!(!current.block_on(async { watches() || reads_itself() }));
+        assert!(!rt.block_on(rt.spawn(async { reads_itself() })).unwrap());
+        assert!(
+            rt.block_on(async { reads_itself() }),
+            "block_on's own thread"
+        );
     }
 }

@@ -105,10 +105,19 @@ impl Lines {
     }
 
     /// The calls owed a reply, for a reader that polls its pipe while one is
-    /// ([`LineReader::polling`]); the extension counts them.
+    /// ([`LineReader::pipe`]); the extension counts them.
     pub(crate) fn owed(&self) -> Option<Arc<pipe::Owed>> {
         match self {
             Lines::Pipe(reader) => reader.owed(),
+            Lines::Queue(_) => None,
+        }
+    }
+
+    /// The pipe as a caller outside the runtime's threads may read it itself while it
+    /// waits for a reply ([`pipe::Direct`]), for a subprocess's.
+    pub(crate) fn direct(&self) -> Option<pipe::Direct> {
+        match self {
+            Lines::Pipe(reader) => reader.direct(),
             Lines::Queue(_) => None,
         }
     }

@@ -2,12 +2,14 @@
 //! writes them to another (a subprocess; a WASI command component).
 
 use super::{Inbound, LineGate};
-use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Mutex, OwnedMutexGuard};
 use zot_protocol::{leading_id, Line, LineDecoder};
 
 /// After the extension is gone, how long its output may still drain (a grandchild that
@@ -33,25 +35,91 @@ where
 /// `READ_CHUNK` bytes), until EOF, or until `exited` fires (or its sender is gone) and
 /// the output stopped draining. Of a line longer than `max_frame` no more than `max_frame` bytes are held:
 /// it arrives as [`Inbound::Oversize`].
+///
+/// A subprocess's pipe ([`LineReader::pipe`]) may be read by a caller itself while it
+/// waits for a reply ([`Direct`]): what was read is shared, and a line taken is held
+/// until the next is asked for, so lines are handled in the order they came whoever
+/// reads them.
 pub struct LineReader {
-    pipe: Box<dyn AsyncRead + Unpin + Send>,
+    buffer: Arc<Mutex<Buffer>>,
+    /// The buffer from the last line taken until the next is asked for.
+    held: Option<OwnedMutexGuard<Buffer>>,
+    source: Source,
+    exited: Option<oneshot::Receiver<()>>,
+    /// Drains until then once `exited` fired.
+    deadline: Option<tokio::time::Instant>,
+    /// Set for a subprocess's stdout: see [`LineReader::pipe`].
+    busy: Option<BusyPoll>,
+}
+
+enum Source {
+    /// Read by this reader alone.
+    Stream(Box<dyn AsyncRead + Unpin + Send>),
+    /// A subprocess's stdout, which a [`Direct`] caller may read too.
+    Pipe(Direct),
+}
+
+/// What was read from a pipe and not yet taken as lines.
+struct Buffer {
     decoder: LineDecoder,
     buf: Box<[u8]>,
     /// `buf[at..filled]` is read but not yet decoded.
     at: usize,
     filled: usize,
-    exited: Option<oneshot::Receiver<()>>,
-    /// Drains until then once `exited` fired.
-    deadline: Option<tokio::time::Instant>,
     ended: bool,
-    /// Set for a subprocess's stdout: see [`LineReader::polling`].
-    busy: Option<BusyPoll>,
 }
 
-/// The pipe's descriptor (nonblocking, owned by the reader's pipe), the calls owed a
-/// reply by the extension on it, and the count of calls it last polled for.
+impl Buffer {
+    fn new(max_frame: usize) -> Buffer {
+        Buffer {
+            decoder: LineDecoder::new(max_frame),
+            buf: vec![0u8; READ_CHUNK].into_boxed_slice(),
+            at: 0,
+            filled: 0,
+            ended: false,
+        }
+    }
+
+    /// The next line of what was read (`Some(None)`: the end); `None` if more must be
+    /// read first.
+    fn next(&mut self) -> Option<Option<Inbound>> {
+        while self.at < self.filled {
+            let mut input = &self.buf[self.at..self.filled];
+            let line = self.decoder.decode(&mut input);
+            self.at = self.filled - input.len();
+            if let Some(line) = line {
+                return Some(Some(inbound(line)));
+            }
+        }
+        self.ended.then(|| self.decoder.finish().map(inbound))
+    }
+
+    /// Reads what `fd` (nonblocking) has now: how many bytes (0: the end); `WouldBlock`
+    /// if nothing. An error other than that ends the input, as the end does.
+    fn read(&mut self, fd: RawFd) -> io::Result<usize> {
+        // SAFETY: `fd` is open for as long as the `Watched` pipe it belongs to, which
+        // the caller holds; the read writes at most `buf.len()` bytes into `buf`.
+        let n = unsafe { libc::read(fd, self.buf.as_mut_ptr().cast(), self.buf.len()) };
+        match n {
+            0 => self.ended = true,
+            1.. => (self.at, self.filled) = (0, n as usize),
+            _ => match io::Error::last_os_error() {
+                e if e.kind() == io::ErrorKind::WouldBlock => return Err(e),
+                e if e.kind() == io::ErrorKind::Interrupted => return Err(e),
+                _ => self.ended = true,
+            },
+        }
+        Ok(n.max(0) as usize)
+    }
+
+    /// Whether something read (or the end) waits to be taken.
+    fn waiting(&self) -> bool {
+        self.at < self.filled || self.ended
+    }
+}
+
+/// The calls owed a reply on a polling reader, and the count of calls it last polled for.
 struct BusyPoll {
-    fd: RawFd,
     owed: Arc<Owed>,
     polled_for: usize,
 }
@@ -65,38 +133,243 @@ pub struct Owed {
     pub sent: AtomicUsize,
 }
 
+/// A subprocess's stdout (nonblocking) in an epoll set of its own, which is what the
+/// runtime's reactor watches: taken out of that set, the pipe's lines wake no runtime
+/// thread, only the caller reading it ([`Direct`]). Beside it in the set, an eventfd by
+/// which a caller hands back lines it read and left.
+struct Watched {
+    set: AsyncFd<OwnedFd>,
+    pipe: OwnedFd,
+    returned: OwnedFd,
+    /// A caller left lines read (or the end) in the buffer: `returned` was written.
+    handed_back: AtomicBool,
+}
+
+impl Watched {
+    /// Needs a tokio runtime.
+    fn new(pipe: OwnedFd) -> io::Result<Watched> {
+        // SAFETY: plain system calls; the new descriptor is owned at once.
+        let set = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if set < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `set` was just made and is owned by nothing else.
+        let set = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(set) };
+        // SAFETY: as for `set`.
+        let returned = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if returned < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: as for `set`.
+        let returned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(returned) };
+        // SAFETY: the set stays open for as long as the `AsyncFd` that owns it.
+        let set = unsafe { AsyncFd::register_with_interest(set, tokio::io::Interest::READABLE) };
+        let watched = Watched {
+            set: set?,
+            pipe,
+            returned,
+            handed_back: AtomicBool::new(false),
+        };
+        watched.control(libc::EPOLL_CTL_ADD, watched.fd(), libc::EPOLLIN)?;
+        let returned = watched.returned.as_raw_fd();
+        watched.control(libc::EPOLL_CTL_ADD, returned, libc::EPOLLIN)?;
+        Ok(watched)
+    }
+
+    /// Tells the reader that lines read (or the end) wait in the buffer.
+    fn hand_back(&self) {
+        self.handed_back.store(true, Ordering::SeqCst);
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from `one` to the eventfd `self` owns. It cannot fail
+        // but by overflow, after 2^64 - 2 unread writes.
+        unsafe { libc::write(self.returned.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+
+    /// Whether a caller handed lines back since the last time; if so, its word is taken.
+    fn take_handed_back(&self) -> bool {
+        if !self.handed_back.swap(false, Ordering::SeqCst) {
+            return false;
+        }
+        let mut count = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into `count` from the eventfd `self` owns.
+        unsafe {
+            libc::read(
+                self.returned.as_raw_fd(),
+                count.as_mut_ptr().cast(),
+                count.len(),
+            )
+        };
+        true
+    }
+
+    /// Puts the pipe in its set (`true`: the runtime sees its lines again; what came in
+    /// between wakes it at once) or takes it out.
+    fn watch(&self, on: bool) {
+        // Can fail only for lack of kernel memory; then the pipe stays as it was: in the
+        // set, a reader is woken for nothing; out of it, only a caller reads it and the
+        // reader wakes on the caller's word (`hand_back`) or on the exit.
+        let events = if on { libc::EPOLLIN } else { 0 };
+        let _ = self.control(libc::EPOLL_CTL_MOD, self.fd(), events);
+    }
+
+    /// `epoll_ctl` of `fd`, one of `self`'s, in the set.
+    fn control(&self, op: i32, fd: RawFd, events: i32) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events: events as u32,
+            u64: 0,
+        };
+        let set = self.set.get_ref().as_raw_fd();
+        // SAFETY: both descriptors are open (owned by `self`); `event` outlives the call.
+        match unsafe { libc::epoll_ctl(set, op, fd, &mut event) } {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        }
+    }
+
+    fn fd(&self) -> RawFd {
+        self.pipe.as_raw_fd()
+    }
+}
+
+/// A subprocess's pipe as a caller that is not one of the runtime's tasks may read it
+/// while it waits for its reply, instead of being handed the reply by the runtime's
+/// thread that read it: one thread woken per reply instead of two.
+#[derive(Clone)]
+pub(crate) struct Direct {
+    buffer: Arc<Mutex<Buffer>>,
+    watched: Arc<Watched>,
+}
+
+impl Direct {
+    /// The pipe for this caller, out of the runtime's sight, if no one reads it now
+    /// (the reader waits for the pipe, or no line taken is still being handled).
+    pub(crate) fn take(&self) -> Option<Turn<'_>> {
+        let buffer = self.buffer.try_lock().ok()?;
+        self.watched.watch(false);
+        Some(Turn {
+            buffer,
+            watched: &self.watched,
+            spun: false,
+        })
+    }
+}
+
+/// A caller's turn at reading the pipe: until it is dropped, the reader reads nothing
+/// and the runtime is not woken by the pipe.
+pub(crate) struct Turn<'a> {
+    buffer: tokio::sync::MutexGuard<'a, Buffer>,
+    watched: &'a Watched,
+    /// It polled without waiting already.
+    spun: bool,
+}
+
+impl Turn<'_> {
+    /// The next line (`Some(None)`: the end), waiting for it until `until` at most
+    /// (`None`: nothing came by then). Blocks this thread: for a caller outside the
+    /// runtime's threads. First it polls without waiting, for up to [`BUSY_POLL`], when
+    /// this thread may run on more than one CPU, as the reader does.
+    pub(crate) fn next(&mut self, until: Instant) -> Option<Option<Inbound>> {
+        let fd = self.watched.fd();
+        let spin_until = (!std::mem::replace(&mut self.spun, true)
+            && crate::util::cpus::of_this_thread() > 1)
+            .then(|| Instant::now() + BUSY_POLL);
+        loop {
+            if let Some(line) = self.buffer.next() {
+                return Some(line);
+            }
+            // Read before waiting even on one CPU: the extension woken by the call often
+            // ran (and answered) before the write that woke it returned.
+            if self.buffer.read(fd).is_ok() {
+                continue;
+            }
+            let now = Instant::now();
+            if spin_until.is_some_and(|at| now < at) {
+                std::hint::spin_loop();
+                continue;
+            }
+            if now >= until {
+                return None;
+            }
+            let mut poll = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let wait = (until - now).as_millis().clamp(1, i32::MAX as u128) as i32;
+            // SAFETY: one valid `pollfd`; the descriptor is open (see `Buffer::read`).
+            unsafe { libc::poll(&mut poll, 1, wait) };
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.watched.watch(true);
+        if self.buffer.waiting() {
+            self.watched.hand_back();
+        }
+    }
+}
+
 impl LineReader {
     pub(crate) fn new(
         pipe: impl AsyncRead + Unpin + Send + 'static,
         max_frame: usize,
         exited: Option<oneshot::Receiver<()>>,
     ) -> LineReader {
+        Self::with_source(Source::Stream(Box::new(pipe)), max_frame, exited)
+    }
+
+    fn with_source(
+        source: Source,
+        max_frame: usize,
+        exited: Option<oneshot::Receiver<()>>,
+    ) -> LineReader {
+        let buffer = match &source {
+            Source::Pipe(direct) => direct.buffer.clone(),
+            Source::Stream(_) => Arc::new(Mutex::new(Buffer::new(max_frame))),
+        };
         LineReader {
-            pipe: Box::new(pipe),
-            decoder: LineDecoder::new(max_frame),
-            buf: vec![0u8; READ_CHUNK].into_boxed_slice(),
-            at: 0,
-            filled: 0,
+            buffer,
+            held: None,
+            source,
             exited,
             deadline: None,
-            ended: false,
             busy: None,
         }
     }
 
-    /// This reader, polling its pipe (`fd`, nonblocking, the pipe's own) for up to
-    /// [`BUSY_POLL`] before it waits, once per call sent while calls await a reply
-    /// ([`Self::owed`]), when this thread may run on more than one CPU. Waiting, the reply wakes the
-    /// runtime's thread; on a VM, when that thread's CPU is idle, that costs tens of
-    /// microseconds; polling, the reply is taken on a running CPU, as a socket's
-    /// `SO_BUSY_POLL` does.
-    pub(crate) fn polling(mut self, fd: RawFd) -> LineReader {
-        self.busy = Some(BusyPoll {
-            fd,
+    /// A reader of a subprocess's stdout (`pipe`; made nonblocking here) that polls it for
+    /// up to [`BUSY_POLL`] before it waits, once per call sent while calls await a reply
+    /// ([`Self::owed`]), when this thread may run on more than one CPU. Waiting, the
+    /// reply wakes the runtime's thread; on a VM, when that thread's CPU is idle, that
+    /// costs tens of microseconds; polling, the reply is taken on a running CPU, as a
+    /// socket's `SO_BUSY_POLL` does. A caller may read it itself ([`Self::direct`]).
+    /// Needs a tokio runtime.
+    pub(crate) fn pipe(
+        pipe: OwnedFd,
+        max_frame: usize,
+        exited: oneshot::Receiver<()>,
+    ) -> io::Result<LineReader> {
+        // SAFETY: fcntl on a descriptor this function owns.
+        unsafe {
+            let flags = libc::fcntl(pipe.as_raw_fd(), libc::F_GETFL);
+            if flags < 0
+                || libc::fcntl(pipe.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        let direct = Direct {
+            buffer: Arc::new(Mutex::new(Buffer::new(max_frame))),
+            watched: Arc::new(Watched::new(pipe)?),
+        };
+        let mut reader = Self::with_source(Source::Pipe(direct), max_frame, Some(exited));
+        reader.busy = Some(BusyPoll {
             owed: Arc::default(),
             polled_for: 0,
         });
-        self
+        Ok(reader)
     }
 
     /// The calls owed a reply, which the caller counts, if this reader polls.
@@ -104,10 +377,18 @@ impl LineReader {
         self.busy.as_ref().map(|b| b.owed.clone())
     }
 
-    /// Reads the pipe without waiting, for up to [`BUSY_POLL`], while a call awaits a
+    /// The pipe as a caller may read it itself, if this reader reads a subprocess's.
+    pub(crate) fn direct(&self) -> Option<Direct> {
+        match &self.source {
+            Source::Pipe(direct) => Some(direct.clone()),
+            Source::Stream(_) => None,
+        }
+    }
+
+    /// Reads `fd` without waiting, for up to [`BUSY_POLL`], while a call awaits a
     /// reply: whether it read something (or the end). First it lets the tasks woken
     /// before it run (the caller a reply just answered sends its next call then).
-    async fn poll_busily(&mut self) -> bool {
+    async fn poll_busily(&mut self, buffer: &mut Buffer, fd: RawFd) -> bool {
         // On one CPU the reply cannot come while this thread polls, and a yield would
         // only keep the thread from waiting (and the caller it woke from running).
         if self.busy.is_none() || self.deadline.is_some() || crate::util::cpus::of_this_thread() < 2
@@ -126,26 +407,10 @@ impl LineReader {
         let until = Instant::now() + BUSY_POLL;
         loop {
             for _ in 0..16 {
-                // SAFETY: `fd` is the open descriptor of `self.pipe`, which lives as long
-                // as this reader; the read writes at most `buf.len()` bytes into `buf`.
-                let n =
-                    unsafe { libc::read(busy.fd, self.buf.as_mut_ptr().cast(), self.buf.len()) };
-                match n {
-                    0 => {
-                        self.ended = true;
-                        return true;
-                    }
-                    1.. => {
-                        (self.at, self.filled) = (0, n as usize);
-                        return true;
-                    }
-                    // Nothing yet (EAGAIN), or an error the waiting read will meet too.
-                    _ if std::io::Error::last_os_error().kind()
-                        == std::io::ErrorKind::WouldBlock =>
-                    {
-                        std::hint::spin_loop()
-                    }
-                    _ => return false,
+                match buffer.read(fd) {
+                    Ok(_) => return true,
+                    // Nothing yet (EAGAIN), or interrupted.
+                    Err(_) => std::hint::spin_loop(),
                 }
             }
             if Instant::now() >= until {
@@ -158,54 +423,100 @@ impl LineReader {
     /// Cancel-safe: nothing read is lost when the future is dropped.
     pub async fn recv(&mut self) -> Option<Inbound> {
         loop {
-            if self.at < self.filled {
+            let mut buffer = match self.held.take() {
+                Some(buffer) => buffer,
+                None => self.buffer.clone().lock_owned().await,
+            };
+            if buffer.at < buffer.filled {
                 // Lines already read cost no wait: without this a reader of a full
                 // buffer would keep its thread, and the tasks it wakes (queued behind
                 // it, where no other thread takes them), for thousands of lines. Before
                 // anything is taken, so a drop here loses nothing.
                 tokio::task::consume_budget().await;
-                let mut input = &self.buf[self.at..self.filled];
-                let line = self.decoder.decode(&mut input);
-                self.at = self.filled - input.len();
-                match line {
-                    Some(line) => return Some(inbound(line)),
-                    None => continue,
-                }
             }
-            if self.ended {
-                return self.decoder.finish().map(inbound);
+            if let Some(line) = buffer.next() {
+                self.held = Some(buffer);
+                return line;
             }
-            if self.poll_busily().await {
-                continue;
-            }
-            let deadline = self.deadline;
-            let drain = async {
-                match deadline {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let (pipe, buf, exited) = (&mut self.pipe, &mut self.buf, &mut self.exited);
-            // Polled only until it fires: then the deadline is set.
-            let exited = async {
-                match exited.as_mut() {
-                    Some(exited) if deadline.is_none() => {
-                        let _ = exited.await;
+            match &mut self.source {
+                Source::Stream(pipe) => {
+                    let (exited, deadline) = (&mut self.exited, self.deadline);
+                    tokio::select! {
+                        biased;
+                        read = pipe.read(&mut buffer.buf) => match read {
+                            Ok(0) | Err(_) => buffer.ended = true,
+                            Ok(n) => (buffer.at, buffer.filled) = (0, n),
+                        },
+                        stop = stop(exited, deadline) => self.stopped(stop, &mut buffer),
                     }
-                    _ => std::future::pending().await,
+                    self.held = Some(buffer);
                 }
-            };
-            tokio::select! {
-                biased;
-                read = pipe.read(buf) => match read {
-                    Ok(0) | Err(_) => self.ended = true,
-                    Ok(n) => (self.at, self.filled) = (0, n),
-                },
-                () = exited => {
-                    self.deadline = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                Source::Pipe(direct) => {
+                    let fd = direct.watched.fd();
+                    if self.poll_busily(&mut buffer, fd).await {
+                        self.held = Some(buffer);
+                        continue;
+                    }
+                    // Waits without the buffer: a caller may take the pipe meanwhile.
+                    drop(buffer);
+                    self.held = Some(self.wait().await);
                 }
-                () = drain => self.ended = true,
             }
+        }
+    }
+
+    /// Waits until the pipe had something (read into the buffer, returned), a caller
+    /// handed lines back, the extension exited, or the drain after the exit ran out.
+    async fn wait(&mut self) -> OwnedMutexGuard<Buffer> {
+        let Source::Pipe(direct) = &self.source else {
+            unreachable!("only a pipe's reader waits without its buffer")
+        };
+        let watched = &direct.watched;
+        loop {
+            let (exited, deadline) = (&mut self.exited, self.deadline);
+            let stop = tokio::select! {
+                biased;
+                ready = watched.set.readable() => {
+                    let mut buffer = self.buffer.clone().lock_owned().await;
+                    if buffer.waiting() {
+                        // A caller read past its reply meanwhile: those lines come first.
+                        return buffer;
+                    }
+                    let Ok(mut ready) = ready else {
+                        // The reactor is gone (the runtime shuts down): so is the input.
+                        buffer.ended = true;
+                        return buffer;
+                    };
+                    let read = ready.try_io(|_| match buffer.read(watched.fd()) {
+                        // Lines handed back are taken first; the pipe is read after.
+                        Err(_) if watched.take_handed_back() => Ok(None),
+                        read => read.map(Some),
+                    });
+                    match read {
+                        // Less than asked for: the pipe is empty now. Not read again
+                        // until the reactor says so (a line that came meanwhile does).
+                        Ok(Ok(Some(n))) if n > 0 && n < READ_CHUNK => ready.clear_ready(),
+                        Ok(Ok(_)) => {}
+                        // Nothing there (`WouldBlock`: the readiness is cleared), or
+                        // interrupted.
+                        Ok(Err(_)) | Err(_) => continue,
+                    }
+                    return buffer;
+                }
+                stop = stop(exited, deadline) => stop,
+            };
+            let mut buffer = self.buffer.clone().lock_owned().await;
+            self.stopped(stop, &mut buffer);
+            return buffer;
+        }
+    }
+
+    fn stopped(&mut self, stop: Stop, buffer: &mut Buffer) {
+        match stop {
+            Stop::Exited => {
+                self.deadline = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+            }
+            Stop::Drained => buffer.ended = true,
         }
     }
 
@@ -222,6 +533,33 @@ impl LineReader {
                 return;
             }
         }
+    }
+}
+
+/// Why a reader stops waiting for its pipe, other than the pipe.
+enum Stop {
+    /// The extension exited: its output drains for [`DRAIN_AFTER_EXIT`] more.
+    Exited,
+    /// The drain ran out.
+    Drained,
+}
+
+/// Resolves when the extension exits (`exited` fires or is dropped; polled only until
+/// then: `deadline` is set after), or once `deadline` passes.
+async fn stop(
+    exited: &mut Option<oneshot::Receiver<()>>,
+    deadline: Option<tokio::time::Instant>,
+) -> Stop {
+    match (deadline, exited) {
+        (Some(at), _) => {
+            tokio::time::sleep_until(at).await;
+            Stop::Drained
+        }
+        (None, Some(exited)) => {
+            let _ = exited.await;
+            Stop::Exited
+        }
+        (None, None) => std::future::pending().await,
     }
 }
 
@@ -276,11 +614,10 @@ mod tests {
             .build()
             .unwrap();
         let (read, mut write) = std::io::pipe().unwrap();
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&read);
-        let pipe = rt.block_on(async {
-            tokio::net::unix::pipe::Receiver::from_owned_fd(read.into()).unwrap()
-        });
-        let mut reader = LineReader::new(pipe, 1024, None).polling(fd);
+        let (_running, exited) = oneshot::channel();
+        let mut reader = rt
+            .block_on(async { LineReader::pipe(read.into(), 1024, exited) })
+            .unwrap();
         let owed = reader.owed().expect("a polling reader counts");
         let call = |owed: &Owed| {
             owed.awaited.store(1, Ordering::SeqCst);
@@ -307,5 +644,85 @@ mod tests {
         call(&owed);
         drop(write);
         assert!(rt.block_on(reader.recv()).is_none(), "the end");
+    }
+
+    /// A caller's turn at the pipe takes it out of the set the runtime watches (lines
+    /// that come meanwhile wake no runtime thread), one turn at a time; what the caller
+    /// read and left reaches the reader before what it did not read; a turn that finds
+    /// nothing by its deadline gives up; the end a turn reads reaches the reader too.
+    #[test]
+    fn a_turn_hides_the_pipe_from_the_runtime_and_hands_back_what_it_left() {
+        use std::io::Write;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (read, mut write) = std::io::pipe().unwrap();
+        let (_running, exited) = oneshot::channel();
+        let mut reader = rt
+            .block_on(async { LineReader::pipe(read.into(), 1024, exited) })
+            .unwrap();
+        let direct = reader.direct().expect("a pipe's reader");
+        let (lines, got) = std::sync::mpsc::channel();
+        rt.spawn(async move {
+            while let Some(Inbound::Line(bytes, _)) = reader.recv().await {
+                let _ = lines.send(String::from_utf8(bytes).unwrap());
+            }
+        });
+        let got = || got.recv_timeout(Duration::from_secs(10));
+        // The reader holds the buffer only while it takes a line: a turn comes soon.
+        let take = || {
+            let started = Instant::now();
+            loop {
+                if let Some(turn) = direct.take() {
+                    return turn;
+                }
+                assert!(started.elapsed() < Duration::from_secs(10), "no turn");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        let set_ready = || {
+            let set = direct.watched.set.get_ref().as_raw_fd();
+            let mut event = libc::epoll_event { events: 0, u64: 0 };
+            // SAFETY: one event's room; the set is open while `direct` lives.
+            unsafe { libc::epoll_wait(set, &mut event, 1, 0) > 0 }
+        };
+        let line = |read: Option<Option<Inbound>>| match read {
+            Some(Some(Inbound::Line(bytes, _))) => String::from_utf8(bytes).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        let soon = || Instant::now() + Duration::from_secs(10);
+
+        // A line the reader reads: then it waits for the pipe, not for the buffer.
+        write.write_all(b"{\"n\":0}\n").unwrap();
+        assert_eq!(got().unwrap(), r#"{"n":0}"#);
+        let mut turn = take();
+        assert!(direct.take().is_none(), "one turn at a time");
+        write.write_all(b"{\"n\":1}\n{\"n\":2}\n").unwrap();
+        assert!(!set_ready(), "the pipe's lines would wake the runtime");
+        assert_eq!(line(turn.next(soon())), r#"{"n":1}"#);
+        drop(turn);
+        assert_eq!(got().unwrap(), r#"{"n":2}"#, "the line the turn left");
+
+        let mut turn = take();
+        write.write_all(b"{\"n\":3}\n").unwrap();
+        assert_eq!(line(turn.next(soon())), r#"{"n":3}"#);
+        let until = Instant::now() + Duration::from_millis(20);
+        assert!(turn.next(until).is_none(), "nothing more came");
+        assert!(Instant::now() >= until, "it gave up before its deadline");
+        write.write_all(b"{\"n\":4}\n").unwrap();
+        drop(turn);
+        assert_eq!(got().unwrap(), r#"{"n":4}"#, "what came after the turn");
+
+        let mut turn = take();
+        drop(write);
+        assert!(matches!(turn.next(soon()), Some(None)), "the end");
+        drop(turn);
+        assert_eq!(
+            got(),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected),
+            "the reader ended"
+        );
     }
 }

@@ -89,13 +89,23 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
         }
     };
     let stdout = child.stdout.take().expect("stdout was set to piped above");
+    let (exited_tx, exited_rx) = oneshot::channel();
+    let stdout = match stdout
+        .into_owned_fd()
+        .and_then(|fd| pipe::LineReader::pipe(fd, spec.max_frame, exited_rx))
+    {
+        Ok(stdout) => stdout,
+        Err(e) => {
+            signal_group(pgid, libc::SIGKILL);
+            return Err(e);
+        }
+    };
     if let (Some(log), Some(stderr)) = (spec.stderr.clone(), child.stderr.take()) {
         tokio::spawn(log.copy_stderr(stderr));
     }
 
     let (input, writer) = PipeSink::new(stdin);
     let (exit_tx, exit_rx) = oneshot::channel();
-    let (exited_tx, exited_rx) = oneshot::channel();
     let control = Arc::new(Group {
         pgid,
         reaped: AtomicBool::new(false),
@@ -113,10 +123,7 @@ pub fn spawn(spec: StdioSpec) -> std::io::Result<Connection> {
 
     Ok(Connection {
         outbound: input.into(),
-        inbound: super::Lines::Pipe({
-            let fd = std::os::fd::AsRawFd::as_raw_fd(&stdout);
-            pipe::LineReader::new(stdout, spec.max_frame, Some(exited_rx)).polling(fd)
-        }),
+        inbound: super::Lines::Pipe(stdout),
         exit: exit_rx,
         control: Box::new(ControlHandle(control)),
     })
