@@ -55,8 +55,12 @@ pub struct LineReader {
 enum Source {
     /// Read by this reader alone.
     Stream(Box<dyn AsyncRead + Unpin + Send>),
-    /// A subprocess's stdout, which a [`Direct`] caller may read too.
-    Pipe(Direct),
+    /// A subprocess's stdout, which a [`Direct`] caller may read too, and its
+    /// registration with the runtime's reactor (the pipe's or its set's).
+    Pipe {
+        direct: Direct,
+        reactor: AsyncFd<Raw>,
+    },
 }
 
 /// What was read from a pipe and not yet taken as lines.
@@ -133,20 +137,36 @@ pub struct Owed {
     pub sent: AtomicUsize,
 }
 
-/// A subprocess's stdout (nonblocking) in an epoll set of its own, which is what the
-/// runtime's reactor watches: taken out of that set, the pipe's lines wake no runtime
-/// thread, only the caller reading it ([`Direct`]). Beside it in the set, an eventfd by
-/// which a caller hands back lines it read and left.
+/// A subprocess's stdout (nonblocking) as the runtime's reactor watches it: the pipe
+/// itself at first; once a caller asked to read it itself ([`Direct::take`]), an epoll
+/// set of the pipe's own holding it ([`LineReader::watch_set`]), out of which a caller
+/// takes it for its turn: its lines then wake no runtime thread, only that caller. (A
+/// set costs each line a little more, so only an extension whose callers read it pays
+/// it.) Beside the pipe in the set, an eventfd by which a caller hands back lines it
+/// read and left.
 struct Watched {
-    set: AsyncFd<OwnedFd>,
     pipe: OwnedFd,
+    set: OwnedFd,
     returned: OwnedFd,
     /// A caller left lines read (or the end) in the buffer: `returned` was written.
     handed_back: AtomicBool,
+    /// The reactor watches the set, not the pipe: a caller may take a turn.
+    in_set: AtomicBool,
+    /// A caller asked for a turn before that.
+    wanted: AtomicBool,
+}
+
+/// A descriptor of a [`Watched`], as the reactor registers it; open for as long as the
+/// `Watched` that owns it, which the registration's owner holds.
+struct Raw(RawFd);
+
+impl AsRawFd for Raw {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
 }
 
 impl Watched {
-    /// Needs a tokio runtime.
     fn new(pipe: OwnedFd) -> io::Result<Watched> {
         // SAFETY: plain system calls; the new descriptor is owned at once.
         let set = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -162,18 +182,26 @@ impl Watched {
         }
         // SAFETY: as for `set`.
         let returned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(returned) };
-        // SAFETY: the set stays open for as long as the `AsyncFd` that owns it.
-        let set = unsafe { AsyncFd::register_with_interest(set, tokio::io::Interest::READABLE) };
         let watched = Watched {
-            set: set?,
             pipe,
+            set,
             returned,
             handed_back: AtomicBool::new(false),
+            in_set: AtomicBool::new(false),
+            wanted: AtomicBool::new(false),
         };
-        watched.control(libc::EPOLL_CTL_ADD, watched.fd(), libc::EPOLLIN)?;
         let returned = watched.returned.as_raw_fd();
         watched.control(libc::EPOLL_CTL_ADD, returned, libc::EPOLLIN)?;
         Ok(watched)
+    }
+
+    /// `fd` (the pipe or the set) registered with the runtime's reactor. Needs a tokio
+    /// runtime.
+    fn register(&self, fd: RawFd) -> io::Result<AsyncFd<Raw>> {
+        // SAFETY: `fd` is one of `self`'s, open for as long as `self`, which the owner of
+        // the registration holds (`Source::Pipe`).
+        unsafe { AsyncFd::register_with_interest(Raw(fd), tokio::io::Interest::READABLE) }
+            .map_err(|e| e.into())
     }
 
     /// Tells the reader that lines read (or the end) wait in the buffer.
@@ -218,7 +246,7 @@ impl Watched {
             events: events as u32,
             u64: 0,
         };
-        let set = self.set.get_ref().as_raw_fd();
+        let set = self.set.as_raw_fd();
         // SAFETY: both descriptors are open (owned by `self`); `event` outlives the call.
         match unsafe { libc::epoll_ctl(set, op, fd, &mut event) } {
             0 => Ok(()),
@@ -242,8 +270,14 @@ pub(crate) struct Direct {
 
 impl Direct {
     /// The pipe for this caller, out of the runtime's sight, if no one reads it now
-    /// (the reader waits for the pipe, or no line taken is still being handled).
+    /// (the reader waits for the pipe, or no line taken is still being handled) and
+    /// the runtime watches it through its set; if not yet, the reader is asked to, after
+    /// the next line it reads.
     pub(crate) fn take(&self) -> Option<Turn<'_>> {
+        if !self.watched.in_set.load(Ordering::Acquire) {
+            self.watched.wanted.store(true, Ordering::Release);
+            return None;
+        }
         let buffer = self.buffer.try_lock().ok()?;
         self.watched.watch(false);
         Some(Turn {
@@ -265,15 +299,20 @@ pub(crate) struct Turn<'a> {
 
 impl Turn<'_> {
     /// The next line (`Some(None)`: the end), waiting for it until `until` at most
-    /// (`None`: nothing came by then). Blocks this thread: for a caller outside the
-    /// runtime's threads. First it polls without waiting, for up to [`BUSY_POLL`], when
-    /// this thread may run on more than one CPU, as the reader does.
+    /// (`None`: `until` passed, even if lines keep coming: a flood does not keep the
+    /// caller). Blocks this thread: for a caller outside the runtime's threads. First
+    /// it polls without waiting, for up to [`BUSY_POLL`], when this thread may run on
+    /// more than one CPU, as the reader does.
     pub(crate) fn next(&mut self, until: Instant) -> Option<Option<Inbound>> {
         let fd = self.watched.fd();
         let spin_until = (!std::mem::replace(&mut self.spun, true)
             && crate::util::cpus::of_this_thread() > 1)
             .then(|| Instant::now() + BUSY_POLL);
         loop {
+            let now = Instant::now();
+            if now >= until {
+                return None;
+            }
             if let Some(line) = self.buffer.next() {
                 return Some(line);
             }
@@ -282,13 +321,9 @@ impl Turn<'_> {
             if self.buffer.read(fd).is_ok() {
                 continue;
             }
-            let now = Instant::now();
             if spin_until.is_some_and(|at| now < at) {
                 std::hint::spin_loop();
                 continue;
-            }
-            if now >= until {
-                return None;
             }
             let mut poll = libc::pollfd {
                 fd,
@@ -326,7 +361,7 @@ impl LineReader {
         exited: Option<oneshot::Receiver<()>>,
     ) -> LineReader {
         let buffer = match &source {
-            Source::Pipe(direct) => direct.buffer.clone(),
+            Source::Pipe { direct, .. } => direct.buffer.clone(),
             Source::Stream(_) => Arc::new(Mutex::new(Buffer::new(max_frame))),
         };
         LineReader {
@@ -360,11 +395,14 @@ impl LineReader {
                 return Err(io::Error::last_os_error());
             }
         }
+        let watched = Watched::new(pipe)?;
+        let reactor = watched.register(watched.fd())?;
         let direct = Direct {
             buffer: Arc::new(Mutex::new(Buffer::new(max_frame))),
-            watched: Arc::new(Watched::new(pipe)?),
+            watched: Arc::new(watched),
         };
-        let mut reader = Self::with_source(Source::Pipe(direct), max_frame, Some(exited));
+        let source = Source::Pipe { direct, reactor };
+        let mut reader = Self::with_source(source, max_frame, Some(exited));
         reader.busy = Some(BusyPoll {
             owed: Arc::default(),
             polled_for: 0,
@@ -380,7 +418,7 @@ impl LineReader {
     /// The pipe as a caller may read it itself, if this reader reads a subprocess's.
     pub(crate) fn direct(&self) -> Option<Direct> {
         match &self.source {
-            Source::Pipe(direct) => Some(direct.clone()),
+            Source::Pipe { direct, .. } => Some(direct.clone()),
             Source::Stream(_) => None,
         }
     }
@@ -451,7 +489,7 @@ impl LineReader {
                     }
                     self.held = Some(buffer);
                 }
-                Source::Pipe(direct) => {
+                Source::Pipe { direct, .. } => {
                     let fd = direct.watched.fd();
                     if self.poll_busily(&mut buffer, fd).await {
                         self.held = Some(buffer);
@@ -468,7 +506,12 @@ impl LineReader {
     /// Waits until the pipe had something (read into the buffer, returned), a caller
     /// handed lines back, the extension exited, or the drain after the exit ran out.
     async fn wait(&mut self) -> OwnedMutexGuard<Buffer> {
-        let Source::Pipe(direct) = &self.source else {
+        if let Source::Pipe { direct, reactor } = &mut self.source {
+            if direct.watched.wanted.swap(false, Ordering::AcqRel) {
+                Self::watch_set(&direct.watched, reactor);
+            }
+        }
+        let Source::Pipe { direct, reactor } = &self.source else {
             unreachable!("only a pipe's reader waits without its buffer")
         };
         let watched = &direct.watched;
@@ -476,7 +519,7 @@ impl LineReader {
             let (exited, deadline) = (&mut self.exited, self.deadline);
             let stop = tokio::select! {
                 biased;
-                ready = watched.set.readable() => {
+                ready = reactor.readable() => {
                     let mut buffer = self.buffer.clone().lock_owned().await;
                     if buffer.waiting() {
                         // A caller read past its reply meanwhile: those lines come first.
@@ -508,6 +551,29 @@ impl LineReader {
             let mut buffer = self.buffer.clone().lock_owned().await;
             self.stopped(stop, &mut buffer);
             return buffer;
+        }
+    }
+
+    /// Has the reactor watch the pipe through its set from now on, so that callers may
+    /// take turns at it. If that fails (no kernel memory), it keeps watching the pipe,
+    /// and callers wait for their replies to be handed over, until one asks again.
+    fn watch_set(watched: &Watched, reactor: &mut AsyncFd<Raw>) {
+        if watched.in_set.load(Ordering::Acquire) {
+            return;
+        }
+        let moved = watched
+            .control(libc::EPOLL_CTL_ADD, watched.fd(), libc::EPOLLIN)
+            .and_then(|()| watched.register(watched.set.as_raw_fd()));
+        match moved {
+            Ok(set) => {
+                // The pipe's own registration goes with the old one (what is in the pipe
+                // makes the set ready at once).
+                *reactor = set;
+                watched.in_set.store(true, Ordering::Release);
+            }
+            Err(_) => {
+                let _ = watched.control(libc::EPOLL_CTL_DEL, watched.fd(), 0);
+            }
         }
     }
 
@@ -647,9 +713,10 @@ mod tests {
     }
 
     /// A caller's turn at the pipe takes it out of the set the runtime watches (lines
-    /// that come meanwhile wake no runtime thread), one turn at a time; what the caller
-    /// read and left reaches the reader before what it did not read; a turn that finds
-    /// nothing by its deadline gives up; the end a turn reads reaches the reader too.
+    /// that come meanwhile wake no runtime thread), one turn at a time, once the reader
+    /// watches that set; what the caller read and left reaches the reader before what it
+    /// did not read; a turn gives up at its deadline, whether nothing came or lines
+    /// keep coming; the end a turn reads reaches the reader too.
     #[test]
     fn a_turn_hides_the_pipe_from_the_runtime_and_hands_back_what_it_left() {
         use std::io::Write;
@@ -683,7 +750,7 @@ mod tests {
             }
         };
         let set_ready = || {
-            let set = direct.watched.set.get_ref().as_raw_fd();
+            let set = direct.watched.set.as_raw_fd();
             let mut event = libc::epoll_event { events: 0, u64: 0 };
             // SAFETY: one event's room; the set is open while `direct` lives.
             unsafe { libc::epoll_wait(set, &mut event, 1, 0) > 0 }
@@ -694,7 +761,10 @@ mod tests {
         };
         let soon = || Instant::now() + Duration::from_secs(10);
 
-        // A line the reader reads: then it waits for the pipe, not for the buffer.
+        // The reactor watches the pipe itself until a caller asks for a turn; then the
+        // reader moves it into its set after the next line it reads, and waits for the
+        // pipe (not for the buffer).
+        assert!(direct.take().is_none(), "a turn before the set is watched");
         write.write_all(b"{\"n\":0}\n").unwrap();
         assert_eq!(got().unwrap(), r#"{"n":0}"#);
         let mut turn = take();
@@ -712,6 +782,8 @@ mod tests {
         assert!(turn.next(until).is_none(), "nothing more came");
         assert!(Instant::now() >= until, "it gave up before its deadline");
         write.write_all(b"{\"n\":4}\n").unwrap();
+        let past = Instant::now();
+        assert!(turn.next(past).is_none(), "past its deadline, lines or not");
         drop(turn);
         assert_eq!(got().unwrap(), r#"{"n":4}"#, "what came after the turn");
 
