@@ -668,22 +668,34 @@ mod tests {
         assert!(before < 1000, "it ran only after all {before} lines");
     }
 
+    /// A subprocess-pipe reader on a runtime of two threads, the pipe's other end, and
+    /// what keeps the reader from taking the extension for exited.
+    fn pipe_reader() -> (
+        tokio::runtime::Runtime,
+        LineReader,
+        std::io::PipeWriter,
+        oneshot::Sender<()>,
+    ) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (read, write) = std::io::pipe().unwrap();
+        let (running, exited) = oneshot::channel();
+        let reader = rt
+            .block_on(async { LineReader::pipe(read.into(), 1024, exited) })
+            .unwrap();
+        (rt, reader, write, running)
+    }
+
     /// A reader that polls while a call awaits its reply reads what it would have
     /// waited for: a line already there, one that comes after the poll gave up (the
     /// waiting read takes it), and the end; with no call awaited it only waits.
     #[test]
     fn a_polling_reader_reads_what_comes_and_the_end() {
         use std::io::Write;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let (read, mut write) = std::io::pipe().unwrap();
-        let (_running, exited) = oneshot::channel();
-        let mut reader = rt
-            .block_on(async { LineReader::pipe(read.into(), 1024, exited) })
-            .unwrap();
+        let (rt, mut reader, mut write, _running) = pipe_reader();
         let owed = reader.owed().expect("a polling reader counts");
         let call = |owed: &Owed| {
             owed.awaited.store(1, Ordering::SeqCst);
@@ -720,16 +732,7 @@ mod tests {
     #[test]
     fn a_turn_hides_the_pipe_from_the_runtime_and_hands_back_what_it_left() {
         use std::io::Write;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let (read, mut write) = std::io::pipe().unwrap();
-        let (_running, exited) = oneshot::channel();
-        let mut reader = rt
-            .block_on(async { LineReader::pipe(read.into(), 1024, exited) })
-            .unwrap();
+        let (rt, mut reader, mut write, _running) = pipe_reader();
         let direct = reader.direct().expect("a pipe's reader");
         let (lines, got) = std::sync::mpsc::channel();
         rt.spawn(async move {
