@@ -503,10 +503,13 @@ def send(*frames):
     sys.stdout.flush()
 send({"type": "hello", "name": "lines", "version": "1"},
      {"type": "register_tool", "name": "chain", "description": "d", "schema": {"type": "object"}},
+     {"type": "register_tool", "name": "silent", "description": "d", "schema": {"type": "object"}},
      {"type": "ready"})
 for line in sys.stdin:
     f = json.loads(line)
     if f.get("type") != "tool_call":
+        continue
+    if f["name"] == "silent":
         continue
     if f["name"] != "chain":
         send({"type": "tool_result", "id": f["id"], "content": [{"type": "text", "text": f["name"]}]})
@@ -524,7 +527,9 @@ for line in sys.stdin:
 /// progress before its result (after it, no call would be there to take it), a tool
 /// registered before the result callable at once, and the notifications before and after
 /// it reaching the application in the order written, the last included (what the caller
-/// read and left, the reader handles, without a line more to wake it).
+/// read and left, the reader handles, without a line more to wake it). A call that gets
+/// no answer times out at its own timeout, shorter than the caller's turn, and the calls
+/// after it are answered.
 #[test]
 fn a_synchronous_caller_that_reads_the_pipe_itself_handles_every_line_in_order() {
     let scratch = TempDir::new("library-caller-reads");
@@ -557,6 +562,14 @@ fn a_synchronous_caller_that_reads_the_pipe_itself_handles_every_line_in_order()
         assert_eq!(handle.block_on(host.load()).ready, ["lines"]);
         let wait = Some(Duration::from_secs(60));
         for i in 0..CALLS {
+            if i == CALLS / 2 {
+                let quick = Duration::from_millis(5);
+                let silent = handle.block_on(host.call_tool("silent", json!({}), Some(quick)));
+                assert!(
+                    matches!(&silent, Err(CallError::Timeout { after, .. }) if *after == quick),
+                    "{silent:?}"
+                );
+            }
             let (progress, mut got) = tokio::sync::mpsc::channel(8);
             let options = CallOptions::default().timeout(wait).progress(progress);
             let (_, result) = handle

@@ -644,25 +644,29 @@ impl Extension {
         let watching = turn.is_none() && waiting::watches();
         let counted = turn.is_none() && !watching;
         let _awaiting = waiting::Awaiting::new(inner.owed.as_ref().filter(|_| counted));
-        let deadline = tokio::time::Instant::now() + timeout;
         inner
             .outbound
             .try_send(inner.outbound(&frame(id), Some(timeout)))
             .map_err(|e| self.send_error(e, &target()))?;
         guard.cancel_tool = kind == Kind::Tool;
         let mut rx = rx;
+        // What is left of the timeout once this caller stopped reading the pipe itself.
+        let mut left = timeout;
         let early = match turn {
             Some((turn, hub)) => {
-                let until = Instant::now() + timeout.min(waiting::HOLD);
+                let started = Instant::now();
+                let until = started + timeout.min(waiting::HOLD);
                 // Boxed: the lines' handling is a large future, which every call would
                 // otherwise carry (and copy) whether it reads or not.
-                Box::pin(self.read_itself(turn, &hub, &mut rx, until)).await
+                let read = Box::pin(self.read_itself(turn, &hub, &mut rx, until)).await;
+                left = timeout.saturating_sub(started.elapsed());
+                read
             }
             None => watching.then(|| waiting::watch(&mut rx)).flatten(),
         };
         let replied = match early {
             Some(reply) => Ok(reply),
-            None => tokio::time::timeout_at(deadline, rx)
+            None => tokio::time::timeout(left, rx)
                 .await
                 .map(|r| r.map_err(|_| ())),
         };
