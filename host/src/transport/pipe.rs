@@ -231,13 +231,21 @@ impl Watched {
     }
 
     /// Puts the pipe in its set (`true`: the runtime sees its lines again; what came in
-    /// between wakes it at once) or takes it out.
+    /// between wakes it at once) or takes it out. Out, the set is also looked at once
+    /// (`epoll_wait`, no wait), which drops the pipe from the set's ready list if it was
+    /// still there from a line read since: re-armed, an entry still on that list is not
+    /// announced again, and a line that came while the pipe was out would wake no one.
     fn watch(&self, on: bool) {
         // Can fail only for lack of kernel memory; then the pipe stays as it was: in the
         // set, a reader is woken for nothing; out of it, only a caller reads it and the
         // reader wakes on the caller's word (`hand_back`) or on the exit.
         let events = if on { libc::EPOLLIN } else { 0 };
         let _ = self.control(libc::EPOLL_CTL_MOD, self.fd(), events);
+        if !on {
+            let mut event = libc::epoll_event { events: 0, u64: 0 };
+            // SAFETY: one event's room; the set is open while `self` lives.
+            unsafe { libc::epoll_wait(self.set.as_raw_fd(), &mut event, 1, 0) };
+        }
     }
 
     /// `epoll_ctl` of `fd`, one of `self`'s, in the set.
@@ -799,5 +807,44 @@ mod tests {
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected),
             "the reader ended"
         );
+    }
+
+    /// A line that comes while a turn hides the pipe, and that the turn leaves unread,
+    /// wakes the reader when the turn ends, even though the set had last told the
+    /// runtime of a line the reader has read since (the kernel keeps such an entry on
+    /// the set's ready list, and re-arming it in place would wake no one).
+    #[test]
+    fn a_line_left_unread_by_a_turn_wakes_the_reader() {
+        use std::io::Write;
+        let (rt, mut reader, mut write, _running) = pipe_reader();
+        let direct = reader.direct().expect("a pipe's reader");
+        let (lines, got) = std::sync::mpsc::channel();
+        rt.spawn(async move {
+            while let Some(Inbound::Line(bytes, _)) = reader.recv().await {
+                let _ = lines.send(String::from_utf8(bytes).unwrap());
+            }
+        });
+        let got = || got.recv_timeout(Duration::from_secs(10));
+        assert!(direct.take().is_none(), "a turn before the set is watched");
+        write.write_all(b"{\"n\":0}\n").unwrap();
+        assert_eq!(got().unwrap(), r#"{"n":0}"#);
+        for n in 1..50 {
+            // Read by the reader through the set.
+            write
+                .write_all(format!("{{\"a\":{n}}}\n").as_bytes())
+                .unwrap();
+            assert_eq!(got().unwrap(), format!("{{\"a\":{n}}}"));
+            let turn = loop {
+                if let Some(turn) = direct.take() {
+                    break turn;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            write
+                .write_all(format!("{{\"b\":{n}}}\n").as_bytes())
+                .unwrap();
+            drop(turn);
+            assert_eq!(got().unwrap(), format!("{{\"b\":{n}}}"), "left by turn {n}");
+        }
     }
 }
