@@ -493,6 +493,54 @@ async fn an_embedder_chooses_how_a_crashed_extension_is_started_again() {
     host.shutdown().await;
 }
 
+/// The `chain` call `i` of the extension of [`CHAINED_LINES`], its progress before its
+/// result, and a call of the tool registered before that result; before call `silent_at`,
+/// a call that gets no answer, which times out at its own timeout.
+async fn chain(host: &Host, i: usize, silent_at: usize) {
+    let wait = Some(Duration::from_secs(60));
+    if i == silent_at {
+        let quick = Duration::from_millis(5);
+        let silent = host.call_tool("silent", json!({}), Some(quick)).await;
+        assert!(
+            matches!(&silent, Err(CallError::Timeout { after, .. }) if *after == quick),
+            "{silent:?}"
+        );
+    }
+    let (progress, mut got) = tokio::sync::mpsc::channel(8);
+    let options = CallOptions::default().timeout(wait).progress(progress);
+    let (_, result) = host
+        .call_tool_with("chain", json!({"i": i}), options)
+        .await
+        .unwrap();
+    assert_eq!(result.content[0]["text"], format!("chain {i}"));
+    let step = got.try_recv().map(|p| p.text);
+    assert_eq!(step, Ok(Some(format!("step {i}"))), "call {i}'s progress");
+    let late = format!("late{i}");
+    let (_, result) = host
+        .call_tool(&late, json!({}), wait)
+        .await
+        .unwrap_or_else(|e| panic!("{late} was not registered first: {e}"));
+    assert_eq!(result.content[0]["text"], late);
+}
+
+/// The messages of the first `count` notifications among `notes`, fewer if none comes
+/// for [`EVENT_TIMEOUT`].
+async fn notifications(
+    mut notes: tokio::sync::mpsc::Receiver<HostEvent>,
+    count: usize,
+) -> Vec<String> {
+    let mut messages = Vec::new();
+    while messages.len() < count {
+        let note = tokio::time::timeout(EVENT_TIMEOUT, notes.recv()).await;
+        match note {
+            Ok(Some(HostEvent::Notify { frame, .. })) => messages.push(frame.message),
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+    messages
+}
+
 /// What the extension of `a_synchronous_caller_that_reads_the_pipe_itself_…` writes: with
 /// each `chain` call's result, in one write, a notification, the call's progress and a
 /// new tool before it, and a notification after it.
@@ -543,52 +591,115 @@ fn a_synchronous_caller_that_reads_the_pipe_itself_handles_every_line_in_order()
         .enable_all()
         .build()
         .unwrap();
-    let (host, mut notes) = rt.block_on(async { Host::new(config) });
-    let messages = rt.spawn(async move {
-        let mut messages = Vec::new();
-        while messages.len() < 2 * CALLS {
-            let note = tokio::time::timeout(EVENT_TIMEOUT, notes.recv()).await;
-            match note {
-                Ok(Some(HostEvent::Notify { frame, .. })) => messages.push(frame.message),
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => break,
-            }
-        }
-        messages
-    });
+    let (host, notes) = rt.block_on(async { Host::new(config) });
+    let messages = rt.spawn(notifications(notes, 2 * CALLS));
     const CALLS: usize = 50;
     let handle = rt.handle().clone();
     let caller = std::thread::spawn(move || {
         assert_eq!(handle.block_on(host.load()).ready, ["lines"]);
-        let wait = Some(Duration::from_secs(60));
         for i in 0..CALLS {
-            if i == CALLS / 2 {
-                let quick = Duration::from_millis(5);
-                let silent = handle.block_on(host.call_tool("silent", json!({}), Some(quick)));
-                assert!(
-                    matches!(&silent, Err(CallError::Timeout { after, .. }) if *after == quick),
-                    "{silent:?}"
-                );
-            }
-            let (progress, mut got) = tokio::sync::mpsc::channel(8);
-            let options = CallOptions::default().timeout(wait).progress(progress);
-            let (_, result) = handle
-                .block_on(host.call_tool_with("chain", json!({"i": i}), options))
-                .unwrap();
-            assert_eq!(result.content[0]["text"], format!("chain {i}"));
-            let step = got.try_recv().map(|p| p.text);
-            assert_eq!(step, Ok(Some(format!("step {i}"))), "call {i}'s progress");
-            let late = format!("late{i}");
-            let (_, result) = handle
-                .block_on(host.call_tool(&late, json!({}), wait))
-                .unwrap_or_else(|e| panic!("{late} was not registered first: {e}"));
-            assert_eq!(result.content[0]["text"], late);
+            handle.block_on(chain(&host, i, CALLS / 2));
         }
         host
     });
     let host = caller.join().expect("the synchronous caller");
     let messages = rt.block_on(messages).unwrap();
     let expected: Vec<String> = (0..CALLS)
+        .flat_map(|i| [format!("before {i}"), format!("after {i}")])
+        .collect();
+    assert_eq!(messages, expected);
+    rt.block_on(host.shutdown());
+}
+
+/// This thread limited to its first CPU (Linux), and so are the processes it starts.
+fn to_one_cpu() {
+    // SAFETY: sched_{get,set}affinity on this thread with sets of their own size; a
+    // zeroed cpu_set_t is the empty set and CPU_SET is given a CPU below its size.
+    unsafe {
+        let mut all: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(libc::sched_getaffinity(0, size_of_val(&all), &mut all), 0);
+        let first = (0..libc::CPU_SETSIZE as usize).find(|&c| libc::CPU_ISSET(c, &all));
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(first.expect("a CPU"), &mut one);
+        assert_eq!(libc::sched_setaffinity(0, size_of_val(&one), &one), 0);
+    }
+}
+
+/// On one CPU a caller takes its reply from the pipe itself right after its call is
+/// written, when it is there (`extension/waiting.rs`, `glances`), from a task and from
+/// `block_on` of a current-thread runtime; here its thread runs at the lowest priority
+/// (after the extension started), so that the extension its call wakes answers before
+/// the write returns. Every line is still handled as the reader would, in order:
+/// progress before the result, a tool registered before it callable at once, the
+/// notifications before and after it in the order written, the last included (what the
+/// caller read and left). A call with no answer times out at its own timeout. And the
+/// runtime's other tasks run while a task's calls are answered at once (it yields when
+/// its budget is spent).
+#[test]
+fn on_one_cpu_a_caller_takes_its_reply_itself_and_handles_every_line_in_order() {
+    const CALLS: usize = 20;
+    const QUICK: usize = 1000;
+    let scratch = TempDir::new("library-one-cpu");
+    let ext = write_manifest(
+        &scratch.path().join("exts/lines"),
+        &inline_py("lines", CHAINED_LINES),
+    );
+    let config = only(&scratch, vec![ext]);
+    let caller = std::thread::spawn(move || {
+        to_one_cpu();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (host, notes) = rt.block_on(async { Host::new(config) });
+        let messages = rt.spawn(notifications(notes, 4 * CALLS + 2));
+        assert_eq!(rt.block_on(host.load()).ready, ["lines"]);
+        // SAFETY: setpriority of this thread (its id), to a lower priority.
+        unsafe {
+            let me = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            assert_eq!(libc::setpriority(libc::PRIO_PROCESS, me, 19), 0);
+        }
+        let ticks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let ticker = rt.spawn({
+            let ticks = ticks.clone();
+            async move {
+                loop {
+                    ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        let from_task = host.clone();
+        let ticked = rt
+            .block_on(rt.spawn(async move {
+                for i in 0..CALLS {
+                    chain(&from_task, i, CALLS / 2).await;
+                }
+                let before = ticks.load(std::sync::atomic::Ordering::Relaxed);
+                for _ in 0..QUICK {
+                    let call = from_task.call_tool("late0", json!({}), None).await;
+                    assert_eq!(call.unwrap().1.content[0]["text"], "late0");
+                }
+                ticks.load(std::sync::atomic::Ordering::Relaxed) - before
+            }))
+            .unwrap();
+        // A task yields once its budget (128) is spent, if not before.
+        assert!(ticked >= QUICK / 128, "the other task ran {ticked} times");
+        for i in CALLS..2 * CALLS {
+            rt.block_on(chain(&host, i, CALLS / 2));
+        }
+        // Its last notification comes after the result: the caller leaves it.
+        let last = rt.block_on(host.call_tool("chain", json!({"i": 2 * CALLS}), None));
+        assert_eq!(
+            last.unwrap().1.content[0]["text"],
+            format!("chain {}", 2 * CALLS)
+        );
+        ticker.abort();
+        (rt, host, messages)
+    });
+    let (rt, host, messages) = caller.join().expect("the caller on one CPU");
+    let messages = rt.block_on(messages).unwrap();
+    let expected: Vec<String> = (0..=2 * CALLS)
         .flat_map(|i| [format!("before {i}"), format!("after {i}")])
         .collect();
     assert_eq!(messages, expected);

@@ -5,6 +5,7 @@
 use crate::budget::{Budget, Timeouts};
 use crate::events::{json_len, EventQueue, HostEvent, Origin};
 use crate::log::{preview, ExtLog};
+use crate::transport::pipe::{Direct, Turn};
 use crate::transport::{Connection, Control, ExitReason, Inbound, Outbound, OUTBOUND_QUEUE};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -246,7 +247,7 @@ struct Inner {
     /// Calls owed a reply, counted for a transport that polls while one is.
     owed: Option<Arc<crate::transport::pipe::Owed>>,
     /// Its pipe, for a caller that reads it itself while it waits ([`waiting`]).
-    direct: Option<crate::transport::pipe::Direct>,
+    direct: Option<Direct>,
     /// What its lines are handled with, by whoever reads them.
     hub: Weak<dyn Hub>,
     /// When it was started, for [`Status::hello_after`] and [`Status::ready_after`].
@@ -640,7 +641,15 @@ impl Extension {
         // Counted before it is sent, so a reader polling for the reply knows one is owed;
         // not a caller that reads or watches for it: two threads spinning would leave two
         // CPUs none for the extension.
-        let turn = waiting::reads_itself().then(|| self.turn()).flatten();
+        // The pipe, for a caller that reads its reply itself: taken before the write, so
+        // that the reply wakes no runtime thread.
+        let (turn, glancing) = if waiting::reads_itself() {
+            (self.direct(Direct::take), false)
+        } else if waiting::glances() {
+            (self.direct(Direct::glance), true)
+        } else {
+            (None, false)
+        };
         let watching = turn.is_none() && waiting::watches();
         let counted = turn.is_none() && !watching;
         let _awaiting = waiting::Awaiting::new(inner.owed.as_ref().filter(|_| counted));
@@ -652,13 +661,18 @@ impl Extension {
         let mut rx = rx;
         // What is left of the timeout once this caller stopped reading the pipe itself.
         let mut left = timeout;
+        // The lines' handling is boxed: a large future, which every call would otherwise
+        // carry (and copy) whether it reads or not.
         let early = match turn {
-            Some((turn, hub)) => {
+            Some((mut turn, hub)) if glancing => {
+                let next = move || turn.next_now();
+                Box::pin(self.read_itself(next, &hub, &mut rx)).await
+            }
+            Some((mut turn, hub)) => {
                 let started = Instant::now();
                 let until = started + timeout.min(waiting::HOLD);
-                // Boxed: the lines' handling is a large future, which every call would
-                // otherwise carry (and copy) whether it reads or not.
-                let read = Box::pin(self.read_itself(turn, &hub, &mut rx, until)).await;
+                let next = move || turn.next(until);
+                let read = Box::pin(self.read_itself(next, &hub, &mut rx)).await;
                 left = timeout.saturating_sub(started.elapsed());
                 read
             }
@@ -689,40 +703,48 @@ impl Extension {
         }
     }
 
-    /// The pipe for this caller to read itself ([`waiting::reads_itself`]), if it has
-    /// one that no one reads now and its lines are handled as the reader would: once
-    /// `hello` was (the reader's handshake state is then spent) and it is ready.
-    fn turn(&self) -> Option<(crate::transport::pipe::Turn<'_>, Arc<dyn Hub>)> {
+    /// The pipe for this caller to read itself ([`waiting::reads_itself`],
+    /// [`waiting::glances`]) as `turn` gives it, if it has one that no one reads now and
+    /// its lines are handled as the reader would: once `hello` was (the reader's
+    /// handshake state is then spent) and it is ready.
+    fn direct<'a>(
+        &'a self,
+        turn: impl FnOnce(&'a Direct) -> Option<Turn<'a>>,
+    ) -> Option<(Turn<'a>, Arc<dyn Hub>)> {
         let direct = self.inner.direct.as_ref()?;
         if self.phase() != Phase::Ready || self.inner.status.lock().unwrap().hello.is_none() {
             return None;
         }
         let hub = self.inner.hub.upgrade()?;
-        Some((direct.take()?, hub))
+        Some((turn(direct)?, hub))
     }
 
-    /// Reads and handles the extension's lines on this thread until the reply to this
-    /// call came (`Err`: the extension is gone), or until `until` (`None`: then the
-    /// reader reads again, and the reply is handed over). Every line is handled as
-    /// [`Self::run`] would, in order: the reader takes none while the turn lasts.
+    /// Handles the lines `next` gives, on this thread, until the reply to this call came
+    /// (`Err`: the extension is gone; then, in a task whose budget is spent, yields: a
+    /// caller whose replies are always there would otherwise keep its thread), or until
+    /// `next` has none (`None`: then the reader reads again, and the reply is handed
+    /// over). Every line is handled as [`Self::run`] would, in order: the reader takes
+    /// none while the turn `next` holds lasts.
     async fn read_itself(
         &self,
-        mut turn: crate::transport::pipe::Turn<'_>,
+        mut next: impl FnMut() -> Option<Option<Inbound>>,
         hub: &Arc<dyn Hub>,
         rx: &mut oneshot::Receiver<ExtFrame>,
-        until: Instant,
     ) -> Option<Result<ExtFrame, ()>> {
         use oneshot::error::TryRecvError;
-        loop {
+        let replied = loop {
             match rx.try_recv() {
-                Ok(reply) => return Some(Ok(reply)),
-                Err(TryRecvError::Closed) => return Some(Err(())),
+                Ok(reply) => break Ok(reply),
+                Err(TryRecvError::Closed) => break Err(()),
                 Err(TryRecvError::Empty) => {}
             }
             // The end is the reader's to act on (it closes the connection).
-            let item = turn.next(until)??;
+            let item = next()??;
             self.take(item, &mut None, hub).await;
-        }
+        };
+        drop(next);
+        tokio::task::consume_budget().await;
+        Some(replied)
     }
 
     /// Feeds queued one-way frames to the transport, in order, one at a time, while the

@@ -1,14 +1,18 @@
-//! How a caller that is not a task of the runtime waits for its reply: a thread in
-//! `block_on` on a multi-thread runtime (a synchronous embedder) reads the extension's
-//! pipe itself when it can ([`crate::transport::pipe::Direct`]): the reply wakes that
-//! thread alone, not a runtime thread that would hand it over (one more wake-up per
-//! call; on a VM tens of microseconds, on one CPU one more context switch). Otherwise
-//! (another transport, or the pipe being read) it first watches for its reply for a few
-//! microseconds, then parks. A task never does either (it would hold a runtime thread),
-//! nor does a caller on a current-thread runtime (the reply is read on its own thread,
-//! by a task that blocking would stop); one on a single CPU does not watch (it would
-//! only delay the extension).
+//! How a caller waits for its reply: by reading the extension's pipe itself when it can
+//! ([`crate::transport::pipe::Direct`]), instead of being handed the reply by the
+//! runtime's thread that read it (one more wake-up per call: on a VM tens of
+//! microseconds, on one CPU one more context switch, and the runtime's reactor turned
+//! once more). A thread in `block_on` on a multi-thread runtime (a synchronous embedder)
+//! blocks on the pipe for up to [`HOLD`] ([`reads_itself`]). A task, or a caller in
+//! `block_on` of a current-thread runtime, may not block its thread: it takes what the
+//! pipe gives right after its call is written ([`glances`]) — on one CPU at once (the
+//! extension the call woke has usually answered before the write returned), on more
+//! by polling for a few microseconds, as the reader would — and otherwise waits for the
+//! reader. A caller that could not take the pipe (another transport, or the pipe being
+//! read) and may block its thread watches for its reply for a few microseconds, then
+//! parks; not on a single CPU (it would only delay the extension).
 use crate::transport::pipe::Owed;
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -73,6 +77,43 @@ pub(super) fn reads_itself() -> bool {
             .is_ok_and(|rt| matches!(rt.runtime_flavor(), RuntimeFlavor::MultiThread))
 }
 
+/// How many calls in a row a caller in `block_on` [`glances`] at most: its runtime, if
+/// it has a thread of its own, runs its tasks (and reads its other pipes) only while a
+/// call waits, and the next call after that many does.
+pub(super) const GLANCES_IN_A_ROW: u8 = 16;
+
+/// Whether this caller, one that may not block its thread on the pipe, takes what the
+/// pipe gives without waiting right after its call is written
+/// ([`crate::transport::pipe::Turn::next_now`]), rather than be woken once the reader
+/// took its reply. A task so served yields once its budget is spent, as it would reading
+/// a socket that always has data; a caller in `block_on` of a current-thread runtime,
+/// whose budget is new each call, waits once every [`GLANCES_IN_A_ROW`] + 1 calls.
+pub(super) fn glances() -> bool {
+    if tokio::task::try_id().is_some() {
+        return true;
+    }
+    thread_local! {
+        static IN_A_ROW: Cell<u8> = const { Cell::new(0) };
+    }
+    match Handle::try_current().map(|rt| rt.runtime_flavor()) {
+        // It reads the pipe itself ([`reads_itself`]) out of the reactor's sight:
+        // seen, the reply would wake the runtime's thread parked on the reactor.
+        Ok(RuntimeFlavor::MultiThread) => false,
+        Ok(RuntimeFlavor::CurrentThread) => IN_A_ROW.with(|in_a_row| match in_a_row.get() {
+            GLANCES_IN_A_ROW.. => {
+                in_a_row.set(0);
+                false
+            }
+            n => {
+                in_a_row.set(n + 1);
+                true
+            }
+        }),
+        // Outside a runtime, or one of a kind not known here: no reason to.
+        Ok(_) | Err(_) => false,
+    }
+}
+
 /// Whether this caller watches: one that [`reads_itself`], free to run on more than one
 /// CPU.
 pub(super) fn watches() -> bool {
@@ -88,23 +129,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn on_cpus<T: Send + 'static>(cpus: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
         std::thread::spawn(move || {
-            // SAFETY: as in `util::cpus::of_this_thread`; CPU_SET is given CPUs below the set's size.
-            unsafe {
-                let mut all: libc::cpu_set_t = std::mem::zeroed();
-                assert_eq!(
-                    libc::sched_getaffinity(0, std::mem::size_of_val(&all), &mut all),
-                    0
-                );
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                let allowed = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &all));
-                for cpu in allowed.take(cpus) {
-                    libc::CPU_SET(cpu, &mut set);
-                }
-                assert_eq!(
-                    libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
-                    0
-                );
-            }
+            crate::util::cpus::limit_this_thread(cpus);
             f()
         })
         .join()
@@ -179,5 +204,46 @@ mod tests {
             rt.block_on(async { reads_itself() }),
             "block_on's own thread"
         );
+    }
+
+    /// A task glances at the pipe for its reply, always (its budget makes it yield); a
+    /// caller in `block_on` of a current-thread runtime does, but waits once every
+    /// `GLANCES_IN_A_ROW + 1` calls, so that the runtime's tasks run; one in `block_on`
+    /// of a multi-thread runtime reads itself instead. On one CPU as on two.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_caller_glances_and_lets_its_runtime_run() {
+        let two = std::thread::available_parallelism().map_or(1, usize::from) >= 2;
+        for cpus in [1, 2].into_iter().filter(|&cpus| cpus == 1 || two) {
+            let (in_block_on, in_task, multi) = on_cpus(cpus, || {
+                let current = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                let in_block_on: Vec<bool> = (0..3 * (GLANCES_IN_A_ROW as usize + 1))
+                    .map(|_| current.block_on(async { glances() }))
+                    .collect();
+                let in_task = current.block_on(async {
+                    let mut all = true;
+                    for _ in 0..100 {
+                        all &= tokio::spawn(async { glances() }).await.unwrap();
+                    }
+                    all
+                });
+                let multi = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .build()
+                    .unwrap();
+                (in_block_on, in_task, multi.block_on(async { glances() }))
+            });
+            assert!(in_task, "a task on {cpus} CPUs");
+            assert!(!multi, "block_on of a multi-thread runtime on {cpus} CPUs");
+            let waits: Vec<usize> = (in_block_on.iter().enumerate())
+                .filter(|(_, glanced)| !**glanced)
+                .map(|(at, _)| at)
+                .collect();
+            let every = GLANCES_IN_A_ROW as usize + 1;
+            assert_eq!(waits.len(), 3, "{in_block_on:?}");
+            assert!(waits.windows(2).all(|w| w[1] - w[0] == every), "{waits:?}");
+        }
     }
 }

@@ -267,9 +267,11 @@ impl Watched {
     }
 }
 
-/// A subprocess's pipe as a caller that is not one of the runtime's tasks may read it
-/// while it waits for its reply, instead of being handed the reply by the runtime's
-/// thread that read it: one thread woken per reply instead of two.
+/// A subprocess's pipe as a caller may read it itself for its reply, instead of being
+/// handed the reply by the runtime's thread that read it (one thread woken per reply
+/// instead of two): blocking on it while it waits ([`Direct::take`]), or, a caller that
+/// may not block its thread, taking what it gives right after its call is written
+/// ([`Direct::glance`]).
 #[derive(Clone)]
 pub(crate) struct Direct {
     buffer: Arc<Mutex<Buffer>>,
@@ -282,27 +284,54 @@ impl Direct {
     /// the runtime watches it through its set; if not yet, the reader is asked to, after
     /// the next line it reads.
     pub(crate) fn take(&self) -> Option<Turn<'_>> {
+        let turn = self.turn(true)?;
+        self.watched.watch(false);
+        Some(turn)
+    }
+
+    /// As [`Direct::take`], for a caller that takes only what the pipe gives without
+    /// waiting ([`Turn::next_now`]): on one CPU the pipe stays in the runtime's sight
+    /// (what the caller reads at once wakes no one; no `epoll_ctl` each way); on more,
+    /// where it polls for a while, it is out of it, so that the reply does not wake a
+    /// runtime thread parked on the reactor.
+    pub(crate) fn glance(&self) -> Option<Turn<'_>> {
+        match crate::util::cpus::of_this_thread() {
+            0 | 1 => self.turn(false),
+            _ => self.take(),
+        }
+    }
+
+    fn turn(&self, hidden: bool) -> Option<Turn<'_>> {
         if !self.watched.in_set.load(Ordering::Acquire) {
             self.watched.wanted.store(true, Ordering::Release);
             return None;
         }
         let buffer = self.buffer.try_lock().ok()?;
-        self.watched.watch(false);
         Some(Turn {
             buffer,
             watched: &self.watched,
             spun: false,
+            read: false,
+            polled_until: None,
+            hidden,
         })
     }
 }
 
 /// A caller's turn at reading the pipe: until it is dropped, the reader reads nothing
-/// and the runtime is not woken by the pipe.
+/// (and, if the turn was taken, [`Direct::take`], the runtime is not woken by the
+/// pipe); what the caller read and left, the reader is handed back.
 pub(crate) struct Turn<'a> {
     buffer: tokio::sync::MutexGuard<'a, Buffer>,
     watched: &'a Watched,
     /// It polled without waiting already.
     spun: bool,
+    /// It read the pipe already.
+    read: bool,
+    /// Until when [`Turn::next_now`] reads the pipe, from its first read.
+    polled_until: Option<Instant>,
+    /// The pipe is out of the runtime's sight.
+    hidden: bool,
 }
 
 impl Turn<'_> {
@@ -343,11 +372,41 @@ impl Turn<'_> {
             unsafe { libc::poll(&mut poll, 1, wait) };
         }
     }
+
+    /// The next line (`Some(None)`: the end) of what was read, or of what the pipe gives
+    /// in this turn without waiting: one read on one CPU; reads for up to [`BUSY_POLL`]
+    /// from the first, as the reader polls, when this thread may run on more. `None`
+    /// once neither holds one. What it takes from the pipe no longer wakes the reader
+    /// (the reactor sees an empty pipe).
+    pub(crate) fn next_now(&mut self) -> Option<Option<Inbound>> {
+        let fd = self.watched.fd();
+        let until = *self.polled_until.get_or_insert_with(|| {
+            let poll = match crate::util::cpus::of_this_thread() {
+                0 | 1 => Duration::ZERO,
+                _ => BUSY_POLL,
+            };
+            Instant::now() + poll
+        });
+        loop {
+            if let Some(line) = self.buffer.next() {
+                return Some(line);
+            }
+            if self.read && Instant::now() >= until {
+                return None;
+            }
+            self.read = true;
+            if self.buffer.read(fd).is_err() {
+                std::hint::spin_loop();
+            }
+        }
+    }
 }
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        self.watched.watch(true);
+        if self.hidden {
+            self.watched.watch(true);
+        }
         if self.buffer.waiting() {
             self.watched.hand_back();
         }
@@ -432,35 +491,39 @@ impl LineReader {
     }
 
     /// Reads `fd` without waiting, for up to [`BUSY_POLL`], while a call awaits a
-    /// reply: whether it read something (or the end). First it lets the tasks woken
-    /// before it run (the caller a reply just answered sends its next call then).
-    async fn poll_busily(&mut self, buffer: &mut Buffer, fd: RawFd) -> bool {
+    /// reply: the buffer, if it read something (or the end), or a caller left lines in
+    /// it. First it lets the tasks woken before it run (the caller a reply just answered
+    /// sends its next call then), without the buffer: a caller may take the pipe then,
+    /// and poll for its reply itself (then this reader does not).
+    async fn poll_busily(&mut self, fd: RawFd) -> Option<OwnedMutexGuard<Buffer>> {
         // On one CPU the reply cannot come while this thread polls, and a yield would
         // only keep the thread from waiting (and the caller it woke from running).
         if self.busy.is_none() || self.deadline.is_some() || crate::util::cpus::of_this_thread() < 2
         {
-            return false;
+            return None;
         }
         tokio::task::yield_now().await;
-        let Some(busy) = &mut self.busy else {
-            return false;
-        };
+        let busy = self.busy.as_mut()?;
         let sent = busy.owed.sent.load(Ordering::SeqCst);
         if busy.owed.awaited.load(Ordering::SeqCst) == 0 || sent == busy.polled_for {
-            return false;
+            return None;
         }
         busy.polled_for = sent;
+        let mut buffer = self.buffer.clone().try_lock_owned().ok()?;
+        if buffer.waiting() {
+            return Some(buffer);
+        }
         let until = Instant::now() + BUSY_POLL;
         loop {
             for _ in 0..16 {
                 match buffer.read(fd) {
-                    Ok(_) => return true,
+                    Ok(_) => return Some(buffer),
                     // Nothing yet (EAGAIN), or interrupted.
                     Err(_) => std::hint::spin_loop(),
                 }
             }
             if Instant::now() >= until {
-                return false;
+                return None;
             }
         }
     }
@@ -497,14 +560,19 @@ impl LineReader {
                     }
                     self.held = Some(buffer);
                 }
-                Source::Pipe { direct, .. } => {
+                Source::Pipe { direct, reactor } => {
+                    // Asked for by a caller, whether or not this reader waits next.
+                    if direct.watched.wanted.swap(false, Ordering::AcqRel) {
+                        Self::watch_set(&direct.watched, reactor);
+                    }
                     let fd = direct.watched.fd();
-                    if self.poll_busily(&mut buffer, fd).await {
+                    // Polls and waits without the buffer: a caller may take the pipe
+                    // meanwhile.
+                    drop(buffer);
+                    if let Some(buffer) = self.poll_busily(fd).await {
                         self.held = Some(buffer);
                         continue;
                     }
-                    // Waits without the buffer: a caller may take the pipe meanwhile.
-                    drop(buffer);
                     self.held = Some(self.wait().await);
                 }
             }
@@ -514,11 +582,6 @@ impl LineReader {
     /// Waits until the pipe had something (read into the buffer, returned), a caller
     /// handed lines back, the extension exited, or the drain after the exit ran out.
     async fn wait(&mut self) -> OwnedMutexGuard<Buffer> {
-        if let Source::Pipe { direct, reactor } = &mut self.source {
-            if direct.watched.wanted.swap(false, Ordering::AcqRel) {
-                Self::watch_set(&direct.watched, reactor);
-            }
-        }
         let Source::Pipe { direct, reactor } = &self.source else {
             unreachable!("only a pipe's reader waits without its buffer")
         };
@@ -697,6 +760,89 @@ mod tests {
         (rt, reader, write, running)
     }
 
+    /// A pipe reader read by a task of its runtime (the lines it takes, in order), with
+    /// the way a caller takes the pipe.
+    struct Read {
+        _rt: tokio::runtime::Runtime,
+        direct: Direct,
+        lines: std::sync::mpsc::Receiver<String>,
+        write: std::cell::RefCell<Option<std::io::PipeWriter>>,
+        _running: oneshot::Sender<()>,
+    }
+
+    impl Read {
+        fn new() -> Read {
+            let (rt, mut reader, write, running) = pipe_reader();
+            let direct = reader.direct().expect("a pipe's reader");
+            let (to, lines) = std::sync::mpsc::channel();
+            rt.spawn(async move {
+                while let Some(Inbound::Line(bytes, _)) = reader.recv().await {
+                    let _ = to.send(String::from_utf8(bytes).unwrap());
+                }
+            });
+            Read {
+                _rt: rt,
+                direct,
+                lines,
+                write: Some(write).into(),
+                _running: running,
+            }
+        }
+
+        /// The reader's next line.
+        fn got(&self) -> Result<String, std::sync::mpsc::RecvTimeoutError> {
+            self.lines.recv_timeout(Duration::from_secs(10))
+        }
+
+        fn write(&self, bytes: &[u8]) {
+            use std::io::Write;
+            let mut write = self.write.borrow_mut();
+            write.as_mut().expect("not ended").write_all(bytes).unwrap();
+        }
+
+        /// Closes the pipe's other end.
+        fn end(&self) {
+            self.write.borrow_mut().take();
+        }
+
+        /// Writes a first line, which the reader reads, and after which it watches the
+        /// pipe through its set (a caller asked first, and got nothing yet).
+        fn through_set(&self, ask: impl Fn(&Direct) -> Option<Turn<'_>>) {
+            assert!(ask(&self.direct).is_none(), "before the set is watched");
+            self.write(b"{\"n\":0}\n");
+            assert_eq!(self.got().unwrap(), r#"{"n":0}"#);
+        }
+
+        /// The pipe as `ask` takes it, once the reader no longer holds it (only while it
+        /// takes a line: soon).
+        fn turn<'a>(&'a self, ask: impl Fn(&'a Direct) -> Option<Turn<'a>>) -> Turn<'a> {
+            let started = Instant::now();
+            loop {
+                if let Some(turn) = ask(&self.direct) {
+                    return turn;
+                }
+                assert!(started.elapsed() < Duration::from_secs(10), "no turn");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+
+        /// Whether the set the runtime watches is ready: the pipe's lines would wake it.
+        fn set_ready(&self) -> bool {
+            let set = self.direct.watched.set.as_raw_fd();
+            let mut event = libc::epoll_event { events: 0, u64: 0 };
+            // SAFETY: one event's room; the set is open while `direct` lives.
+            unsafe { libc::epoll_wait(set, &mut event, 1, 0) > 0 }
+        }
+    }
+
+    /// The text of a line a turn read.
+    fn line(read: Option<Option<Inbound>>) -> String {
+        match read {
+            Some(Some(Inbound::Line(bytes, _))) => String::from_utf8(bytes).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// A reader that polls while a call awaits its reply reads what it would have
     /// waited for: a line already there, one that comes after the poll gave up (the
     /// waiting read takes it), and the end; with no call awaited it only waits.
@@ -739,74 +885,76 @@ mod tests {
     /// keep coming; the end a turn reads reaches the reader too.
     #[test]
     fn a_turn_hides_the_pipe_from_the_runtime_and_hands_back_what_it_left() {
-        use std::io::Write;
-        let (rt, mut reader, mut write, _running) = pipe_reader();
-        let direct = reader.direct().expect("a pipe's reader");
-        let (lines, got) = std::sync::mpsc::channel();
-        rt.spawn(async move {
-            while let Some(Inbound::Line(bytes, _)) = reader.recv().await {
-                let _ = lines.send(String::from_utf8(bytes).unwrap());
-            }
-        });
-        let got = || got.recv_timeout(Duration::from_secs(10));
-        // The reader holds the buffer only while it takes a line: a turn comes soon.
-        let take = || {
-            let started = Instant::now();
-            loop {
-                if let Some(turn) = direct.take() {
-                    return turn;
-                }
-                assert!(started.elapsed() < Duration::from_secs(10), "no turn");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        };
-        let set_ready = || {
-            let set = direct.watched.set.as_raw_fd();
-            let mut event = libc::epoll_event { events: 0, u64: 0 };
-            // SAFETY: one event's room; the set is open while `direct` lives.
-            unsafe { libc::epoll_wait(set, &mut event, 1, 0) > 0 }
-        };
-        let line = |read: Option<Option<Inbound>>| match read {
-            Some(Some(Inbound::Line(bytes, _))) => String::from_utf8(bytes).unwrap(),
-            other => panic!("{other:?}"),
-        };
+        let read = Read::new();
         let soon = || Instant::now() + Duration::from_secs(10);
-
         // The reactor watches the pipe itself until a caller asks for a turn; then the
         // reader moves it into its set after the next line it reads, and waits for the
         // pipe (not for the buffer).
-        assert!(direct.take().is_none(), "a turn before the set is watched");
-        write.write_all(b"{\"n\":0}\n").unwrap();
-        assert_eq!(got().unwrap(), r#"{"n":0}"#);
-        let mut turn = take();
-        assert!(direct.take().is_none(), "one turn at a time");
-        write.write_all(b"{\"n\":1}\n{\"n\":2}\n").unwrap();
-        assert!(!set_ready(), "the pipe's lines would wake the runtime");
+        read.through_set(Direct::take);
+        let mut turn = read.turn(Direct::take);
+        assert!(read.direct.take().is_none(), "one turn at a time");
+        read.write(b"{\"n\":1}\n{\"n\":2}\n");
+        assert!(!read.set_ready(), "the pipe's lines would wake the runtime");
         assert_eq!(line(turn.next(soon())), r#"{"n":1}"#);
         drop(turn);
-        assert_eq!(got().unwrap(), r#"{"n":2}"#, "the line the turn left");
+        assert_eq!(read.got().unwrap(), r#"{"n":2}"#, "the line the turn left");
 
-        let mut turn = take();
-        write.write_all(b"{\"n\":3}\n").unwrap();
+        let mut turn = read.turn(Direct::take);
+        read.write(b"{\"n\":3}\n");
         assert_eq!(line(turn.next(soon())), r#"{"n":3}"#);
         let until = Instant::now() + Duration::from_millis(20);
         assert!(turn.next(until).is_none(), "nothing more came");
         assert!(Instant::now() >= until, "it gave up before its deadline");
-        write.write_all(b"{\"n\":4}\n").unwrap();
+        read.write(b"{\"n\":4}\n");
         let past = Instant::now();
         assert!(turn.next(past).is_none(), "past its deadline, lines or not");
         drop(turn);
-        assert_eq!(got().unwrap(), r#"{"n":4}"#, "what came after the turn");
+        assert_eq!(
+            read.got().unwrap(),
+            r#"{"n":4}"#,
+            "what came after the turn"
+        );
 
-        let mut turn = take();
-        drop(write);
+        let mut turn = read.turn(Direct::take);
+        read.end();
         assert!(matches!(turn.next(soon()), Some(None)), "the end");
         drop(turn);
         assert_eq!(
-            got(),
+            read.got(),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected),
             "the reader ended"
         );
+    }
+
+    /// On one CPU a caller's glance at the pipe leaves it in the runtime's sight, takes
+    /// what was read and what one read of the pipe gives, and no more (what comes after
+    /// it, the reader reads); it never waits; what it read and left reaches the reader,
+    /// before what it did not read.
+    #[test]
+    fn a_glance_takes_what_one_read_gives_and_hands_back_what_it_left() {
+        crate::util::cpus::limit_this_thread(1);
+        let read = Read::new();
+        read.through_set(Direct::glance);
+        let mut now = read.turn(Direct::glance);
+        assert!(now.next_now().is_none(), "nothing there: it does not wait");
+        drop(now);
+
+        let mut now = read.turn(Direct::glance);
+        assert!(read.direct.glance().is_none(), "one at a time");
+        read.write(b"{\"n\":1}\n{\"n\":2}\n");
+        assert!(read.set_ready(), "the runtime still sees the pipe");
+        assert_eq!(line(now.next_now()), r#"{"n":1}"#);
+        read.write(b"{\"n\":3}\n");
+        assert_eq!(line(now.next_now()), r#"{"n":2}"#, "read with the first");
+        assert!(now.next_now().is_none(), "one read of the pipe only");
+        drop(now);
+        assert_eq!(read.got().unwrap(), r#"{"n":3}"#, "what it did not read");
+
+        let mut now = read.turn(Direct::glance);
+        read.write(b"{\"n\":4}\n{\"n\":5}\n");
+        assert_eq!(line(now.next_now()), r#"{"n":4}"#);
+        drop(now);
+        assert_eq!(read.got().unwrap(), r#"{"n":5}"#, "the line it left");
     }
 
     /// A line that comes while a turn hides the pipe, and that the turn leaves unread,
@@ -815,36 +963,43 @@ mod tests {
     /// the set's ready list, and re-arming it in place would wake no one).
     #[test]
     fn a_line_left_unread_by_a_turn_wakes_the_reader() {
-        use std::io::Write;
-        let (rt, mut reader, mut write, _running) = pipe_reader();
-        let direct = reader.direct().expect("a pipe's reader");
-        let (lines, got) = std::sync::mpsc::channel();
-        rt.spawn(async move {
-            while let Some(Inbound::Line(bytes, _)) = reader.recv().await {
-                let _ = lines.send(String::from_utf8(bytes).unwrap());
-            }
-        });
-        let got = || got.recv_timeout(Duration::from_secs(10));
-        assert!(direct.take().is_none(), "a turn before the set is watched");
-        write.write_all(b"{\"n\":0}\n").unwrap();
-        assert_eq!(got().unwrap(), r#"{"n":0}"#);
+        let read = Read::new();
+        read.through_set(Direct::take);
         for n in 1..50 {
             // Read by the reader through the set.
-            write
-                .write_all(format!("{{\"a\":{n}}}\n").as_bytes())
-                .unwrap();
-            assert_eq!(got().unwrap(), format!("{{\"a\":{n}}}"));
-            let turn = loop {
-                if let Some(turn) = direct.take() {
-                    break turn;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            };
-            write
-                .write_all(format!("{{\"b\":{n}}}\n").as_bytes())
-                .unwrap();
+            read.write(format!("{{\"a\":{n}}}\n").as_bytes());
+            assert_eq!(read.got().unwrap(), format!("{{\"a\":{n}}}"));
+            let turn = read.turn(Direct::take);
+            read.write(format!("{{\"b\":{n}}}\n").as_bytes());
             drop(turn);
-            assert_eq!(got().unwrap(), format!("{{\"b\":{n}}}"), "left by turn {n}");
+            assert_eq!(
+                read.got().unwrap(),
+                format!("{{\"b\":{n}}}"),
+                "left by turn {n}"
+            );
         }
+    }
+
+    /// On more than one CPU a glance polls the pipe for a while: out of the runtime's
+    /// sight meanwhile (a line then wakes no runtime thread), and back in it after.
+    #[test]
+    fn a_glance_on_more_cpus_hides_the_pipe_while_it_polls() {
+        if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
+            return;
+        }
+        crate::util::cpus::limit_this_thread(2);
+        let read = Read::new();
+        read.through_set(Direct::glance);
+        let mut now = read.turn(Direct::glance);
+        read.write(b"{\"n\":1}\n");
+        assert!(!read.set_ready(), "the pipe's line would wake the runtime");
+        assert_eq!(line(now.next_now()), r#"{"n":1}"#);
+        assert!(
+            now.next_now().is_none(),
+            "nothing more came while it polled"
+        );
+        drop(now);
+        read.write(b"{\"n\":2}\n");
+        assert_eq!(read.got().unwrap(), r#"{"n":2}"#, "the reader's again");
     }
 }
