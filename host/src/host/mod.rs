@@ -78,11 +78,15 @@ impl CallOptions {
 /// The extension host. Cheap to clone.
 ///
 /// Its calls are futures. From async code, await them in a task of a tokio runtime.
-/// From synchronous code, call `Handle::block_on` of a multi-thread runtime on a thread
-/// of its own (not one of the runtime's): that caller reads a subprocess extension's
-/// reply from its pipe itself, the fastest way there is to call (pinned to one CPU, 1.4×
-/// a bare pipe's round trip, against 1.5× from a task and 1.6× from a current-thread
-/// runtime's `block_on`: `docs/benchmarks.md`).
+/// From synchronous code, call them through `block_on`: of a multi-thread runtime, on a
+/// thread of its own (not one of the runtime's), whose threads go on running the host's
+/// tasks (events for extensions, other extensions' output) between calls; or of a
+/// current-thread runtime, which runs them only while a call waits. Every caller reads
+/// a subprocess extension's reply from its pipe itself when it can: pinned to one CPU a
+/// call costs 1.3× a bare pipe's round trip from a task, 1.4× from a current-thread
+/// runtime's `block_on`, 1.5× from a multi-thread one's; unpinned, about 0.4–0.6× the
+/// Go manager's each, the multi-thread `block_on` with the shortest tail
+/// (`docs/benchmarks.md`).
 #[derive(Clone)]
 pub struct Host {
     inner: Arc<Inner>,
